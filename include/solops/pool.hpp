@@ -1,0 +1,46 @@
+// Pooling operators. Semantics follow torch.nn.functional (see docs/api.md).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "solops/cost.hpp"
+#include "solops/tensor.hpp"
+
+namespace solops {
+
+// Window of a 2-D pool over [N, C, H, W] or unbatched [C, H, W] input. Per-axis values are (H, W).
+struct Pool2d {
+  std::array<int64_t, 2> kernel_size{};
+  std::optional<std::array<int64_t, 2>> stride;  // nullopt = kernel_size, as PyTorch's stride=None
+  std::array<int64_t, 2> padding{0, 0};
+  std::array<int64_t, 2> dilation{1, 1};  // max-pool only; avg-pool requires {1, 1}
+  bool ceil_mode = false;
+  bool count_include_pad = true;           // avg-pool only
+  std::optional<int64_t> divisor_override;  // avg-pool only; must be non-zero
+};
+
+// Output shapes; they validate the parameters against the input shape and throw solops::Error.
+std::vector<int64_t> max_pool2d_output_shape(std::span<const int64_t> x_shape, const Pool2d& p);
+std::vector<int64_t> avg_pool2d_output_shape(std::span<const int64_t> x_shape, const Pool2d& p);
+
+// Roofline cost: FLOPs (one compare-select or add per tap) and the minimum bytes moved.
+Cost max_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
+Cost max_pool2d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
+Cost avg_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
+
+// y = max over each window. x, y: contiguous CUDA tensors of one float dtype (f32, f16, bf16).
+void max_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream = nullptr);
+
+// As max_pool2d, and indices (int64, y's shape) = flat position h * W + w of the max in its plane.
+void max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
+                             const Pool2d& p, cudaStream_t stream = nullptr);
+
+// y = mean of each window, with PyTorch's divisor rule (count_include_pad, divisor_override).
+void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream = nullptr);
+
+}  // namespace solops

@@ -1,0 +1,12 @@
+// CPU references: the executable specification. Host tensors only; float64 accumulation,
+// one rounding to the output dtype. Slow by design; used by tests and the benchmark.
+#pragma once
+
+#include "solops/pool.hpp"
+
+namespace solops::reference {
+
+void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool2d& p);
+void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p);
+
+}  // namespace solops::reference

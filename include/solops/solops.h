@@ -1,0 +1,96 @@
+/* solops C ABI: the stable surface for bindings (the Python package uses it through ctypes).
+ * Every function returns a solops_status; on failure solops_last_error() returns the message
+ * (thread-local, valid until the next failing call on the same thread). */
+#ifndef SOLOPS_H
+#define SOLOPS_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum {
+  SOLOPS_OK = 0,
+  SOLOPS_INVALID_ARGUMENT = 1,
+  SOLOPS_UNSUPPORTED = 2,
+  SOLOPS_CUDA_ERROR = 3,
+  SOLOPS_INTERNAL = 4
+} solops_status;
+
+typedef enum {
+  SOLOPS_F32 = 0,
+  SOLOPS_F16 = 1,
+  SOLOPS_BF16 = 2,
+  SOLOPS_FP8_E4M3 = 3,
+  SOLOPS_I32 = 4,
+  SOLOPS_I64 = 5
+} solops_dtype;
+
+#define SOLOPS_MAX_RANK 8
+#define SOLOPS_CPU (-1)
+
+typedef struct {
+  void* data;
+  int32_t dtype; /* solops_dtype */
+  int32_t rank;
+  int64_t shape[SOLOPS_MAX_RANK];
+  int64_t strides[SOLOPS_MAX_RANK]; /* in elements */
+  int32_t device;                   /* SOLOPS_CPU or a CUDA device ordinal */
+} solops_tensor;
+
+/* Per-axis values are (H, W). has_stride = 0 means stride = kernel_size (PyTorch's None). */
+typedef struct {
+  int64_t kernel_size[2];
+  int32_t has_stride;
+  int64_t stride[2];
+  int64_t padding[2];
+  int64_t dilation[2];
+  int32_t ceil_mode;
+  int32_t count_include_pad;
+  int32_t has_divisor_override;
+  int64_t divisor_override;
+} solops_pool2d_params;
+
+typedef struct {
+  double flops;
+  double bytes;
+} solops_cost;
+
+const char* solops_last_error(void);
+const char* solops_version(void);
+
+/* Writes the output rank and shape (shape has room for SOLOPS_MAX_RANK). */
+solops_status solops_max_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool2d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape);
+solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool2d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape);
+
+/* indices may be NULL (values only). stream is a cudaStream_t (NULL = legacy default stream). */
+solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_tensor* indices, const solops_pool2d_params* p,
+                                void* stream);
+solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_pool2d_params* p, void* stream);
+
+/* CPU references on host tensors (float64 accumulation). */
+solops_status solops_reference_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_tensor* indices,
+                                          const solops_pool2d_params* p);
+solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_pool2d_params* p);
+
+/* Roofline cost of one call (x_dtype: solops_dtype). */
+solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool2d_params* p, int32_t with_indices,
+                                     solops_cost* cost);
+solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool2d_params* p, solops_cost* cost);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* SOLOPS_H */

@@ -1,0 +1,7 @@
+// Umbrella header of the C++ API.
+#pragma once
+
+#include "solops/cost.hpp"
+#include "solops/error.hpp"
+#include "solops/pool.hpp"
+#include "solops/tensor.hpp"
