@@ -1,0 +1,10 @@
+"""solops: fast, correct NN operators for NVIDIA Hopper, as torch custom ops (torch.ops.solops.*).
+
+Loads the prebuilt libsolops.so through ctypes; nothing is compiled against PyTorch.
+"""
+
+from . import cost, reference
+from ._native import SolopsError
+from .pool import avg_pool2d, max_pool2d
+
+__all__ = ["SolopsError", "avg_pool2d", "cost", "max_pool2d", "reference"]

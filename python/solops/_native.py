@@ -1,0 +1,143 @@
+"""ctypes bindings of the C ABI (include/solops/solops.h). Nothing here is compiled against torch."""
+
+import ctypes
+import glob
+import os
+from pathlib import Path
+
+MAX_RANK = 8
+CPU = -1
+
+OK, INVALID_ARGUMENT, UNSUPPORTED, CUDA_ERROR, INTERNAL = range(5)
+
+
+class SolopsError(RuntimeError):
+    """An error reported by the solops library; `status` is the C ABI's status code."""
+
+    def __init__(self, status, message):
+        super().__init__(message)
+        self.status = status
+
+
+class Tensor(ctypes.Structure):
+    _fields_ = [
+        ("data", ctypes.c_void_p),
+        ("dtype", ctypes.c_int32),
+        ("rank", ctypes.c_int32),
+        ("shape", ctypes.c_int64 * MAX_RANK),
+        ("strides", ctypes.c_int64 * MAX_RANK),
+        ("device", ctypes.c_int32),
+    ]
+
+
+class Pool2dParams(ctypes.Structure):
+    _fields_ = [
+        ("kernel_size", ctypes.c_int64 * 2),
+        ("has_stride", ctypes.c_int32),
+        ("stride", ctypes.c_int64 * 2),
+        ("padding", ctypes.c_int64 * 2),
+        ("dilation", ctypes.c_int64 * 2),
+        ("ceil_mode", ctypes.c_int32),
+        ("count_include_pad", ctypes.c_int32),
+        ("has_divisor_override", ctypes.c_int32),
+        ("divisor_override", ctypes.c_int64),
+    ]
+
+
+class Cost(ctypes.Structure):
+    _fields_ = [("flops", ctypes.c_double), ("bytes", ctypes.c_double)]
+
+
+def _library_path():
+    """SOLOPS_LIBRARY, else a copy beside the package, else the repository's CMake build."""
+    if os.environ.get("SOLOPS_LIBRARY"):
+        return os.environ["SOLOPS_LIBRARY"]
+    package_dir = Path(__file__).resolve().parent
+    candidates = [package_dir / "libsolops.so"]
+    repo = package_dir.parent.parent
+    candidates += [Path(p) for p in sorted(glob.glob(str(repo / "build" / "*" / "libsolops.so")))]
+    for candidate in candidates:
+        if candidate.exists():
+            return str(candidate)
+    raise ImportError(
+        "libsolops.so not found: build it (cmake --preset release && cmake --build --preset release) "
+        "or point SOLOPS_LIBRARY at it"
+    )
+
+
+def _load():
+    lib = ctypes.CDLL(_library_path())
+    P = ctypes.POINTER
+    status = ctypes.c_int
+    signatures = {
+        "solops_last_error": (ctypes.c_char_p, []),
+        "solops_version": (ctypes.c_char_p, []),
+        "solops_max_pool2d_output_shape": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(Pool2dParams), P(ctypes.c_int32), P(ctypes.c_int64)]),
+        "solops_avg_pool2d_output_shape": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(Pool2dParams), P(ctypes.c_int32), P(ctypes.c_int64)]),
+        "solops_max_pool2d": (status, [P(Tensor), P(Tensor), P(Tensor), P(Pool2dParams), ctypes.c_void_p]),
+        "solops_avg_pool2d": (status, [P(Tensor), P(Tensor), P(Pool2dParams), ctypes.c_void_p]),
+        "solops_reference_max_pool2d": (status, [P(Tensor), P(Tensor), P(Tensor), P(Pool2dParams)]),
+        "solops_reference_avg_pool2d": (status, [P(Tensor), P(Tensor), P(Pool2dParams)]),
+        "solops_max_pool2d_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(Pool2dParams), ctypes.c_int32, P(Cost)]),
+        "solops_avg_pool2d_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(Pool2dParams), P(Cost)]),
+    }
+    for name, (restype, argtypes) in signatures.items():
+        function = getattr(lib, name)
+        function.restype = restype
+        function.argtypes = argtypes
+    return lib
+
+
+lib = _load()
+
+
+def check(status):
+    if status != OK:
+        raise SolopsError(status, lib.solops_last_error().decode())
+
+
+def shape_array(shape):
+    if len(shape) > MAX_RANK:
+        raise SolopsError(INVALID_ARGUMENT, f"rank {len(shape)} exceeds the maximum rank {MAX_RANK}")
+    return (ctypes.c_int64 * MAX_RANK)(*shape)
+
+
+def pair(value, name):
+    """An int or a 1- or 2-sequence, as torch.nn.functional takes them, as an (H, W) pair."""
+    if isinstance(value, int):
+        return (value, value)
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return (value[0], value[0])
+    if len(value) != 2:
+        raise SolopsError(INVALID_ARGUMENT, f"{name} must be an int or a pair, got {value}")
+    return value
+
+
+def pool2d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                  count_include_pad=True, divisor_override=None):
+    p = Pool2dParams()
+    p.kernel_size[:] = pair(kernel_size, "kernel_size")
+    # PyTorch treats stride=None and stride=[] alike: stride = kernel_size.
+    p.has_stride = int(stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0))
+    if p.has_stride:
+        p.stride[:] = pair(stride, "stride")
+    p.padding[:] = pair(padding, "padding")
+    p.dilation[:] = pair(dilation, "dilation")
+    p.ceil_mode = int(bool(ceil_mode))
+    p.count_include_pad = int(bool(count_include_pad))
+    p.has_divisor_override = int(divisor_override is not None)
+    p.divisor_override = int(divisor_override) if divisor_override is not None else 0
+    return p
+
+
+def pool2d_output_shape(kind, x_shape, params):
+    rank = ctypes.c_int32()
+    shape = (ctypes.c_int64 * MAX_RANK)()
+    function = lib.solops_max_pool2d_output_shape if kind == "max" else lib.solops_avg_pool2d_output_shape
+    check(function(len(x_shape), shape_array(x_shape), ctypes.byref(params), ctypes.byref(rank), shape))
+    return [shape[i] for i in range(rank.value)]

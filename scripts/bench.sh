@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Builds solops, calibrates the GPU, benchmarks one operator family against every available
+# alternative and renders the report. Usage: scripts/bench.sh FAMILY [GPU_NAME]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+family=${1:?usage: scripts/bench.sh FAMILY [GPU_NAME], e.g. scripts/bench.sh pool}
+gpu=${2:-h200}
+if [ -z "${SOLOPS_SKIP_BUILD:-}" ]; then
+  cmake --preset release
+  cmake --build --preset release -j "$(nproc)"
+fi
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+mkdir -p "bench/results/$gpu"
+python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
+python3 -m solops.bench.run --family "$family" --out "bench/results/$gpu/$family.jsonl"
+python3 -m solops.bench.report --results "bench/results/$gpu" --out docs

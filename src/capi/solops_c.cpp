@@ -1,0 +1,195 @@
+// The C ABI: converts C structs to the C++ API and exceptions to status codes.
+#include <cstring>
+#include <string>
+
+#include "solops/reference.hpp"
+#include "solops/solops.h"
+#include "solops/solops.hpp"
+
+namespace {
+
+thread_local std::string last_error;
+
+solops_status fail(solops_status status, const char* message) {
+  last_error = message;
+  return status;
+}
+
+// Runs body; returns SOLOPS_OK or the status of the solops::Error (or other exception) it threw.
+template <class Body>
+solops_status guarded(const char* function, Body&& body) {
+  try {
+    body();
+    return SOLOPS_OK;
+  } catch (const solops::Error& e) {
+    return fail(static_cast<solops_status>(e.status()), e.what());
+  } catch (const std::exception& e) {
+    return fail(SOLOPS_INTERNAL, (std::string(function) + ": " + e.what()).c_str());
+  }
+}
+
+void require_pointer(const void* pointer, const char* function, const char* name) {
+  if (pointer == nullptr) {
+    throw solops::Error(solops::Status::invalid_argument,
+                        std::string(function) + ": " + name + " is a null pointer");
+  }
+}
+
+solops::TensorRef to_tensor(const solops_tensor* t, const char* function, const char* name) {
+  require_pointer(t, function, name);
+  if (t->rank < 0 || t->rank > SOLOPS_MAX_RANK) {
+    throw solops::Error(solops::Status::invalid_argument,
+                        std::string(function) + ": " + name + " has rank " +
+                            std::to_string(t->rank) + ", outside [0, 8]");
+  }
+  solops::TensorRef ref;
+  ref.data = t->data;
+  ref.dtype = static_cast<solops::DType>(t->dtype);
+  ref.rank = t->rank;
+  ref.device = t->device;
+  for (int i = 0; i < t->rank; ++i) {
+    ref.shape[i] = t->shape[i];
+    ref.strides[i] = t->strides[i];
+  }
+  return ref;
+}
+
+std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char* function) {
+  require_pointer(shape, function, "x_shape");
+  if (rank < 0 || rank > SOLOPS_MAX_RANK) {
+    throw solops::Error(solops::Status::invalid_argument,
+                        std::string(function) + ": rank " + std::to_string(rank) + " is outside [0, 8]");
+  }
+  return {shape, static_cast<size_t>(rank)};
+}
+
+solops::Pool2d to_pool2d(const solops_pool2d_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  solops::Pool2d pool;
+  pool.kernel_size = {p->kernel_size[0], p->kernel_size[1]};
+  if (p->has_stride) pool.stride = std::array<int64_t, 2>{p->stride[0], p->stride[1]};
+  pool.padding = {p->padding[0], p->padding[1]};
+  pool.dilation = {p->dilation[0], p->dilation[1]};
+  pool.ceil_mode = p->ceil_mode != 0;
+  pool.count_include_pad = p->count_include_pad != 0;
+  if (p->has_divisor_override) pool.divisor_override = p->divisor_override;
+  return pool;
+}
+
+void write_shape(const std::vector<int64_t>& shape, int32_t* out_rank, int64_t* out_shape,
+                 const char* function) {
+  require_pointer(out_rank, function, "out_rank");
+  require_pointer(out_shape, function, "out_shape");
+  *out_rank = static_cast<int32_t>(shape.size());
+  std::memcpy(out_shape, shape.data(), shape.size() * sizeof(int64_t));
+}
+
+void write_cost(const solops::Cost& cost, solops_cost* out, const char* function) {
+  require_pointer(out, function, "cost");
+  out->flops = cost.flops;
+  out->bytes = cost.bytes;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* solops_last_error(void) { return last_error.c_str(); }
+
+const char* solops_version(void) { return SOLOPS_VERSION; }
+
+solops_status solops_max_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool2d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape) {
+  constexpr const char* kFunction = "solops_max_pool2d_output_shape";
+  return guarded(kFunction, [&] {
+    write_shape(solops::max_pool2d_output_shape(to_shape(x_rank, x_shape, kFunction),
+                                                to_pool2d(p, kFunction)),
+                out_rank, out_shape, kFunction);
+  });
+}
+
+solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool2d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape) {
+  constexpr const char* kFunction = "solops_avg_pool2d_output_shape";
+  return guarded(kFunction, [&] {
+    write_shape(solops::avg_pool2d_output_shape(to_shape(x_rank, x_shape, kFunction),
+                                                to_pool2d(p, kFunction)),
+                out_rank, out_shape, kFunction);
+  });
+}
+
+solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_tensor* indices, const solops_pool2d_params* p,
+                                void* stream) {
+  constexpr const char* kFunction = "solops_max_pool2d";
+  return guarded(kFunction, [&] {
+    const auto pool = to_pool2d(p, kFunction);
+    const auto x_ref = to_tensor(x, kFunction, "x");
+    const auto y_ref = to_tensor(y, kFunction, "y");
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    if (indices) {
+      solops::max_pool2d_with_indices(x_ref, y_ref, to_tensor(indices, kFunction, "indices"), pool,
+                                      cuda_stream);
+    } else {
+      solops::max_pool2d(x_ref, y_ref, pool, cuda_stream);
+    }
+  });
+}
+
+solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_pool2d_params* p, void* stream) {
+  constexpr const char* kFunction = "solops_avg_pool2d";
+  return guarded(kFunction, [&] {
+    solops::avg_pool2d(to_tensor(x, kFunction, "x"), to_tensor(y, kFunction, "y"),
+                       to_pool2d(p, kFunction), static_cast<cudaStream_t>(stream));
+  });
+}
+
+solops_status solops_reference_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_tensor* indices,
+                                          const solops_pool2d_params* p) {
+  constexpr const char* kFunction = "solops_reference_max_pool2d";
+  return guarded(kFunction, [&] {
+    const auto indices_ref = indices ? std::optional(to_tensor(indices, kFunction, "indices"))
+                                     : std::nullopt;
+    solops::reference::max_pool2d(to_tensor(x, kFunction, "x"), to_tensor(y, kFunction, "y"),
+                                  indices_ref ? &*indices_ref : nullptr, to_pool2d(p, kFunction));
+  });
+}
+
+solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_pool2d_params* p) {
+  constexpr const char* kFunction = "solops_reference_avg_pool2d";
+  return guarded(kFunction, [&] {
+    solops::reference::avg_pool2d(to_tensor(x, kFunction, "x"), to_tensor(y, kFunction, "y"),
+                                  to_pool2d(p, kFunction));
+  });
+}
+
+solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool2d_params* p, int32_t with_indices,
+                                     solops_cost* cost) {
+  constexpr const char* kFunction = "solops_max_pool2d_cost";
+  return guarded(kFunction, [&] {
+    const auto shape = to_shape(x_rank, x_shape, kFunction);
+    const auto dtype = static_cast<solops::DType>(x_dtype);
+    const auto pool = to_pool2d(p, kFunction);
+    write_cost(with_indices ? solops::max_pool2d_with_indices_cost(shape, dtype, pool)
+                            : solops::max_pool2d_cost(shape, dtype, pool),
+               cost, kFunction);
+  });
+}
+
+solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool2d_params* p, solops_cost* cost) {
+  constexpr const char* kFunction = "solops_avg_pool2d_cost";
+  return guarded(kFunction, [&] {
+    write_cost(solops::avg_pool2d_cost(to_shape(x_rank, x_shape, kFunction),
+                                       static_cast<solops::DType>(x_dtype), to_pool2d(p, kFunction)),
+               cost, kFunction);
+  });
+}
+
+}  // extern "C"

@@ -1,0 +1,85 @@
+#include "core/check.hpp"
+
+namespace solops::detail {
+
+std::string shape_string(std::span<const int64_t> shape) {
+  std::ostringstream out;
+  out << '[';
+  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
+  out << ']';
+  return out.str();
+}
+
+void check_cuda(cudaError_t status, std::string_view op, std::string_view what) {
+  if (status != cudaSuccess) {
+    throw Error(Status::cuda_error,
+                concat(op, ": ", what, " failed: ", cudaGetErrorName(status), " (",
+                       cudaGetErrorString(status), ")"));
+  }
+}
+
+namespace {
+
+void check_layout(std::string_view op, std::string_view name, const TensorRef& t) {
+  require(t.rank >= 0 && t.rank <= kMaxRank, op, name, ": rank ", t.rank, " is outside [0, ",
+          kMaxRank, "]");
+  for (int i = 0; i < t.rank; ++i) {
+    require(t.shape[i] >= 0, op, name, ": size ", t.shape[i], " of dim ", i, " is negative");
+  }
+  require(dtype_size(t.dtype) > 0, op, name, ": unknown dtype code ", static_cast<int>(t.dtype));
+  require(t.numel() == 0 || t.data != nullptr, op, name, ": data pointer is null");
+  if (!t.is_contiguous()) {
+    unsupported(op, name, " must be contiguous (row-major, e.g. NCHW); strided and channels-last",
+                " tensors are not supported, make them contiguous first");
+  }
+  require(reinterpret_cast<uintptr_t>(t.data) % dtype_size(t.dtype) == 0, op, name,
+          ": data pointer is not aligned to its element size");
+}
+
+}  // namespace
+
+void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t) {
+  check_layout(op, name, t);
+  require(t.device >= 0, op, name, " must be a CUDA tensor, got a CPU tensor");
+  int current = -1;
+  check_cuda(cudaGetDevice(&current), op, "cudaGetDevice");
+  require(t.device == current, op, name, " is on cuda:", t.device, " but the current device is cuda:",
+          current);
+  if (t.numel() == 0) return;
+  cudaPointerAttributes attributes{};
+  check_cuda(cudaPointerGetAttributes(&attributes, t.data), op, "cudaPointerGetAttributes");
+  require(attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged, op,
+          name, ": data pointer is not device memory (the tensor claims cuda:", t.device, ")");
+}
+
+void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t) {
+  check_layout(op, name, t);
+  require(t.device == kCpu, op, name, " must be a CPU tensor for the reference");
+}
+
+void check_float_dtype(std::string_view op, std::string_view name, const TensorRef& t) {
+  require(t.dtype == DType::f32 || t.dtype == DType::f16 || t.dtype == DType::bf16, op, name,
+          ": dtype ", dtype_name(t.dtype), " is not supported (f32, f16 or bf16)");
+}
+
+void check_dtype(std::string_view op, std::string_view name, const TensorRef& t, DType expected) {
+  require(t.dtype == expected, op, name, ": dtype ", dtype_name(t.dtype), " must be ",
+          dtype_name(expected));
+}
+
+void check_shape(std::string_view op, std::string_view name, const TensorRef& t,
+                 std::span<const int64_t> expected) {
+  require(std::equal(t.sizes().begin(), t.sizes().end(), expected.begin(), expected.end()), op,
+          name, ": shape ", shape_string(t.sizes()), " must be ", shape_string(expected));
+}
+
+void check_no_overlap(std::string_view op, std::string_view a_name, const TensorRef& a,
+                      std::string_view b_name, const TensorRef& b) {
+  if (a.numel() == 0 || b.numel() == 0) return;
+  const auto a_begin = reinterpret_cast<uintptr_t>(a.data);
+  const auto b_begin = reinterpret_cast<uintptr_t>(b.data);
+  const bool disjoint = a_begin + a.bytes() <= b_begin || b_begin + b.bytes() <= a_begin;
+  require(disjoint, op, a_name, " and ", b_name, " overlap in memory; this op is not in-place");
+}
+
+}  // namespace solops::detail

@@ -1,0 +1,51 @@
+// Validation helpers shared by every op: each failed rule throws solops::Error with a message
+// that names the op, the argument and the rule.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <span>
+#include <sstream>
+#include <string>
+#include <string_view>
+
+#include "solops/error.hpp"
+#include "solops/tensor.hpp"
+
+namespace solops::detail {
+
+template <class... Parts>
+std::string concat(const Parts&... parts) {
+  std::ostringstream out;
+  (out << ... << parts);
+  return out.str();
+}
+
+std::string shape_string(std::span<const int64_t> shape);
+
+template <class... Parts>
+void require(bool rule_holds, std::string_view op, const Parts&... message) {
+  if (!rule_holds) throw Error(Status::invalid_argument, concat(op, ": ", message...));
+}
+
+template <class... Parts>
+[[noreturn]] void unsupported(std::string_view op, const Parts&... message) {
+  throw Error(Status::unsupported, concat(op, ": ", message...));
+}
+
+void check_cuda(cudaError_t status, std::string_view op, std::string_view what);
+
+// A tensor the kernel reads or writes: non-null data (unless empty) in device memory of the
+// current device, dense row-major layout, a float dtype when float_only.
+void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t);
+void check_float_dtype(std::string_view op, std::string_view name, const TensorRef& t);
+void check_dtype(std::string_view op, std::string_view name, const TensorRef& t, DType expected);
+void check_shape(std::string_view op, std::string_view name, const TensorRef& t,
+                 std::span<const int64_t> expected);
+// Rejects any overlap of the two tensors' byte ranges: solops ops are not in-place.
+void check_no_overlap(std::string_view op, std::string_view a_name, const TensorRef& a,
+                      std::string_view b_name, const TensorRef& b);
+// The same, for host tensors given to a reference.
+void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t);
+
+}  // namespace solops::detail

@@ -1,0 +1,16 @@
+#include "core/device.hpp"
+
+#include "core/check.hpp"
+
+namespace solops::detail {
+
+int multiprocessor_count(int device) {
+  int count = 0;
+  check_cuda(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device),
+             "multiprocessor_count", "cudaDeviceGetAttribute");
+  return count;
+}
+
+void check_launch(std::string_view op) { check_cuda(cudaGetLastError(), op, "kernel launch"); }
+
+}  // namespace solops::detail

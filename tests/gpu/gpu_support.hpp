@@ -1,0 +1,52 @@
+// Device buffers and the skip rule shared by the GPU tests.
+#pragma once
+
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+namespace solops::testing {
+
+inline bool has_cuda_device() {
+  int count = 0;
+  return cudaGetDeviceCount(&count) == cudaSuccess && count > 0;
+}
+
+// Every GPU test starts with this: without a device it skips with a message in the test log.
+#define SOLOPS_REQUIRE_GPU()                                                         \
+  do {                                                                               \
+    if (!::solops::testing::has_cuda_device()) {                                     \
+      GTEST_SKIP() << "SKIPPED: no CUDA device on this machine; GPU tests need one"; \
+    }                                                                                \
+  } while (0)
+
+inline void cuda_ok(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));
+  }
+}
+
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
+    if (bytes_) cuda_ok(cudaMalloc(&data_, bytes_), "cudaMalloc");
+  }
+  ~DeviceBuffer() { cudaFree(data_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  void* data() const { return data_; }
+  void upload(const void* host) { cuda_ok(cudaMemcpy(data_, host, bytes_, cudaMemcpyHostToDevice), "upload"); }
+  void download(void* host) const {
+    cuda_ok(cudaMemcpy(host, data_, bytes_, cudaMemcpyDeviceToHost), "download");
+  }
+  void poison() { cuda_ok(cudaMemset(data_, 0xFF, bytes_), "poison"); }
+
+ private:
+  void* data_ = nullptr;
+  size_t bytes_;
+};
+
+}  // namespace solops::testing

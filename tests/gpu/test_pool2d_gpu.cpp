@@ -1,0 +1,315 @@
+// 2-D pooling kernels against the CPU references: every catalogue row, random shapes and params,
+// NaN / -inf / tie inputs, and the device-side validation rules. Outputs are poisoned first.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <functional>
+#include <random>
+
+#include "core/check.hpp"
+#include "gpu/gpu_support.hpp"
+#include "pool2d_cases.hpp"
+#include "solops/error.hpp"
+#include "solops/reference.hpp"
+#include "source_path.hpp"
+
+namespace solops {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::HostTensor;
+
+enum class Op { max, max_with_indices, avg };
+
+const char* op_name(Op op) {
+  return op == Op::avg ? "AvgPool2dFwd" : op == Op::max ? "MaxPool2dFwd" : "MaxPool2dIndicesFwd";
+}
+
+std::vector<int64_t> output_shape(Op op, const std::vector<int64_t>& x_shape, const Pool2d& p) {
+  return op == Op::avg ? avg_pool2d_output_shape(x_shape, p) : max_pool2d_output_shape(x_shape, p);
+}
+
+TensorRef on_device(const HostTensor& host, const DeviceBuffer& buffer) {
+  return make_tensor(buffer.data(), host.dtype, host.shape, 0);
+}
+
+// Runs our kernel and the reference on x; returns a description of the first disagreement, or
+// an empty string.
+std::string compare_with_reference(Op op, HostTensor& x, const Pool2d& p) {
+  const auto shape = output_shape(op, x.shape, p);
+  HostTensor expected(shape, x.dtype), expected_indices(shape, DType::i64);
+  HostTensor actual(shape, x.dtype), actual_indices(shape, DType::i64);
+  const TensorRef expected_indices_ref = expected_indices.ref();
+  if (op == Op::avg) reference::avg_pool2d(x.ref(), expected.ref(), p);
+  else reference::max_pool2d(x.ref(), expected.ref(), &expected_indices_ref, p);
+
+  DeviceBuffer x_device(x.bytes.size()), y_device(actual.bytes.size()),
+      indices_device(actual_indices.bytes.size());
+  x_device.upload(x.bytes.data());
+  y_device.poison();
+  indices_device.poison();
+  const TensorRef y_ref = on_device(actual, y_device);
+  const TensorRef indices_ref = on_device(actual_indices, indices_device);
+  switch (op) {
+    case Op::max: max_pool2d(on_device(x, x_device), y_ref, p); break;
+    case Op::max_with_indices: max_pool2d_with_indices(on_device(x, x_device), y_ref, indices_ref, p); break;
+    case Op::avg: avg_pool2d(on_device(x, x_device), y_ref, p); break;
+  }
+  testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
+  y_device.download(actual.bytes.data());
+  indices_device.download(actual_indices.bytes.data());
+
+  const double tolerance = testing::avg_tolerance(x.dtype);
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const double want = expected.at(i), got = actual.at(i);
+    const bool value_ok = op == Op::avg
+                              ? (std::isnan(want) == std::isnan(got)) &&
+                                    (std::isnan(want) || std::abs(got - want) <= tolerance * (1 + std::abs(want)))
+                              : testing::same_value(want, got);
+    if (!value_ok) {
+      return detail::concat("output[", i, "] = ", got, ", reference ", want);
+    }
+    if (op == Op::max_with_indices && actual_indices.index_at(i) != expected_indices.index_at(i)) {
+      return detail::concat("indices[", i, "] = ", actual_indices.index_at(i), ", reference ",
+                            expected_indices.index_at(i), " (value ", want, ")");
+    }
+  }
+  return {};
+}
+
+// Random normal values rounded to the dtype, with optional NaN / -inf / tie injection.
+void fill_random(HostTensor& x, std::mt19937_64& rng, bool special_values) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> pick(0, 15);
+  for (int64_t i = 0; i < x.numel(); ++i) {
+    double v = normal(rng);
+    if (special_values) {
+      switch (pick(rng)) {
+        case 0: v = std::numeric_limits<double>::quiet_NaN(); break;
+        case 1: case 2: v = -std::numeric_limits<double>::infinity(); break;
+        case 3: case 4: case 5: v = std::round(v);  break;  // ties among small integers
+        default: break;
+      }
+    }
+    x.set(i, v);
+  }
+}
+
+DType parse_dtype(const std::string& name) {
+  if (name == "f32") return DType::f32;
+  if (name == "f16") return DType::f16;
+  if (name == "bf16") return DType::bf16;
+  throw std::runtime_error("unexpected dtype " + name);
+}
+
+std::array<int64_t, 2> pair_param(const nlohmann::json& params, const char* key, int64_t fallback) {
+  if (!params.contains(key)) return {fallback, fallback};
+  const auto& v = params[key];
+  if (v.is_number()) return {v.get<int64_t>(), v.get<int64_t>()};
+  return {v[0].get<int64_t>(), v[1].get<int64_t>()};
+}
+
+Pool2d pool_from_manifest(const nlohmann::json& params) {
+  Pool2d p;
+  p.kernel_size = pair_param(params, "kernel_size", 1);
+  if (params.contains("stride") && !params["stride"].is_null()) p.stride = pair_param(params, "stride", 1);
+  p.padding = pair_param(params, "padding", 0);
+  p.dilation = pair_param(params, "dilation", 1);
+  p.ceil_mode = params.value("ceil_mode", false);
+  p.count_include_pad = params.value("count_include_pad", true);
+  if (params.contains("divisor_override") && !params["divisor_override"].is_null()) {
+    p.divisor_override = params["divisor_override"].get<int64_t>();
+  }
+  return p;
+}
+
+class Pool2dGpu : public ::testing::TestWithParam<Op> {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+TEST_P(Pool2dGpu, EveryCatalogueRow) {
+  const std::string manifest_path = testing::source_path("manifest/workloads.json");
+  std::ifstream file(manifest_path);
+  ASSERT_TRUE(file) << "cannot open " << manifest_path;
+  const auto manifest = nlohmann::json::parse(file);
+  std::mt19937_64 rng(2026);
+  int rows = 0;
+  for (const auto& op : manifest["ops"]) {
+    if (op["op"] != op_name(GetParam())) continue;
+    for (const auto& row : op["rows"]) {
+      const Pool2d p = pool_from_manifest(row["params"]);
+      HostTensor x(row["tensors"]["input"].get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
+      fill_random(x, rng, false);
+      EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
+          << row["workload"] << " " << row["dtype"] << " " << testing::describe(p);
+      ++rows;
+    }
+  }
+  EXPECT_GT(rows, 0) << "no catalogue rows for " << op_name(GetParam());
+}
+
+// Random geometry: odd sizes, size 1, unbatched input, padding, dilation, ceil mode, divisors.
+Pool2d random_pool(Op op, std::mt19937_64& rng) {
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Pool2d p;
+  p.kernel_size = {uniform(1, 6), uniform(1, 6)};
+  if (uniform(0, 3) > 0) p.stride = std::array<int64_t, 2>{uniform(1, 4), uniform(1, 4)};
+  p.padding = {uniform(0, p.kernel_size[0] / 2), uniform(0, p.kernel_size[1] / 2)};
+  if (op != Op::avg && uniform(0, 2) == 0) p.dilation = {uniform(1, 3), uniform(1, 3)};
+  p.ceil_mode = uniform(0, 1) == 1;
+  p.count_include_pad = uniform(0, 1) == 1;
+  if (op == Op::avg && uniform(0, 4) == 0) p.divisor_override = uniform(0, 1) ? 7 : -3;
+  return p;
+}
+
+std::vector<int64_t> random_shape(std::mt19937_64& rng) {
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  // Mostly small odd sizes; sometimes planes large enough to need several tiles per plane.
+  const bool large = uniform(0, 5) == 0;
+  const int64_t h = large ? uniform(60, 300) : uniform(1, 40);
+  const int64_t w = large ? uniform(60, 300) : uniform(1, 40);
+  const int64_t c = uniform(1, 5);
+  if (uniform(0, 4) == 0) return {c, h, w};
+  return {uniform(1, 3), c, h, w};
+}
+
+TEST_P(Pool2dGpu, RandomShapesAndParams) {
+  std::mt19937_64 rng(7 + static_cast<int>(GetParam()));
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  int cases = 0;
+  while (cases < 150) {
+    const auto shape = random_shape(rng);
+    const Pool2d p = random_pool(GetParam(), rng);
+    try {
+      output_shape(GetParam(), shape, p);
+    } catch (const Error&) {
+      continue;  // an invalid combination: the validation tests cover those
+    }
+    HostTensor x(shape, dtypes[cases % 3]);
+    fill_random(x, rng, cases % 4 == 0);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
+        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
+        << " " << testing::describe(p);
+    ++cases;
+  }
+}
+
+TEST_P(Pool2dGpu, NaNMinusInfAndTies) {
+  std::mt19937_64 rng(99);
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    HostTensor x({2, 3, 37, 29}, dtype);
+    fill_random(x, rng, true);
+    Pool2d p;
+    p.kernel_size = {3, 3};
+    p.stride = std::array<int64_t, 2>{2, 2};
+    p.padding = {1, 1};
+    p.ceil_mode = true;
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << dtype_name(dtype);
+  }
+  // Whole windows of -inf, and whole planes of one repeated value.
+  HostTensor x({1, 2, 9, 9}, DType::f16);
+  for (int64_t i = 0; i < x.numel(); ++i) x.set(i, i < 81 ? -std::numeric_limits<double>::infinity() : 2.0);
+  Pool2d p;
+  p.kernel_size = {3, 3};
+  p.stride = std::array<int64_t, 2>{1, 1};
+  p.padding = {1, 1};
+  EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
+}
+
+TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
+  // 3 rows of 6000 f32 exceed the staged band limit: the taps are read from global memory.
+  std::mt19937_64 rng(5);
+  HostTensor x({1, 2, 7, 6000}, DType::f32);
+  fill_random(x, rng, true);
+  Pool2d p;
+  p.kernel_size = {3, 3};
+  p.stride = std::array<int64_t, 2>{2, 2};
+  p.padding = {1, 1};
+  EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
+  p.kernel_size = {2, 4};
+  p.stride.reset();
+  p.padding = {0, 1};
+  p.ceil_mode = true;
+  EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Pool2dGpu, ::testing::Values(Op::max, Op::max_with_indices, Op::avg),
+                         [](const auto& info) { return std::string(op_name(info.param)); });
+
+// Validation that needs device memory: aliasing, a CPU pointer claiming to be on the GPU.
+class Pool2dGpuValidation : public ::testing::Test {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+void expect_error(const std::function<void()>& call, const std::string& fragment) {
+  try {
+    call();
+    ADD_FAILURE() << "accepted, expected an error containing '" << fragment << "'";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(Pool2dGpuValidation, OutputAliasingInputIsRejected) {
+  DeviceBuffer buffer(4 * 16 * 16 * sizeof(float));
+  const std::vector<int64_t> x_shape{4, 16, 16}, y_shape{4, 8, 8};
+  const TensorRef x = make_tensor(buffer.data(), DType::f32, x_shape, 0);
+  const TensorRef y = make_tensor(buffer.data(), DType::f32, y_shape, 0);
+  Pool2d p;
+  p.kernel_size = {2, 2};
+  expect_error([&] { max_pool2d(x, y, p); }, "input and output overlap");
+  expect_error([&] { avg_pool2d(x, y, p); }, "input and output overlap");
+}
+
+TEST_F(Pool2dGpuValidation, HostPointerClaimingToBeOnTheDevice) {
+  std::vector<float> host(16 * 16);
+  DeviceBuffer out(8 * 8 * sizeof(float));
+  const std::vector<int64_t> x_shape{1, 16, 16}, y_shape{1, 8, 8};
+  const TensorRef x = make_tensor(host.data(), DType::f32, x_shape, 0);
+  const TensorRef y = make_tensor(out.data(), DType::f32, y_shape, 0);
+  Pool2d p;
+  p.kernel_size = {2, 2};
+  expect_error([&] { max_pool2d(x, y, p); }, "data pointer is not device memory");
+}
+
+TEST_F(Pool2dGpuValidation, DtypeAndShapeMismatches) {
+  DeviceBuffer in(16 * 16 * sizeof(float)), out(8 * 8 * sizeof(float)), indices(8 * 8 * 8);
+  const std::vector<int64_t> x_shape{1, 16, 16}, y_shape{1, 8, 8}, bad_shape{1, 8, 7};
+  const TensorRef x = make_tensor(in.data(), DType::f32, x_shape, 0);
+  Pool2d p;
+  p.kernel_size = {2, 2};
+  expect_error([&] { max_pool2d(x, make_tensor(out.data(), DType::f16, y_shape, 0), p); },
+               "output: dtype f16 must be f32");
+  expect_error([&] { avg_pool2d(x, make_tensor(out.data(), DType::f32, bad_shape, 0), p); },
+               "output: shape [1, 8, 7] must be [1, 8, 8]");
+  expect_error([&] {
+    max_pool2d_with_indices(x, make_tensor(out.data(), DType::f32, y_shape, 0),
+                            make_tensor(indices.data(), DType::i32, y_shape, 0), p);
+  }, "indices: dtype i32 must be i64");
+  expect_error([&] { max_pool2d(make_tensor(in.data(), DType::i32, x_shape, 0),
+                                make_tensor(out.data(), DType::i32, y_shape, 0), p); },
+               "input: dtype i32 is not supported");
+}
+
+TEST_F(Pool2dGpuValidation, NonContiguousInputIsUnsupported) {
+  DeviceBuffer in(16 * 16 * sizeof(float)), out(8 * 8 * sizeof(float));
+  const std::vector<int64_t> x_shape{1, 16, 16}, y_shape{1, 8, 8};
+  TensorRef x = make_tensor(in.data(), DType::f32, x_shape, 0);
+  std::swap(x.strides[1], x.strides[2]);  // a transposed view
+  Pool2d p;
+  p.kernel_size = {2, 2};
+  try {
+    max_pool2d(x, make_tensor(out.data(), DType::f32, y_shape, 0), p);
+    ADD_FAILURE() << "accepted a transposed input";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.status(), Status::unsupported);
+    EXPECT_NE(std::string(e.what()).find("must be contiguous"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace solops

@@ -1,0 +1,122 @@
+"""solops pooling ops as PyTorch users meet them: equal to torch.nn.functional, traced by
+torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input.
+Needs PyTorch and a CUDA device; skips loudly without them."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="SKIPPED: PyTorch is not installed on this machine")
+if not torch.cuda.is_available():
+    pytest.skip("SKIPPED: no CUDA device on this machine; these tests need one", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import solops  # noqa: E402
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+AVG_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
+
+MAX_CASES = [
+    # shape, kernel_size, stride, padding, dilation, ceil_mode
+    ((32, 64, 112, 112), 3, 2, 1, 1, False),
+    ((16, 128, 56, 56), 2, 2, 0, 1, False),
+    ((32, 64, 55, 55), 3, 2, 0, 1, True),
+    ((3, 17, 23), (2, 3), None, (1, 0), (2, 1), True),
+    ((2, 5, 1, 9), (1, 4), (1, 3), 0, 1, True),
+]
+AVG_CASES = [
+    # shape, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override
+    ((2, 64, 112, 112), 3, 2, 1, False, True, None),
+    ((2, 128, 56, 56), 5, 2, 2, False, True, None),
+    ((3, 96, 55, 57), (3, 5), 2, (1, 2), True, False, 7),
+    ((4, 13, 11), 3, None, 1, True, False, None),
+    ((1, 2, 7, 5), (2, 4), (3, 1), (1, 2), True, True, -3),
+]
+
+
+def random_input(shape, dtype, seed=0):
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    return torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", MAX_CASES)
+def test_max_pool2d_equals_pytorch(case, dtype):
+    shape, k, s, p, d, ceil = case
+    x = random_input(shape, dtype)
+    x.view(-1)[::97] = float("nan")
+    x.view(-1)[5::89] = float("-inf")
+    want, want_indices = F.max_pool2d(x, k, s, p, d, ceil, return_indices=True)
+    got, got_indices = solops.max_pool2d(x, k, s, p, d, ceil, return_indices=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_indices, want_indices)
+    torch.testing.assert_close(solops.max_pool2d(x, k, s, p, d, ceil), want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", AVG_CASES)
+def test_avg_pool2d_equals_pytorch(case, dtype):
+    shape, k, s, p, ceil, include_pad, divisor = case
+    x = random_input(shape, dtype, seed=1)
+    want = F.avg_pool2d(x.float(), k, s, p, ceil, include_pad, divisor).to(dtype)
+    got = solops.avg_pool2d(x, k, s, p, ceil, include_pad, divisor)
+    tol = AVG_TOLERANCE[dtype]
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
+def test_torch_compile_traces_without_graph_breaks():
+    def block(x):
+        y, indices = solops.max_pool2d(torch.relu(x), 3, 2, 1, return_indices=True)
+        return solops.avg_pool2d(y, 2, ceil_mode=True) * 2, indices
+
+    x = random_input((4, 8, 33, 31), torch.float16)
+    compiled = torch.compile(block, fullgraph=True)
+    got, got_indices = compiled(x)
+    want, want_indices = block(x)
+    torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert torch.equal(got_indices, want_indices)
+    explanation = torch._dynamo.explain(block)(x)
+    assert explanation.graph_break_count == 0
+
+
+def test_cuda_graph_capture_and_replay():
+    static_x = random_input((8, 16, 56, 56), torch.bfloat16)
+    solops.max_pool2d(static_x, 3, 2, 1)  # warm up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph):
+            static_max, static_indices = solops.max_pool2d(static_x, 3, 2, 1, return_indices=True)
+            static_avg = solops.avg_pool2d(static_x, 3, 2, 1)
+    torch.cuda.current_stream().wait_stream(stream)
+    for seed in (5, 6):
+        static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        want, want_indices = F.max_pool2d(static_x, 3, 2, 1, return_indices=True)
+        torch.testing.assert_close(static_max, want, rtol=0, atol=0)
+        assert torch.equal(static_indices, want_indices)
+        torch.testing.assert_close(static_avg, F.avg_pool2d(static_x.float(), 3, 2, 1).bfloat16(),
+                                   rtol=1.6e-2, atol=1.6e-2)
+
+
+def test_ops_are_registered_with_torch():
+    for name in ("max_pool2d", "max_pool2d_with_indices", "avg_pool2d"):
+        assert hasattr(torch.ops.solops, name)
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda: solops.max_pool2d(torch.randn(8, 8, device="cuda"), 2), "3-D [C, H, W] or 4-D"),
+    (lambda: solops.max_pool2d(torch.randn(1, 1, 8, 8), 2), "must be a CUDA tensor"),
+    (lambda: solops.avg_pool2d(torch.randn(1, 1, 8, 8, device="cuda"), 3, padding=2), "at most half"),
+    (lambda: solops.max_pool2d(torch.randn(1, 1, 4, 4, device="cuda"), 7, padding=1), "larger than the padded"),
+    (lambda: solops.max_pool2d(torch.randn(1, 1, 8, 8, device="cuda"), 2, stride=0), "stride[0] = 0"),
+    (lambda: solops.max_pool2d(torch.randn(1, 1, 8, 8, device="cuda"), 2, stride=-2), "stride[0] = -2"),
+    (lambda: solops.max_pool2d(torch.randn(1, 1, 8, 8, device="cuda", dtype=torch.float64), 2), "float64"),
+    (lambda: solops.max_pool2d(torch.randn(1, 8, 8, 3, device="cuda").permute(0, 3, 1, 2), 2), "contiguous"),
+    (lambda: solops.avg_pool2d(torch.randn(1, 1, 8, 8, device="cuda"), 2, divisor_override=0), "must not be zero"),
+])
+def test_bad_input_gives_a_clear_error(call, fragment):
+    with pytest.raises(solops.SolopsError, match=None) as error:
+        call()
+    assert fragment in str(error.value)
