@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# The one device call: GPU tests, Python tests, calibration, benchmark and report, on a build made
+# on the CPU machine and carried over (build/release). Everything lands in $OUT/bundle.tar.gz and
+# the benchmark results in bench/results/<gpu>/ of the copy there.
+# Usage (from the repo root on the GPU machine): scripts/device-check.sh FAMILY [GPU_NAME]
+set -uo pipefail
+family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
+gpu=${2:-h200}
+out=${OUT:-/tmp/solops-out}
+logs=$out/logs
+mkdir -p "$logs"
+build=${SOLOPS_BUILD_DIR:-build/release}
+export LD_LIBRARY_PATH="$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export SOLOPS_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
+export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
+if ls .whl/*.whl >/dev/null 2>&1; then
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+fi
+status=0
+step() {  # step NAME COMMAND...: runs, logs, remembers failure, keeps going
+  local name=$1; shift
+  echo "=== $name: $*"
+  "$@" >"$logs/$name.log" 2>&1
+  local rc=$?
+  tail -n 15 "$logs/$name.log"
+  echo "=== $name: exit $rc"
+  [ $rc -eq 0 ] || status=1
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$logs/nvidia-smi.log" 2>&1
+step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
+step gpu-tests "$build/tests/solops_gpu_tests" --gtest_brief=1
+step python-tests python3 -m pytest -q tests/python
+mkdir -p "bench/results/$gpu"
+step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
+step bench python3 -m solops.bench.run --family "$family" --out "bench/results/$gpu/$family.jsonl"
+step report python3 -m solops.bench.report --results "bench/results/$gpu" --out docs
+tar czf "$out/bundle.tar.gz" "$logs" "bench/results/$gpu" docs/benchmarks.md docs/benchmarks.html 2>/dev/null
+exit $status
