@@ -1,0 +1,3 @@
+"""Benchmark harness: timing (timing.py), device calibration (calibrate.py), the runner
+(run.py) with one module per op family (pool.py, ...), baselines (cudnn.py) and the report
+(report.py). See docs/benchmarks.md for the results and shared/design/measure.md for the method."""

@@ -1,0 +1,321 @@
+"""Benchmark runner: every manifest row of a family's implemented ops, ours and the alternatives,
+checked against the reference and then timed, in one process with one method.
+
+    python -m solops.bench.run --family pool [--ops OP ...] [--impls NAME ...]
+                               [--out bench/results/h200/pool.jsonl] [--quick]
+
+Writes one JSON line per (op, workload, dtype, impl). A solops result that raises or differs
+from the reference makes the run exit non-zero, after everything has been written.
+
+A family is a sibling module (solops.bench.pool, later norm, conv, topk) with:
+    OPS                       the op names it implements, as in the manifest
+    present_alternatives()    {name: None if usable, else why not} for its alternatives
+    build_case(op, row, alternatives) -> Case   (raises UnsupportedRow for rows it cannot run)
+The classes and helpers such modules share live here.
+"""
+
+import argparse
+import datetime
+import importlib
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+import torch
+
+from solops.bench import timing
+from solops.bench.report import roofline
+
+TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+INPUT_SEED = 0
+
+
+class UnsupportedRow(Exception):
+    """A manifest row the family cannot run (e.g. a dtype string like "f16/f32")."""
+
+
+@dataclass
+class Impl:
+    name: str  # "solops" or the alternative's name
+    fn: Callable[[], Any] | None  # runs the op on the case's CUDA inputs; None = not applicable
+    not_applicable: str = ""  # why fn is None
+
+
+@dataclass
+class Case:
+    op: str
+    workload: str
+    dtype: str
+    flops: float
+    bytes: float
+    rate_kind: str  # the compute ceiling in the device profile: "cuda_core_f32" or "gemm_<dtype>"
+    reference: Callable[[], Any]  # the reference outputs, CPU tensors
+    check: Callable[[Any, Any], None]  # (actual, reference) on CPU; raises on a mismatch
+    impls: list[Impl]  # solops first
+    page: dict | None = None  # the reference page's figures for this row, if any
+
+
+# ---- helpers shared by the family modules ----------------------------------------------------
+
+
+def torch_dtype(name: str) -> torch.dtype:
+    if name not in TORCH_DTYPES:
+        raise UnsupportedRow(f"dtype {name!r} is not one of {sorted(TORCH_DTYPES)}")
+    return TORCH_DTYPES[name]
+
+
+def random_normal(shape, dtype: torch.dtype) -> torch.Tensor:
+    """A CPU tensor of standard normal values from a fixed seed, rounded to dtype."""
+    generator = torch.Generator().manual_seed(INPUT_SEED)
+    return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
+
+
+def compile_for_benchmark(fn: Callable) -> Callable:
+    """torch.compile default mode with static shapes (the `torch-compile` alternative).
+
+    The dynamo cache is reset first: every case compiles the same Python function for another
+    shape, and past the recompile limit dynamo would silently fall back to eager.
+    fullgraph=True makes a graph break an error instead of a partly eager result.
+    """
+    torch._dynamo.reset()
+    return torch.compile(fn, dynamic=False, fullgraph=True)
+
+
+def import_flag_gems():
+    """flag_gems with its environment set for this machine (offline, vendor known)."""
+    # Skips FlagGems' vendor detection, which otherwise shells out to every vendor's SMI tool.
+    os.environ.setdefault("GEMS_VENDOR", "nvidia")
+    # Its autotune cache is an SQLite file under this directory (default ~/.flaggems).
+    os.environ.setdefault("FLAGGEMS_CACHE_DIR", "/tmp/flaggems-cache")
+    return importlib.import_module("flag_gems")
+
+
+# ---- running one case ----------------------------------------------------------------------
+
+
+def to_cpu(outputs):
+    if isinstance(outputs, torch.Tensor):
+        return outputs.cpu()
+    return tuple(to_cpu(output) for output in outputs)
+
+
+def describe_error(error: BaseException, limit: int = 400) -> str:
+    text = f"{type(error).__name__}: {error}".strip()
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def measure(impl: Impl, case: Case, reference, quick: bool) -> dict:
+    """Checks impl against the reference, then times it. The first call also compiles/tunes."""
+    try:
+        actual = to_cpu(impl.fn())
+    except Exception as error:  # an alternative that raises is a mismatch, never dropped
+        return {"correct": False, "error": "raised " + describe_error(error)}
+    try:
+        case.check(actual, reference)
+    except Exception as error:
+        return {"correct": False, "error": "mismatch: " + describe_error(error)}
+    del actual
+    try:
+        timed = timing.device_time(impl.fn, quick=quick)
+        host_ms = timing.host_inclusive_ms(impl.fn)
+    except Exception as error:
+        return {"correct": False, "error": "raised while timing " + describe_error(error)}
+    return {
+        "correct": True,
+        "median_ms": timed.median_ms,
+        "min_ms": timed.min_ms,
+        "p90_ms": timed.p90_ms,
+        "calls": timed.calls,
+        "host_ms": host_ms,
+    }
+
+
+def case_lines(case: Case, quick: bool, context: dict) -> list[dict]:
+    sol_ms, bound = (None, None)
+    if context["profile"] is not None:
+        sol_ms, bound = roofline(context["profile"], case.flops, case.bytes, case.rate_kind)
+    common = {
+        "family": context["family"],
+        "op": case.op,
+        "workload": case.workload,
+        "dtype": case.dtype,
+        "flops": case.flops,
+        "bytes": case.bytes,
+        "rate_kind": case.rate_kind,
+        "sol_ms": sol_ms,
+        "bound": bound,
+        "device": context["device"],
+        "commit": context["commit"],
+        "date": context["date"],
+        "present_alternatives": context["present_alternatives"],
+    }
+    try:
+        reference = to_cpu(case.reference())
+    except Exception as error:
+        return [dict(common, impl="solops", correct=False, error="reference raised " + describe_error(error))]
+    lines = []
+    for impl in case.impls:
+        line = dict(common, impl=impl.name, median_ms=None, min_ms=None, p90_ms=None, error=None)
+        if impl.name == "solops":
+            line["page"] = case.page
+        if impl.fn is None:
+            line.update(correct=None, applicable=False, error="not applicable: " + impl.not_applicable)
+        else:
+            line.update(measure(impl, case, reference, quick), applicable=True)
+        lines.append(line)
+    return lines
+
+
+def build_failure_line(op: str, row: dict, context: dict, error: Exception) -> dict:
+    return {
+        "family": context["family"], "op": op, "workload": row["workload"], "dtype": row["dtype"],
+        "impl": "solops", "correct": False, "error": "building the case raised " + describe_error(error),
+        "median_ms": None, "min_ms": None, "p90_ms": None, "device": context["device"],
+        "commit": context["commit"], "date": context["date"],
+        "present_alternatives": context["present_alternatives"],
+    }
+
+
+# ---- progress, results file, command line --------------------------------------------------
+
+
+def progress_text(index: int, total: int, lines: list[dict]) -> str:
+    ours = next((line for line in lines if line["impl"] == "solops"), None)
+    first = lines[0]
+    head = f"[{index:>3}/{total}] {first['op']:<22} {first['workload']:<20} {first['dtype']:<5}"
+    if ours is None or ours.get("median_ms") is None:
+        return f"{head} solops FAILED: {ours['error'] if ours else 'no result'}"
+    text = f"{head} solops {ours['median_ms']:.4f} ms"
+    timed = [line for line in lines if line["impl"] != "solops" and line.get("median_ms") is not None]
+    if timed:
+        best = min(timed, key=lambda line: line["median_ms"])
+        ratio = best["median_ms"] / ours["median_ms"]
+        text += f"  best {best['impl']} {best['median_ms']:.4f} ms  ratio {ratio:.2f}x"
+    for line in lines:
+        if line["impl"] != "solops" and line.get("correct") is False:
+            text += f"\n        {line['impl']}: {line['error']}"
+    return text
+
+
+def git_commit() -> str:
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
+        return result.stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return os.environ.get("SOLOPS_COMMIT", "unknown")
+
+
+def load_profile(path: Path) -> dict | None:
+    if not path.exists():
+        print(f"note: no device profile at {path}; sol_ms and bound are left empty "
+              "(run python -m solops.bench.calibrate first)")
+        return None
+    return json.loads(path.read_text())
+
+
+def manifest_rows(manifest: dict, family: str, ops: list[str]) -> list[tuple[str, dict]]:
+    rows = []
+    for entry in manifest["ops"]:
+        if entry.get("family") == family and entry["op"] in ops:
+            rows.extend((entry["op"], row) for row in entry["rows"])
+    return rows
+
+
+def choose_ops(module, manifest: dict, family: str, requested: list[str] | None) -> list[str]:
+    in_manifest = [entry["op"] for entry in manifest["ops"] if entry.get("family") == family]
+    skipped = [op for op in in_manifest if op not in module.OPS]
+    if skipped:
+        print(f"not implemented yet, skipped: {', '.join(skipped)}")
+    if requested is None:
+        return [op for op in in_manifest if op in module.OPS]
+    unknown = [op for op in requested if op not in module.OPS]
+    if unknown:
+        raise SystemExit(f"not implemented in {family}: {', '.join(unknown)}")
+    return requested
+
+
+def choose_alternatives(module, requested: list[str] | None) -> list[str]:
+    known = module.present_alternatives()
+    unknown = sorted(set(requested or []) - set(known) - {"solops"})
+    if unknown:
+        raise SystemExit(f"unknown alternatives: {', '.join(unknown)} (known: {', '.join(known)})")
+    present = []
+    for name, why_absent in known.items():
+        if why_absent is not None:
+            print(f"alternative {name} absent: {why_absent}")
+        elif requested is None or name in requested:
+            present.append(name)
+    return present
+
+
+def kept_lines(path: Path, rerun_ops: list[str]) -> list[str]:
+    """Lines of an earlier run for ops not being re-run now, so --ops updates in place."""
+    if not path.exists():
+        return []
+    lines = path.read_text().splitlines()
+    return [line for line in lines if line.strip() and json.loads(line)["op"] not in rerun_ops]
+
+
+def parse_args(argv):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--family", required=True, help="pool, norm, conv or topk")
+    parser.add_argument("--ops", nargs="+", help="only these ops (default: all implemented)")
+    parser.add_argument("--impls", nargs="+", help="only these alternatives (solops always runs)")
+    parser.add_argument("--out", type=Path, help="default: bench/results/h200/<family>.jsonl")
+    parser.add_argument("--manifest", type=Path, default=Path("manifest/workloads.json"))
+    parser.add_argument("--profile", type=Path, help="device profile (default: next to --out)")
+    parser.add_argument("--quick", action="store_true", help="time 30 calls instead of 100 ms")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    out = args.out or Path(f"bench/results/h200/{args.family}.jsonl")
+    module = importlib.import_module(f"solops.bench.{args.family}")
+    manifest = json.loads(args.manifest.read_text())
+    ops = choose_ops(module, manifest, args.family, args.ops)
+    alternatives = choose_alternatives(module, args.impls)
+    context = {
+        "family": args.family,
+        "device": torch.cuda.get_device_name(),
+        "commit": git_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "present_alternatives": alternatives,
+        "profile": load_profile(args.profile or out.parent / "profile.json"),
+    }
+    rows = manifest_rows(manifest, args.family, ops)
+    print(f"{len(rows)} rows of {', '.join(ops)}; alternatives: {', '.join(alternatives) or 'none'}")
+
+    failures = 0
+    out.parent.mkdir(parents=True, exist_ok=True)
+    previous = kept_lines(out, ops)
+    with out.open("w") as results:
+        results.writelines(line + "\n" for line in previous)
+        for index, (op, row) in enumerate(rows, start=1):
+            try:
+                case = module.build_case(op, row, alternatives)
+            except UnsupportedRow as reason:
+                print(f"[{index:>3}/{len(rows)}] {op} {row['workload']} {row['dtype']}: skipped ({reason})")
+                continue
+            except Exception as error:  # e.g. the cost model rejecting the row: ours failed
+                lines = [build_failure_line(op, row, context, error)]
+            else:
+                lines = case_lines(case, args.quick, context)
+            results.writelines(json.dumps(line) + "\n" for line in lines)
+            results.flush()  # a run cut short keeps every finished row
+            failures += sum(1 for line in lines if line["impl"] == "solops" and line["correct"] is not True)
+            print(progress_text(index, len(rows), lines), flush=True)
+    print(f"wrote {out}; solops failures: {failures}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    # Run the importable module's main, so that family modules (which import solops.bench.run)
+    # and this runner share one copy of Case, Impl and UnsupportedRow.
+    from solops.bench.run import main as module_main
+
+    sys.exit(module_main())
