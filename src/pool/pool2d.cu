@@ -4,7 +4,8 @@
 // one contiguous range of the plane, staged into shared memory with 16-byte cp.async requests, so
 // every input byte crosses DRAM once (halo rows are re-read from L2) and the window taps are read
 // from shared memory. Planes whose rows are too wide to stage read the taps from global memory.
-// Catalogue kernel sizes are compile-time so their tap loops unroll; others loop at run time.
+// Catalogue kernel sizes (without dilation) are compile-time, so their tap loops unroll into
+// branch-free code; other windows loop at run time.
 #include <algorithm>
 #include <climits>
 
@@ -38,76 +39,144 @@ struct Pool2dArgs {
   int64_t tiles;
 };
 
-// Max over the real taps of window (oh, ow), scanned row-major; replaces on a strictly greater
-// value or a NaN, so ties keep the first tap and the last NaN wins (spec §4.2–4.3). With an index,
-// the first real tap is taken unconditionally so an all -inf window reports it.
+// Window taps of one output, as offsets into the band (band[row + col] is the tap's value).
+//
+// Static windows (dilation 1) clamp every tap to the input: a tap in the padding, or past the
+// input in ceil mode, reads the nearest real tap of the same window instead. The max is unchanged
+// by such a duplicate, and the duplicates of the first real row or column come just before their
+// originals in scan order, those of the last just after, so ties (first wins) and NaNs (last wins)
+// still report the same position. The average masks the duplicates out instead. This keeps the
+// tap loops free of branches and of per-tap index arithmetic.
+template <int K>
+struct ClampedTaps {
+  int offset[K];
+  bool real[K];
+  __device__ __forceinline__ ClampedTaps(int start, int extent, int scale, int base) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) {
+      const int i = start + k;
+      real[k] = static_cast<unsigned>(i) < static_cast<unsigned>(extent);
+      offset[k] = base + min(max(i, 0), extent - 1) * scale;
+    }
+  }
+};
+
+template <class T>
+__device__ __forceinline__ T max_propagating_nan(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) {
+    float result;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+    return result;
+  } else {
+    return __hmax_nan(a, b);
+  }
+}
+
+// Max of a static window; the first tap seeds the scan, so an all -inf window reports its first
+// real tap. With an index: replace on a strictly greater value or a NaN (spec §4.2–4.3).
 template <int KH, int KW, bool kWithIndex, class T>
-__device__ __forceinline__ void max_window(const T* band, int band_offset, const Pool2dArgs& a,
-                                           int oh, int ow, float& best, int& best_index) {
-  const int kernel_h = KH > 0 ? KH : a.kernel_h;
-  const int kernel_w = KW > 0 ? KW : a.kernel_w;
-  const int h0 = oh * a.stride_h - a.pad_h;
-  const int w0 = ow * a.stride_w - a.pad_w;
-  best = -INFINITY;
-  best_index = -1;
+__device__ __forceinline__ void max_static_window(const T* band, const ClampedTaps<KH>& rows,
+                                                  const ClampedTaps<KW>& cols, T& best, int& best_offset) {
+  best_offset = rows.offset[0] + cols.offset[0];
+  best = band[best_offset];
+  [[maybe_unused]] float best_value = to_float(best);
 #pragma unroll
-  for (int kh = 0; kh < kernel_h; ++kh) {
-    const int ih = h0 + kh * a.dilation_h;
-    if (static_cast<unsigned>(ih) >= static_cast<unsigned>(a.in_h)) continue;
+  for (int kh = 0; kh < KH; ++kh) {
 #pragma unroll
-    for (int kw = 0; kw < kernel_w; ++kw) {
-      const int iw = w0 + kw * a.dilation_w;
-      if (static_cast<unsigned>(iw) >= static_cast<unsigned>(a.in_w)) continue;
-      const int position = ih * a.in_w + iw;
-      const float v = to_float(band[band_offset + position]);
-      if ((kWithIndex && best_index < 0) || v > best || isnan(v)) {
-        best = v;
-        best_index = position;
+    for (int kw = (kh == 0 ? 1 : 0); kw < KW; ++kw) {
+      const int offset = rows.offset[kh] + cols.offset[kw];
+      const T v = band[offset];
+      if constexpr (kWithIndex) {
+        const float value = to_float(v);
+        if (value > best_value || isnan(value)) {
+          best_value = value;
+          best = v;
+          best_offset = offset;
+        }
+      } else {
+        best = max_propagating_nan(best, v);
       }
     }
   }
 }
 
-// Mean of window (oh, ow) with PyTorch's divisor rule (spec §4.1).
 template <int KH, int KW, class T>
-__device__ __forceinline__ float avg_window(const T* band, int band_offset, const Pool2dArgs& a,
-                                            int oh, int ow) {
-  const int kernel_h = KH > 0 ? KH : a.kernel_h;
-  const int kernel_w = KW > 0 ? KW : a.kernel_w;
-  const int h0 = oh * a.stride_h - a.pad_h;
-  const int w0 = ow * a.stride_w - a.pad_w;
+__device__ __forceinline__ float sum_static_window(const T* band, const ClampedTaps<KH>& rows,
+                                                   const ClampedTaps<KW>& cols) {
   float sum = 0.f;
 #pragma unroll
-  for (int kh = 0; kh < kernel_h; ++kh) {
-    const int ih = h0 + kh;
-    if (static_cast<unsigned>(ih) >= static_cast<unsigned>(a.in_h)) continue;
+  for (int kh = 0; kh < KH; ++kh) {
 #pragma unroll
-    for (int kw = 0; kw < kernel_w; ++kw) {
-      const int iw = w0 + kw;
+    for (int kw = 0; kw < KW; ++kw) {
+      const float v = to_float(band[rows.offset[kh] + cols.offset[kw]]);
+      sum += rows.real[kh] && cols.real[kw] ? v : 0.f;
+    }
+  }
+  return sum;
+}
+
+// Max of a window of any size and dilation, visiting only real taps, in scan order.
+template <bool kWithIndex, class T>
+__device__ __forceinline__ void max_any_window(const T* band, int band_offset, const Pool2dArgs& a,
+                                               int h0, int w0, T& best, int& best_offset) {
+  float best_value = -INFINITY;
+  best = from_float<T>(-INFINITY);
+  best_offset = -1;
+  for (int kh = 0; kh < a.kernel_h; ++kh) {
+    const int ih = h0 + kh * a.dilation_h;
+    if (static_cast<unsigned>(ih) >= static_cast<unsigned>(a.in_h)) continue;
+    for (int kw = 0; kw < a.kernel_w; ++kw) {
+      const int iw = w0 + kw * a.dilation_w;
       if (static_cast<unsigned>(iw) >= static_cast<unsigned>(a.in_w)) continue;
+      const int offset = band_offset + ih * a.in_w + iw;
+      const T v = band[offset];
+      const float value = to_float(v);
+      if ((kWithIndex && best_offset < 0) || value > best_value || isnan(value)) {
+        best_value = value;
+        best = v;
+        best_offset = offset;
+      }
+    }
+  }
+}
+
+template <class T>
+__device__ __forceinline__ float sum_any_window(const T* band, int band_offset, const Pool2dArgs& a,
+                                                int h0, int w0) {
+  float sum = 0.f;
+  for (int ih = max(h0, 0); ih < min(h0 + a.kernel_h, a.in_h); ++ih) {
+    for (int iw = max(w0, 0); iw < min(w0 + a.kernel_w, a.in_w); ++iw) {
       sum += to_float(band[band_offset + ih * a.in_w + iw]);
     }
   }
-  int divisor = a.divisor_override;
-  if (divisor == 0) {
-    // The window end is clipped to the padded extent, so a ceil-mode overhang never counts.
-    const int h1 = min(h0 + kernel_h, a.in_h + a.pad_h);
-    const int w1 = min(w0 + kernel_w, a.in_w + a.pad_w);
-    divisor = a.count_include_pad
-                  ? (h1 - h0) * (w1 - w0)
-                  : (min(h1, a.in_h) - max(h0, 0)) * (min(w1, a.in_w) - max(w0, 0));
-  }
-  return sum / static_cast<float>(divisor);
+  return sum;
 }
 
+// PyTorch's avg-pool divisor (spec §4.1): the window end is clipped to the padded extent, so a
+// ceil-mode overhang never counts.
+__device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) {
+  if (a.divisor_override != 0) return a.divisor_override;
+  const int h1 = min(h0 + a.kernel_h, a.in_h + a.pad_h);
+  const int w1 = min(w0 + a.kernel_w, a.in_w + a.pad_w);
+  return a.count_include_pad ? (h1 - h0) * (w1 - w0)
+                             : (min(h1, a.in_h) - max(h0, 0)) * (min(w1, a.in_w) - max(w0, 0));
+}
+
+// KH = KW = 0: sizes and dilation from args. Otherwise a static window with dilation 1.
 template <class T, Reduction kReduction, int KH, int KW, bool kStaged>
 __global__ void __launch_bounds__(kThreads)
     pool2d_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
                   const Pool2dArgs a) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* const shared = reinterpret_cast<T*>(shared_bytes);
+  constexpr bool kStatic = KH > 0;
   const int64_t in_plane = int64_t{a.in_h} * a.in_w;
   const int64_t out_plane = int64_t{a.out_h} * a.out_w;
+  // Threads form rows of up to kThreads output columns, so no output needs a division.
+  const int lanes_per_row = min(a.out_w, kThreads);
+  const int rows_per_pass = kThreads / lanes_per_row;
+  const int lane_row = threadIdx.x / lanes_per_row;
+  const int lane_col = threadIdx.x % lanes_per_row;
   for (int64_t tile = blockIdx.x; tile < a.tiles; tile += gridDim.x) {
     const int64_t plane = tile / a.tiles_per_plane;
     const int oh0 = static_cast<int>(tile % a.tiles_per_plane) * a.tile_rows;
@@ -115,27 +184,42 @@ __global__ void __launch_bounds__(kThreads)
     const T* band = x + plane * in_plane;
     int band_offset = 0;  // band[band_offset + h * in_w + w] is x[plane][h][w]
     if constexpr (kStaged) {
-      const int kernel_h = KH > 0 ? KH : a.kernel_h;
+      const int kernel_h = kStatic ? KH : a.kernel_h;
       const int ih0 = max(0, oh0 * a.stride_h - a.pad_h);
       const int ih1 = min(a.in_h, (oh1 - 1) * a.stride_h - a.pad_h + (kernel_h - 1) * a.dilation_h + 1);
       if (tile != blockIdx.x) __syncthreads();  // the previous tile's reads are done
       band_offset = stage_contiguous(band + ih0 * a.in_w, (ih1 - ih0) * a.in_w, shared) - ih0 * a.in_w;
       band = shared;
     }
-    const int tile_outputs = (oh1 - oh0) * a.out_w;
-    const int64_t out_base = plane * out_plane + int64_t{oh0} * a.out_w;
-    for (int i = threadIdx.x; i < tile_outputs; i += kThreads) {
-      const int oh = oh0 + i / a.out_w;
-      const int ow = i % a.out_w;
-      if constexpr (kReduction == Reduction::avg) {
-        y[out_base + i] = from_float<T>(avg_window<KH, KW>(band, band_offset, a, oh, ow));
-      } else {
-        constexpr bool kWithIndex = kReduction == Reduction::max_with_index;
-        float best;
-        int best_index;
-        max_window<KH, KW, kWithIndex>(band, band_offset, a, oh, ow, best, best_index);
-        y[out_base + i] = from_float<T>(best);
-        if constexpr (kWithIndex) indices[out_base + i] = best_index;
+    if (lane_row >= rows_per_pass) continue;
+    const int64_t out_base = plane * out_plane;
+    for (int ow = lane_col; ow < a.out_w; ow += lanes_per_row) {
+      const int w0 = ow * a.stride_w - a.pad_w;
+      for (int oh = oh0 + lane_row; oh < oh1; oh += rows_per_pass) {
+        const int h0 = oh * a.stride_h - a.pad_h;
+        const int64_t out = out_base + int64_t{oh} * a.out_w + ow;
+        if constexpr (kReduction == Reduction::avg) {
+          float sum;
+          if constexpr (kStatic) {
+            sum = sum_static_window<KH, KW>(band, ClampedTaps<KH>(h0, a.in_h, a.in_w, band_offset),
+                                            ClampedTaps<KW>(w0, a.in_w, 1, 0));
+          } else {
+            sum = sum_any_window(band, band_offset, a, h0, w0);
+          }
+          y[out] = from_float<T>(sum / static_cast<float>(avg_divisor(a, h0, w0)));
+        } else {
+          constexpr bool kWithIndex = kReduction == Reduction::max_with_index;
+          T best;
+          int best_offset;
+          if constexpr (kStatic) {
+            max_static_window<KH, KW, kWithIndex>(band, ClampedTaps<KH>(h0, a.in_h, a.in_w, band_offset),
+                                                  ClampedTaps<KW>(w0, a.in_w, 1, 0), best, best_offset);
+          } else {
+            max_any_window<kWithIndex>(band, band_offset, a, h0, w0, best, best_offset);
+          }
+          y[out] = best;
+          if constexpr (kWithIndex) indices[out] = best_offset - band_offset;
+        }
       }
     }
   }
@@ -182,7 +266,9 @@ void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   if (g.outputs() == 0) return;
   dispatch_float(x.dtype, [&]<class T>() {
-    const auto size_is = [&](int kh, int kw) { return g.kernel_h == kh && g.kernel_w == kw; };
+    const auto size_is = [&](int kh, int kw) {
+      return g.kernel_h == kh && g.kernel_w == kw && g.dilation_h == 1 && g.dilation_w == 1;
+    };
     if constexpr (kReduction == Reduction::avg) {
       if (size_is(3, 3)) return launch<T, kReduction, 3, 3>(op, g, x, y, indices, stream);
       if (size_is(5, 5)) return launch<T, kReduction, 5, 5>(op, g, x, y, indices, stream);
