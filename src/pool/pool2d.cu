@@ -24,10 +24,7 @@ constexpr int64_t kBandBytesTarget = 16 * 1024;
 // The default dynamic shared-memory limit: no attribute call, so launches stay capture-safe.
 constexpr int64_t kMaxStagedBytes = 48 * 1024;
 // Small problems are split into more tiles so that every SM gets several blocks.
-constexpr int kMinBlocksPerSm = 8;
-// Tap loops are bound by instruction issue: a register cap of 40 keeps 6 blocks (48 warps) per
-// SM to hide shared-memory latency.
-constexpr int kMinResidentBlocks = 6;
+constexpr int kMinBlocksPerSm = 4;
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kThreads * 4;
 
@@ -167,7 +164,7 @@ __device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) 
 
 // KH = KW = 0: sizes and dilation from args. Otherwise a static window with dilation 1.
 template <class T, Reduction kReduction, int KH, int KW, bool kStaged>
-__global__ void __launch_bounds__(kThreads, kMinResidentBlocks)
+__global__ void __launch_bounds__(kThreads)
     pool2d_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
                   const Pool2dArgs a) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -198,14 +195,14 @@ __global__ void __launch_bounds__(kThreads, kMinResidentBlocks)
     const int64_t out_base = plane * out_plane;
     for (int ow = lane_col; ow < a.out_w; ow += lanes_per_row) {
       const int w0 = ow * a.stride_w - a.pad_w;
-      const ClampedTaps<kStatic ? KW : 1> cols(w0, a.in_w, 1, 0);  // shared by the column's outputs
       for (int oh = oh0 + lane_row; oh < oh1; oh += rows_per_pass) {
         const int h0 = oh * a.stride_h - a.pad_h;
         const int64_t out = out_base + int64_t{oh} * a.out_w + ow;
         if constexpr (kReduction == Reduction::avg) {
           float sum;
           if constexpr (kStatic) {
-            sum = sum_static_window<KH, KW>(band, ClampedTaps<KH>(h0, a.in_h, a.in_w, band_offset), cols);
+            sum = sum_static_window<KH, KW>(band, ClampedTaps<KH>(h0, a.in_h, a.in_w, band_offset),
+                                            ClampedTaps<KW>(w0, a.in_w, 1, 0));
           } else {
             sum = sum_any_window(band, band_offset, a, h0, w0);
           }
@@ -216,7 +213,7 @@ __global__ void __launch_bounds__(kThreads, kMinResidentBlocks)
           int best_offset;
           if constexpr (kStatic) {
             max_static_window<KH, KW, kWithIndex>(band, ClampedTaps<KH>(h0, a.in_h, a.in_w, band_offset),
-                                                  cols, best, best_offset);
+                                                  ClampedTaps<KW>(w0, a.in_w, 1, 0), best, best_offset);
           } else {
             max_any_window<kWithIndex>(band, band_offset, a, h0, w0, best, best_offset);
           }
