@@ -19,6 +19,21 @@ solops_pool2d_params params(int64_t k, int64_t s) {
 
 std::string last_error() { return solops_last_error(); }
 
+// A contiguous [1, side, side] f32 tensor on the host.
+solops_tensor plane(void* data, int64_t side, int32_t dtype = SOLOPS_F32) {
+  solops_tensor t{};
+  t.data = data;
+  t.dtype = dtype;
+  t.rank = 3;
+  t.shape[0] = 1;
+  t.shape[1] = t.shape[2] = side;
+  t.strides[0] = side * side;
+  t.strides[1] = side;
+  t.strides[2] = 1;
+  t.device = SOLOPS_CPU;
+  return t;
+}
+
 TEST(CApi, OutputShape) {
   const int64_t x[4] = {32, 64, 112, 112};
   solops_pool2d_params p = params(3, 2);
@@ -62,21 +77,8 @@ TEST(CApi, NullPointersAreRejected) {
 
 TEST(CApi, NullDataPointerInATensor) {
   solops_pool2d_params p = params(2, 2);
-  solops_tensor x{};
-  x.dtype = SOLOPS_F32;
-  x.rank = 3;
-  x.shape[0] = 1;
-  x.shape[1] = x.shape[2] = 4;
-  x.strides[0] = 16;
-  x.strides[1] = 4;
-  x.strides[2] = 1;
-  x.device = SOLOPS_CPU;
-  solops_tensor y = x;
   float out[4];
-  y.data = out;
-  y.shape[1] = y.shape[2] = 2;
-  y.strides[0] = 4;
-  y.strides[1] = 2;
+  const solops_tensor x = plane(nullptr, 4), y = plane(out, 2);
   EXPECT_EQ(solops_reference_avg_pool2d(&x, &y, &p), SOLOPS_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("input: data pointer is null"), std::string::npos) << last_error();
 }
@@ -84,21 +86,7 @@ TEST(CApi, NullDataPointerInATensor) {
 TEST(CApi, CpuTensorGivenToTheGpuOpIsRejected) {
   solops_pool2d_params p = params(2, 2);
   float in[16] = {}, out[4] = {};
-  solops_tensor x{};
-  x.data = in;
-  x.dtype = SOLOPS_F32;
-  x.rank = 3;
-  x.shape[0] = 1;
-  x.shape[1] = x.shape[2] = 4;
-  x.strides[0] = 16;
-  x.strides[1] = 4;
-  x.strides[2] = 1;
-  x.device = SOLOPS_CPU;
-  solops_tensor y = x;
-  y.data = out;
-  y.shape[1] = y.shape[2] = 2;
-  y.strides[0] = 4;
-  y.strides[1] = 2;
+  const solops_tensor x = plane(in, 4), y = plane(out, 2);
   EXPECT_EQ(solops_avg_pool2d(&x, &y, &p, nullptr), SOLOPS_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("input must be a CUDA tensor, got a CPU tensor"), std::string::npos)
       << last_error();
@@ -107,16 +95,7 @@ TEST(CApi, CpuTensorGivenToTheGpuOpIsRejected) {
 TEST(CApi, UnknownDtypeAndBadRank) {
   solops_pool2d_params p = params(2, 2);
   float in[16] = {};
-  solops_tensor x{};
-  x.data = in;
-  x.dtype = 42;
-  x.rank = 3;
-  x.shape[0] = 1;
-  x.shape[1] = x.shape[2] = 4;
-  x.strides[0] = 16;
-  x.strides[1] = 4;
-  x.strides[2] = 1;
-  x.device = SOLOPS_CPU;
+  solops_tensor x = plane(in, 4, 42);
   EXPECT_EQ(solops_reference_avg_pool2d(&x, &x, &p), SOLOPS_INVALID_ARGUMENT);
   EXPECT_NE(last_error().find("unknown dtype code 42"), std::string::npos) << last_error();
   x.rank = 9;
