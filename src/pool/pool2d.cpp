@@ -125,28 +125,33 @@ Cost pool2d_cost(const Pool2dGeometry& g, DType dtype, int64_t index_bytes) {
           (inputs + outputs) * static_cast<double>(dtype_size(dtype)) + outputs * index_bytes};
 }
 
-// The checks every entry point makes before it launches anything.
-Pool2dGeometry validate_call(std::string_view op, Pool2dKind kind, const TensorRef& x,
-                             const TensorRef& y, const TensorRef* indices, const Pool2d& p) {
-  check_device_tensor(op, "input", x);
+}  // namespace
+
+Pool2dGeometry validate_pool2d_call(std::string_view op, Pool2dKind kind, Placement placement,
+                                    const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                                    const Pool2d& p) {
+  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
+  check_tensor(op, "input", x);
   check_float_dtype(op, "input", x);
   const Pool2dGeometry g = resolve_pool2d(op, kind, x.sizes(), p);
-  check_device_tensor(op, "output", y);
+  check_tensor(op, "output", y);
   check_dtype(op, "output", y, x.dtype);
   check_shape(op, "output", y, g.output_shape());
-  check_no_overlap(op, "input", x, "output", y);
   if (indices) {
-    check_device_tensor(op, "indices", *indices);
+    check_tensor(op, "indices", *indices);
     check_dtype(op, "indices", *indices, DType::i64);
     check_shape(op, "indices", *indices, g.output_shape());
-    check_no_overlap(op, "input", x, "indices", *indices);
-    check_no_overlap(op, "output", y, "indices", *indices);
   }
-  require(x.device == y.device, op, "input and output are on different devices");
+  if (placement == Placement::device) {
+    check_no_overlap(op, "input", x, "output", y);
+    if (indices) {
+      check_no_overlap(op, "input", x, "indices", *indices);
+      check_no_overlap(op, "output", y, "indices", *indices);
+    }
+  }
   return g;
 }
 
-}  // namespace
 }  // namespace detail
 
 using detail::Pool2dKind;
@@ -175,18 +180,18 @@ Cost avg_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d
 }
 
 void max_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream) {
-  const auto g = detail::validate_call("max_pool2d", Pool2dKind::max, x, y, nullptr, p);
+  const auto g = detail::validate_pool2d_call("max_pool2d", Pool2dKind::max, detail::Placement::device, x, y, nullptr, p);
   detail::launch_max_pool2d(g, x, y, nullptr, stream);
 }
 
 void max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
                              const Pool2d& p, cudaStream_t stream) {
-  const auto g = detail::validate_call("max_pool2d", Pool2dKind::max, x, y, &indices, p);
+  const auto g = detail::validate_pool2d_call("max_pool2d", Pool2dKind::max, detail::Placement::device, x, y, &indices, p);
   detail::launch_max_pool2d(g, x, y, &indices, stream);
 }
 
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream) {
-  const auto g = detail::validate_call("avg_pool2d", Pool2dKind::avg, x, y, nullptr, p);
+  const auto g = detail::validate_pool2d_call("avg_pool2d", Pool2dKind::avg, detail::Placement::device, x, y, nullptr, p);
   detail::launch_avg_pool2d(g, x, y, stream);
 }
 

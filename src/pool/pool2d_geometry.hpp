@@ -35,6 +35,14 @@ struct Pool2dGeometry {
 Pool2dGeometry resolve_pool2d(std::string_view op, Pool2dKind kind, std::span<const int64_t> x_shape,
                               const Pool2d& p);
 
+enum class Placement { device, host };
+
+// The checks every entry point makes before computing: tensors (device or host memory), dtypes,
+// shapes, and for device calls no overlap between input and outputs. Returns the geometry.
+Pool2dGeometry validate_pool2d_call(std::string_view op, Pool2dKind kind, Placement placement,
+                                    const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                                    const Pool2d& p);
+
 // Output size of one axis (spec §4.0), before the positivity check.
 int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
                     bool ceil_mode);

@@ -9,32 +9,13 @@
 #include "solops/reference.hpp"
 
 namespace solops::reference {
-namespace {
 
 using detail::Pool2dGeometry;
 
-detail::Pool2dGeometry validate_reference(std::string_view op, detail::Pool2dKind kind,
-                                          const TensorRef& x, const TensorRef& y,
-                                          const TensorRef* indices, const Pool2d& p) {
-  detail::check_host_tensor(op, "input", x);
-  detail::check_float_dtype(op, "input", x);
-  const Pool2dGeometry g = detail::resolve_pool2d(op, kind, x.sizes(), p);
-  detail::check_host_tensor(op, "output", y);
-  detail::check_dtype(op, "output", y, x.dtype);
-  detail::check_shape(op, "output", y, g.output_shape());
-  if (indices) {
-    detail::check_host_tensor(op, "indices", *indices);
-    detail::check_dtype(op, "indices", *indices, DType::i64);
-    detail::check_shape(op, "indices", *indices, g.output_shape());
-  }
-  return g;
-}
-
-}  // namespace
-
 void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool2d& p) {
   const Pool2dGeometry g =
-      validate_reference("reference::max_pool2d", detail::Pool2dKind::max, x, y, indices, p);
+      detail::validate_pool2d_call("reference::max_pool2d", detail::Pool2dKind::max,
+                                   detail::Placement::host, x, y, indices, p);
   const int64_t in_plane = int64_t{g.in_h} * g.in_w;
   const int64_t out_plane = int64_t{g.out_h} * g.out_w;
   for (int64_t plane = 0; plane < g.planes; ++plane) {
@@ -67,7 +48,8 @@ void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices
 
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p) {
   const Pool2dGeometry g =
-      validate_reference("reference::avg_pool2d", detail::Pool2dKind::avg, x, y, nullptr, p);
+      detail::validate_pool2d_call("reference::avg_pool2d", detail::Pool2dKind::avg,
+                                   detail::Placement::host, x, y, nullptr, p);
   const int64_t in_plane = int64_t{g.in_h} * g.in_w;
   const int64_t out_plane = int64_t{g.out_h} * g.out_w;
   for (int64_t plane = 0; plane < g.planes; ++plane) {
