@@ -3,6 +3,8 @@
 # on the CPU machine and carried over (build/release). Everything lands in $OUT/bundle.tar.gz and
 # the benchmark results in bench/results/<gpu>/ of the copy there.
 # Usage (from the repo root on the GPU machine): scripts/device-check.sh FAMILY [GPU_NAME]
+# SOLOPS_DIAGNOSE=1 adds compute-sanitizer over the GPU tests (SOLOPS_MEMCHECK_FILTER picks them)
+# and an ncu profile of every row's kernels (logs/memcheck.log, logs/ncu.log).
 set -uo pipefail
 family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
 gpu=${2:-h200}
@@ -27,11 +29,25 @@ step() {  # step NAME COMMAND...: runs, logs, remembers failure, keeps going
   echo "=== $name: exit $rc"
   [ $rc -eq 0 ] || status=1
 }
+diagnose() {  # like step, for tools some machines lack (ncu, compute-sanitizer): never fails the run
+  local saved=$status
+  step "$@"
+  status=$saved
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$logs/nvidia-smi.log" 2>&1
 step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
 step gpu-tests "$build/tests/solops_gpu_tests" --gtest_brief=1
 # The manifest tests need ../shared, which only the CPU machines have; CI runs them there.
 step python-tests python3 -m pytest -q tests/python/test_pool_torch.py
+if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
+  # Out-of-bounds accesses of the kernels on the GPU tests' shapes, and hardware counters of
+  # every catalogue row's kernels (clocks left alone, as the timing method does).
+  diagnose memcheck compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$build/tests/solops_gpu_tests" --gtest_brief=1 --gtest_filter="${SOLOPS_MEMCHECK_FILTER:-*}"
+  diagnose ncu ncu --clock-control none --kernel-name-base demangled --kernel-name regex:solops:: --csv --page details \
+    --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+    --section MemoryWorkloadAnalysis python3 -m solops.bench.kernels --family "$family"
+fi
 mkdir -p "bench/results/$gpu"
 step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
 step bench python3 -m solops.bench.run --family "$family" --out "bench/results/$gpu/$family.jsonl"

@@ -29,12 +29,15 @@ inline void cuda_ok(cudaError_t status, const char* what) {
   }
 }
 
+// `bytes` of device memory starting `offset` bytes into an allocation, so that tests can hand
+// the kernels pointers of any alignment.
 class DeviceBuffer {
  public:
-  explicit DeviceBuffer(size_t bytes) : bytes_(bytes) {
-    if (bytes_) cuda_ok(cudaMalloc(&data_, bytes_), "cudaMalloc");
+  explicit DeviceBuffer(size_t bytes, size_t offset = 0) : bytes_(bytes) {
+    if (bytes_) cuda_ok(cudaMalloc(&allocation_, bytes_ + offset), "cudaMalloc");
+    data_ = static_cast<char*>(allocation_) + offset;
   }
-  ~DeviceBuffer() { cudaFree(data_); }
+  ~DeviceBuffer() { cudaFree(allocation_); }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void* data() const { return data_; }
@@ -45,6 +48,7 @@ class DeviceBuffer {
   void poison() { cuda_ok(cudaMemset(data_, 0xFF, bytes_), "poison"); }
 
  private:
+  void* allocation_ = nullptr;
   void* data_ = nullptr;
   size_t bytes_;
 };

@@ -36,8 +36,8 @@ TensorRef on_device(const HostTensor& host, const DeviceBuffer& buffer) {
 }
 
 // Runs our kernel and the reference on x; returns a description of the first disagreement, or
-// an empty string.
-std::string compare_with_reference(Op op, HostTensor& x, const Pool2d& p) {
+// an empty string. The device tensors start `offset` elements into their allocations.
+std::string compare_with_reference(Op op, HostTensor& x, const Pool2d& p, size_t offset = 0) {
   const auto shape = output_shape(op, x.shape, p);
   HostTensor expected(shape, x.dtype), expected_indices(shape, DType::i64);
   HostTensor actual(shape, x.dtype), actual_indices(shape, DType::i64);
@@ -45,8 +45,9 @@ std::string compare_with_reference(Op op, HostTensor& x, const Pool2d& p) {
   if (op == Op::avg) reference::avg_pool2d(x.ref(), expected.ref(), p);
   else reference::max_pool2d(x.ref(), expected.ref(), &expected_indices_ref, p);
 
-  DeviceBuffer x_device(x.bytes.size()), y_device(actual.bytes.size()),
-      indices_device(actual_indices.bytes.size());
+  DeviceBuffer x_device(x.bytes.size(), offset * dtype_size(x.dtype)),
+      y_device(actual.bytes.size(), offset * dtype_size(x.dtype)),
+      indices_device(actual_indices.bytes.size(), offset * sizeof(int64_t));
   x_device.upload(x.bytes.data());
   y_device.poison();
   indices_device.poison();
@@ -219,12 +220,13 @@ TEST_P(Pool2dGpu, NaNMinusInfAndTies) {
 
 TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
   // 3 rows of 6000 f32 exceed the staged band limit: the taps are read from global memory.
+  // (Windows outside the catalogue's, which take the separable kernel whatever the width.)
   std::mt19937_64 rng(5);
   HostTensor x({1, 2, 7, 6000}, DType::f32);
   fill_random(x, rng, true);
   Pool2d p;
   p.kernel_size = {3, 3};
-  p.stride = std::array<int64_t, 2>{2, 2};
+  p.stride = std::array<int64_t, 2>{1, 2};
   p.padding = {1, 1};
   EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
   p.kernel_size = {2, 4};
@@ -232,6 +234,65 @@ TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
   p.padding = {0, 1};
   p.ceil_mode = true;
   EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
+}
+
+// The windows of the catalogue run their own compiled kernel (pool2d_separable.cuh): cover each
+// on random shapes, with widths that take its 16-byte path (multiples of 8) and widths that don't,
+// every row padding, ceil mode, count_include_pad and divisors.
+std::vector<Pool2d> catalogue_windows(Op op) {
+  const auto window = [](int64_t kh, int64_t kw, int64_t pw) {
+    Pool2d p;
+    p.kernel_size = {kh, kw};
+    p.stride = std::array<int64_t, 2>{2, 2};
+    p.padding = {0, pw};
+    return p;
+  };
+  if (op == Op::avg) return {window(3, 3, 1), window(5, 5, 2), window(3, 5, 2)};
+  return {window(3, 3, 1), window(3, 3, 0), window(2, 2, 0)};
+}
+
+TEST_P(Pool2dGpu, CatalogueWindowsOnRandomShapes) {
+  std::mt19937_64 rng(31 + static_cast<int>(GetParam()));
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  for (Pool2d p : catalogue_windows(GetParam())) {
+    int cases = 0;
+    while (cases < 60) {
+      p.padding[0] = uniform(0, p.kernel_size[0] / 2);
+      p.ceil_mode = uniform(0, 1) == 1;
+      p.count_include_pad = uniform(0, 1) == 1;
+      p.divisor_override.reset();
+      if (GetParam() == Op::avg && uniform(0, 4) == 0) p.divisor_override = 7;
+      const int64_t h = uniform(1, 40);
+      const int64_t w = uniform(0, 1) ? 8 * uniform(1, 8) : uniform(1, 70);
+      std::vector<int64_t> shape = {uniform(1, 3), uniform(1, 4), h, w};
+      if (uniform(0, 4) == 0) shape.erase(shape.begin());
+      try {
+        output_shape(GetParam(), shape, p);
+      } catch (const Error&) {
+        continue;
+      }
+      HostTensor x(shape, dtypes[cases % 3]);
+      fill_random(x, rng, cases % 3 == 0);
+      EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
+          << "case " << cases << " shape " << detail::shape_string(shape) << " "
+          << dtype_name(x.dtype) << " " << testing::describe(p);
+      ++cases;
+    }
+  }
+}
+
+TEST_P(Pool2dGpu, TensorsNotAlignedTo16Bytes) {
+  // Widths that would take the 16-byte path, on tensors starting one element into an allocation.
+  std::mt19937_64 rng(17);
+  for (const Pool2d& p : catalogue_windows(GetParam())) {
+    for (const DType dtype : {DType::f32, DType::f16}) {
+      HostTensor x({2, 3, 20, 64}, dtype);
+      fill_random(x, rng, true);
+      EXPECT_EQ(compare_with_reference(GetParam(), x, p, 1), "")
+          << dtype_name(dtype) << " " << testing::describe(p);
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, Pool2dGpu, ::testing::Values(Op::max, Op::max_with_indices, Op::avg),

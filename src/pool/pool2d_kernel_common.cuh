@@ -1,0 +1,50 @@
+// What the two 2-D pooling kernels (pool2d_staged.cuh, pool2d_separable.cuh) share: the geometry
+// they receive, the reductions, and PyTorch's NaN and divisor rules.
+#pragma once
+
+#include <type_traits>
+
+#include "core/dispatch.cuh"
+
+namespace solops::detail {
+
+constexpr int kPool2dThreads = 256;
+
+enum class Reduction { max, max_with_index, avg };
+
+// In-plane geometry of one call (all int32: resolve_pool2d bounds every in-plane size).
+struct Pool2dArgs {
+  int in_h, in_w, out_h, out_w;
+  int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
+  bool count_include_pad;
+  int divisor_override;  // 0 = none
+};
+
+template <class T>
+__device__ __forceinline__ T max_propagating_nan(T a, T b) {
+  if constexpr (std::is_same_v<T, float>) {
+    float result;
+    asm("max.NaN.f32 %0, %1, %2;" : "=f"(result) : "f"(a), "f"(b));
+    return result;
+  } else {
+    return __hmax_nan(a, b);
+  }
+}
+
+// The scan rule of max with an index (spec §4.2–4.3): a later tap replaces the best one when it is
+// strictly greater or NaN, so ties keep the first tap and NaNs report the last NaN.
+__device__ __forceinline__ bool replaces_best(float value, float best) {
+  return value > best || isnan(value);
+}
+
+// PyTorch's avg-pool divisor (spec §4.1) for the window starting at (h0, w0): the window end is
+// clipped to the padded extent, so a ceil-mode overhang never counts.
+__device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) {
+  if (a.divisor_override != 0) return a.divisor_override;
+  const int h1 = min(h0 + a.kernel_h, a.in_h + a.pad_h);
+  const int w1 = min(w0 + a.kernel_w, a.in_w + a.pad_w);
+  return a.count_include_pad ? (h1 - h0) * (w1 - w0)
+                             : (min(h1, a.in_h) - max(h0, 0)) * (min(w1, a.in_w) - max(w0, 0));
+}
+
+}  // namespace solops::detail

@@ -1,0 +1,213 @@
+// 2-D pooling for windows fixed at compile time (dilation 1), straight from global memory.
+//
+// A thread computes kRows × kCols outputs of one plane: kCols adjacent outputs of kRows adjacent
+// output rows. For every input row those outputs read it loads one span of columns (16-byte loads
+// where rows are 16-byte aligned), reduces each output's taps of that row once, and then combines
+// the row results down the window. Input rows shared by vertically adjacent outputs are loaded
+// and reduced once, each input element is loaded by one thread (halo columns aside, which hit L1),
+// and all loads of a thread are independent, so they are all in flight together.
+//
+// Taps outside the input (padding, or a ceil-mode overhang) read the nearest real tap of the same
+// window instead. The max is unchanged by such a duplicate, and the duplicates of the first real
+// row or column come just before their originals in scan order, those of the last just after, so
+// ties (first wins) and NaNs (last wins) still report the same position. The average masks the
+// duplicates out instead. This keeps the tap loops free of branches.
+#pragma once
+
+#include <algorithm>
+#include <cstring>
+#include <numeric>
+
+#include "pool/pool2d_kernel_common.cuh"
+
+namespace solops::detail {
+
+// The compile-time window (kernel KH × KW, stride SH × SW, column padding PW) and the tile of
+// outputs one thread computes for it.
+template <class T, int KH, int KW, int SH, int SW, int PW>
+struct SeparableWindow {
+  static constexpr int kVector = 16 / sizeof(T);  // elements of one 16-byte load
+  // Input columns a thread owns in a row: whole 16-byte loads that end on an output boundary.
+  static constexpr int kChunk = std::lcm(kVector, SW);
+  static constexpr int kCols = kChunk / SW;
+  static constexpr int kRows = 2;
+  static constexpr int kInputRows = (kRows - 1) * SH + KH;
+  // A row span is the chunk with PW columns before it and the columns the last window reads past it.
+  static constexpr int kSpan = PW + kChunk + std::max(0, KW - SW - PW);
+  // Alignment of one output row of a tile, for the whole-tile stores.
+  static constexpr size_t kValuesAlignment = std::min<size_t>(16, kCols * sizeof(T));
+  static constexpr size_t kIndicesAlignment = std::min<size_t>(16, kCols * sizeof(int64_t));
+  static constexpr int kernel_h = KH, kernel_w = KW, stride_h = SH, stride_w = SW, pad_w = PW;
+};
+
+struct SeparableTiling {
+  int row_tiles, col_tiles;  // thread tiles per plane, down and across
+  int threads;               // planes of this launch * row_tiles * col_tiles
+};
+
+// Loads the row span starting at column c0 - PW; columns outside the row read the nearest real one.
+// kAligned: the row starts 16-byte aligned and in_w is a multiple of the chunk, so the chunk is
+// either wholly inside the row or wholly past its end.
+template <class Window, bool kAligned, class T>
+__device__ __forceinline__ void load_span(const T* __restrict__ row, int c0, int in_w,
+                                          const int (&column)[Window::kSpan], T (&span)[Window::kSpan]) {
+  if constexpr (kAligned) {
+    constexpr int kLoads = Window::kChunk / Window::kVector;
+    T chunk[Window::kChunk];
+    const bool inside = c0 < in_w;
+    const auto* vectors = reinterpret_cast<const uint4*>(row + (inside ? c0 : in_w - Window::kChunk));
+#pragma unroll
+    for (int v = 0; v < kLoads; ++v) {
+      const uint4 bits = __ldg(vectors + v);
+      std::memcpy(chunk + v * Window::kVector, &bits, sizeof bits);
+    }
+#pragma unroll
+    for (int i = 0; i < Window::kSpan; ++i) {
+      const int in_chunk = i - Window::pad_w;
+      if (in_chunk >= 0 && in_chunk < Window::kChunk) {
+        span[i] = inside ? chunk[in_chunk] : chunk[Window::kChunk - 1];
+      } else {
+        span[i] = __ldg(row + column[i]);
+      }
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < Window::kSpan; ++i) span[i] = __ldg(row + column[i]);
+  }
+}
+
+template <class T, Reduction kReduction, class Window, bool kAligned>
+__global__ void __launch_bounds__(kPool2dThreads)
+    pool2d_separable_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
+                            const Pool2dArgs a, const SeparableTiling tiling) {
+  constexpr int KH = Window::kernel_h, KW = Window::kernel_w, SH = Window::stride_h,
+                SW = Window::stride_w, PW = Window::pad_w;
+  constexpr int kRows = Window::kRows, kCols = Window::kCols, kSpan = Window::kSpan;
+  constexpr int kInputRows = Window::kInputRows;
+  const int thread = blockIdx.x * kPool2dThreads + threadIdx.x;
+  if (thread >= tiling.threads) return;
+  const int tiles_per_plane = tiling.row_tiles * tiling.col_tiles;
+  const int plane = thread / tiles_per_plane;
+  const int tile = thread - plane * tiles_per_plane;
+  const int oh0 = tile / tiling.col_tiles * kRows;
+  const int ow0 = tile % tiling.col_tiles * kCols;
+  const int c0 = ow0 * SW;
+  const int ih0 = oh0 * SH - a.pad_h;
+  const T* const plane_x = x + int64_t{plane} * a.in_h * a.in_w;
+
+  int column[kSpan];
+  bool real_column[kSpan];
+#pragma unroll
+  for (int i = 0; i < kSpan; ++i) {
+    const int c = c0 - PW + i;
+    real_column[i] = static_cast<unsigned>(c) < static_cast<unsigned>(a.in_w);
+    column[i] = min(max(c, 0), a.in_w - 1);
+  }
+
+  // Each output's taps of each input row, reduced across the row.
+  constexpr bool kAvg = kReduction == Reduction::avg;
+  constexpr bool kWithIndex = kReduction == Reduction::max_with_index;
+  using RowValue = std::conditional_t<kAvg, float, T>;
+  RowValue row_value[kInputRows][kCols];
+  [[maybe_unused]] int row_column[kInputRows][kCols];
+  int input_row[kInputRows];
+  [[maybe_unused]] bool real_row[kInputRows];
+#pragma unroll
+  for (int r = 0; r < kInputRows; ++r) {
+    real_row[r] = static_cast<unsigned>(ih0 + r) < static_cast<unsigned>(a.in_h);
+    input_row[r] = min(max(ih0 + r, 0), a.in_h - 1);
+    T span[kSpan];
+    load_span<Window, kAligned>(plane_x + input_row[r] * a.in_w, c0, a.in_w, column, span);
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      const int first = j * SW;
+      if constexpr (kAvg) {
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
+        row_value[r][j] = sum;
+      } else if constexpr (kWithIndex) {
+        T best = span[first];
+        int best_column = column[first];
+#pragma unroll
+        for (int k = 1; k < KW; ++k) {
+          if (replaces_best(to_float(span[first + k]), to_float(best))) {
+            best = span[first + k];
+            best_column = column[first + k];
+          }
+        }
+        row_value[r][j] = best;
+        row_column[r][j] = best_column;
+      } else {
+        T best = span[first];
+#pragma unroll
+        for (int k = 1; k < KW; ++k) best = max_propagating_nan(best, span[first + k]);
+        row_value[r][j] = best;
+      }
+    }
+  }
+
+  // Combine the row results down each window, in scan order.
+  const int64_t out_plane = int64_t{a.out_h} * a.out_w;
+#pragma unroll
+  for (int o = 0; o < kRows; ++o) {
+    const int oh = oh0 + o;
+    if (oh >= a.out_h) break;
+    T out[kCols];
+    [[maybe_unused]] int64_t out_index[kCols];
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      if constexpr (kAvg) {
+        float sum = 0.f;
+#pragma unroll
+        for (int kh = 0; kh < KH; ++kh) sum += real_row[o * SH + kh] ? row_value[o * SH + kh][j] : 0.f;
+        const int divisor = avg_divisor(a, oh * SH - a.pad_h, (ow0 + j) * SW - PW);
+        out[j] = from_float<T>(sum / static_cast<float>(divisor));
+      } else if constexpr (kWithIndex) {
+        T best = row_value[o * SH][j];
+        int best_index = input_row[o * SH] * a.in_w + row_column[o * SH][j];
+#pragma unroll
+        for (int kh = 1; kh < KH; ++kh) {
+          const int r = o * SH + kh;
+          if (replaces_best(to_float(row_value[r][j]), to_float(best))) {
+            best = row_value[r][j];
+            best_index = input_row[r] * a.in_w + row_column[r][j];
+          }
+        }
+        out[j] = best;
+        out_index[j] = best_index;
+      } else {
+        T best = row_value[o * SH][j];
+#pragma unroll
+        for (int kh = 1; kh < KH; ++kh) best = max_propagating_nan(best, row_value[o * SH + kh][j]);
+        out[j] = best;
+      }
+    }
+    const int64_t first_out = int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0;
+    if constexpr (kAligned) {
+      // out_w is a multiple of kCols and the outputs are aligned to their whole tile.
+      struct alignas(Window::kValuesAlignment) Values { T v[kCols]; };
+      Values values;
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) values.v[j] = out[j];
+      *reinterpret_cast<Values*>(y + first_out) = values;
+      if constexpr (kWithIndex) {
+        struct alignas(Window::kIndicesAlignment) Indices { int64_t v[kCols]; };
+        Indices tile_indices;
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) tile_indices.v[j] = out_index[j];
+        *reinterpret_cast<Indices*>(indices + first_out) = tile_indices;
+      }
+    } else {
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) {
+        if (ow0 + j < a.out_w) {
+          y[first_out + j] = out[j];
+          if constexpr (kWithIndex) indices[first_out + j] = out_index[j];
+        }
+      }
+    }
+  }
+}
+
+}  // namespace solops::detail
