@@ -45,36 +45,51 @@ struct SeparableTiling {
   int threads;               // planes of this launch * row_tiles * col_tiles
 };
 
-// Loads the row span starting at column c0 - PW; columns outside the row read the nearest real one.
+// The span of one input row a thread reads: columns c0 - PW onwards, each column outside the
+// row replaced by the nearest real one. Loading and reading are separate steps so that a thread
+// issues the loads of all its rows before it waits for any of them.
+//
 // kAligned: the row starts 16-byte aligned and in_w is a multiple of the chunk, so the chunk is
-// either wholly inside the row or wholly past its end.
+// either wholly inside the row (16-byte loads) or wholly past its end (then every chunk column is
+// the last real column). Otherwise every column is a separate load.
 template <class Window, bool kAligned, class T>
-__device__ __forceinline__ void load_span(const T* __restrict__ row, int c0, int in_w,
-                                          const int (&column)[Window::kSpan], T (&span)[Window::kSpan]) {
-  if constexpr (kAligned) {
-    constexpr int kLoads = Window::kChunk / Window::kVector;
-    T chunk[Window::kChunk];
-    const bool inside = c0 < in_w;
-    const auto* vectors = reinterpret_cast<const uint4*>(row + (inside ? c0 : in_w - Window::kChunk));
+struct RowSpan {
+  static constexpr int kLoads = Window::kChunk / Window::kVector;
+  static constexpr int kSpan = Window::kSpan, kChunk = Window::kChunk, kPad = Window::pad_w;
+
+  uint4 chunk[kAligned ? kLoads : 1];
+  T single[kSpan];  // the halo columns; every column when not kAligned
+  bool chunk_inside;
+
+  __device__ __forceinline__ void load(const T* __restrict__ row, int c0, int in_w,
+                                       const int (&column)[kSpan]) {
+    if constexpr (kAligned) {
+      chunk_inside = c0 < in_w;
+      const auto* vectors = reinterpret_cast<const uint4*>(row + (chunk_inside ? c0 : in_w - kChunk));
 #pragma unroll
-    for (int v = 0; v < kLoads; ++v) {
-      const uint4 bits = __ldg(vectors + v);
-      std::memcpy(chunk + v * Window::kVector, &bits, sizeof bits);
+      for (int v = 0; v < kLoads; ++v) chunk[v] = __ldg(vectors + v);
     }
 #pragma unroll
-    for (int i = 0; i < Window::kSpan; ++i) {
-      const int in_chunk = i - Window::pad_w;
-      if (in_chunk >= 0 && in_chunk < Window::kChunk) {
-        span[i] = inside ? chunk[in_chunk] : chunk[Window::kChunk - 1];
-      } else {
-        span[i] = __ldg(row + column[i]);
-      }
+    for (int i = 0; i < kSpan; ++i) {
+      if (!kAligned || !in_chunk(i)) single[i] = __ldg(row + column[i]);
     }
-  } else {
-#pragma unroll
-    for (int i = 0; i < Window::kSpan; ++i) span[i] = __ldg(row + column[i]);
   }
-}
+
+  __device__ __forceinline__ T operator[](int i) const {
+    if (!kAligned || !in_chunk(i)) return single[i];
+    // Both indices are compile-time once the callers' loops unroll: no local-memory indexing.
+    const T inside = chunk_element(i - kPad), last = chunk_element(kChunk - 1);
+    return chunk_inside ? inside : last;
+  }
+
+ private:
+  __host__ __device__ static constexpr bool in_chunk(int i) { return i >= kPad && i < kPad + kChunk; }
+  __device__ __forceinline__ T chunk_element(int e) const {
+    T elements[Window::kVector];
+    std::memcpy(elements, &chunk[e / Window::kVector], sizeof(uint4));
+    return elements[e % Window::kVector];
+  }
+};
 
 template <class T, Reduction kReduction, class Window, bool kAligned>
 __global__ void __launch_bounds__(kPool2dThreads)
@@ -112,12 +127,16 @@ __global__ void __launch_bounds__(kPool2dThreads)
   [[maybe_unused]] int row_column[kInputRows][kCols];
   int input_row[kInputRows];
   [[maybe_unused]] bool real_row[kInputRows];
+  RowSpan<Window, kAligned, T> spans[kInputRows];
 #pragma unroll
   for (int r = 0; r < kInputRows; ++r) {
     real_row[r] = static_cast<unsigned>(ih0 + r) < static_cast<unsigned>(a.in_h);
     input_row[r] = min(max(ih0 + r, 0), a.in_h - 1);
-    T span[kSpan];
-    load_span<Window, kAligned>(plane_x + input_row[r] * a.in_w, c0, a.in_w, column, span);
+    spans[r].load(plane_x + input_row[r] * a.in_w, c0, a.in_w, column);
+  }
+#pragma unroll
+  for (int r = 0; r < kInputRows; ++r) {
+    const RowSpan<Window, kAligned, T>& span = spans[r];
 #pragma unroll
     for (int j = 0; j < kCols; ++j) {
       const int first = j * SW;
