@@ -19,6 +19,8 @@ constexpr int64_t kBandBytesTarget = 16 * 1024;
 constexpr int64_t kMaxStagedBytes = 48 * 1024;
 // Small problems are split into more tiles so that every SM gets several blocks.
 constexpr int kMinBlocksPerSm = 4;
+// Threads one SM holds at full occupancy.
+constexpr int kThreadsPerSm = 2048;
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 
@@ -31,7 +33,7 @@ Pool2dArgs kernel_args(const Pool2dGeometry& g) {
 bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 template <class T, Reduction kReduction, class Window>
-void launch_separable(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
+void launch_separable_tiles(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);
@@ -98,6 +100,20 @@ void launch_staged(std::string_view op, const Pool2dGeometry& g, const TensorRef
   check_launch(op);
 }
 
+// Two output rows per thread share the input rows between them; one row per thread makes twice
+// the threads. Grids of fewer than two full waves run one row per thread: there, the latency of
+// each thread's chain of work, not bandwidth, sets the time.
+template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
+void launch_separable(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
+                      const TensorRef& y, int64_t* indices, cudaStream_t stream) {
+  using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2>;
+  const int64_t two_row_threads = g.planes * ((g.out_h + 1) / 2) * ((g.out_w + TwoRows::kCols - 1) / TwoRows::kCols);
+  if (two_row_threads >= 2 * int64_t{kThreadsPerSm} * multiprocessor_count(x.device)) {
+    return launch_separable_tiles<T, kReduction, TwoRows>(op, g, x, y, indices, stream);
+  }
+  launch_separable_tiles<T, kReduction, SeparableWindow<T, KH, KW, SH, SW, PW, 1>>(op, g, x, y, indices, stream);
+}
+
 // The windows of the catalogue (kernel, stride, column padding; dilation 1) run the separable
 // kernel; any other window runs the staged one.
 template <Reduction kReduction>
@@ -110,13 +126,13 @@ void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef
              g.pad_w == pw && g.dilation_h == 1 && g.dilation_w == 1;
     };
     if constexpr (kReduction == Reduction::avg) {
-      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, SeparableWindow<T, 3, 3, 2, 2, 1>>(op, g, x, y, indices, stream);
-      if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, SeparableWindow<T, 5, 5, 2, 2, 2>>(op, g, x, y, indices, stream);
-      if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, SeparableWindow<T, 3, 5, 2, 2, 2>>(op, g, x, y, indices, stream);
+      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
+      if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, 5, 5, 2, 2, 2>(op, g, x, y, indices, stream);
+      if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, 3, 5, 2, 2, 2>(op, g, x, y, indices, stream);
     } else {
-      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, SeparableWindow<T, 3, 3, 2, 2, 1>>(op, g, x, y, indices, stream);
-      if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, SeparableWindow<T, 3, 3, 2, 2, 0>>(op, g, x, y, indices, stream);
-      if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, SeparableWindow<T, 2, 2, 2, 2, 0>>(op, g, x, y, indices, stream);
+      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
+      if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, 3, 3, 2, 2, 0>(op, g, x, y, indices, stream);
+      if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, 2, 2, 2, 2, 0>(op, g, x, y, indices, stream);
     }
     launch_staged<T, kReduction>(op, g, x, y, indices, stream);
   });

@@ -32,19 +32,30 @@ __device__ __forceinline__ T max_propagating_nan(T a, T b) {
 }
 
 // The scan rule of max with an index (spec §4.2–4.3): a later tap replaces the best one when it is
-// strictly greater or NaN, so ties keep the first tap and NaNs report the last NaN.
-__device__ __forceinline__ bool replaces_best(float value, float best) {
-  return value > best || isnan(value);
+// strictly greater or NaN, so ties keep the first tap and NaNs report the last NaN. Half types
+// compare natively (no conversions).
+template <class T>
+__device__ __forceinline__ bool replaces_best(T value, T best) {
+  if constexpr (std::is_same_v<T, float>) {
+    return value > best || isnan(value);
+  } else {
+    return __hgt(value, best) || __hisnan(value);
+  }
 }
 
-// PyTorch's avg-pool divisor (spec §4.1) for the window starting at (h0, w0): the window end is
-// clipped to the padded extent, so a ceil-mode overhang never counts.
+// Taps of one axis that PyTorch's avg-pool divides by (spec §4.1), for the window starting at
+// `start`: the window end is clipped to the padded extent, so a ceil-mode overhang never counts,
+// and padding counts only with count_include_pad.
+__device__ __forceinline__ int avg_window_taps(int start, int kernel, int in, int pad,
+                                               bool count_include_pad) {
+  const int end = min(start + kernel, in + pad);
+  return count_include_pad ? end - start : min(end, in) - max(start, 0);
+}
+
 __device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) {
   if (a.divisor_override != 0) return a.divisor_override;
-  const int h1 = min(h0 + a.kernel_h, a.in_h + a.pad_h);
-  const int w1 = min(w0 + a.kernel_w, a.in_w + a.pad_w);
-  return a.count_include_pad ? (h1 - h0) * (w1 - w0)
-                             : (min(h1, a.in_h) - max(h0, 0)) * (min(w1, a.in_w) - max(w0, 0));
+  return avg_window_taps(h0, a.kernel_h, a.in_h, a.pad_h, a.count_include_pad) *
+         avg_window_taps(w0, a.kernel_w, a.in_w, a.pad_w, a.count_include_pad);
 }
 
 }  // namespace solops::detail

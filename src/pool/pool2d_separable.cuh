@@ -23,14 +23,14 @@
 namespace solops::detail {
 
 // The compile-time window (kernel KH × KW, stride SH × SW, column padding PW) and the tile of
-// outputs one thread computes for it.
-template <class T, int KH, int KW, int SH, int SW, int PW>
+// outputs one thread computes for it (kOutputRows rows).
+template <class T, int KH, int KW, int SH, int SW, int PW, int kOutputRows>
 struct SeparableWindow {
   static constexpr int kVector = 16 / sizeof(T);  // elements of one 16-byte load
   // Input columns a thread owns in a row: whole 16-byte loads that end on an output boundary.
   static constexpr int kChunk = std::lcm(kVector, SW);
   static constexpr int kCols = kChunk / SW;
-  static constexpr int kRows = 2;
+  static constexpr int kRows = kOutputRows;
   static constexpr int kInputRows = (kRows - 1) * SH + KH;
   // A row span is the chunk with PW columns before it and the columns the last window reads past it.
   static constexpr int kSpan = PW + kChunk + std::max(0, KW - SW - PW);
@@ -150,7 +150,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
         int best_column = column[first];
 #pragma unroll
         for (int k = 1; k < KW; ++k) {
-          if (replaces_best(to_float(span[first + k]), to_float(best))) {
+          if (replaces_best(span[first + k], best)) {
             best = span[first + k];
             best_column = column[first + k];
           }
@@ -168,10 +168,19 @@ __global__ void __launch_bounds__(kPool2dThreads)
 
   // Combine the row results down each window, in scan order.
   const int64_t out_plane = int64_t{a.out_h} * a.out_w;
+  [[maybe_unused]] int column_taps[kCols];  // the avg divisor's factor of each output column
+  if constexpr (kAvg) {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      column_taps[j] = avg_window_taps((ow0 + j) * SW - PW, KW, a.in_w, PW, a.count_include_pad);
+    }
+  }
 #pragma unroll
   for (int o = 0; o < kRows; ++o) {
     const int oh = oh0 + o;
     if (oh >= a.out_h) break;
+    [[maybe_unused]] const int row_taps =
+        kAvg ? avg_window_taps(oh * SH - a.pad_h, KH, a.in_h, a.pad_h, a.count_include_pad) : 0;
     T out[kCols];
     [[maybe_unused]] int64_t out_index[kCols];
 #pragma unroll
@@ -180,7 +189,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
         float sum = 0.f;
 #pragma unroll
         for (int kh = 0; kh < KH; ++kh) sum += real_row[o * SH + kh] ? row_value[o * SH + kh][j] : 0.f;
-        const int divisor = avg_divisor(a, oh * SH - a.pad_h, (ow0 + j) * SW - PW);
+        const int divisor = a.divisor_override != 0 ? a.divisor_override : row_taps * column_taps[j];
         out[j] = from_float<T>(sum / static_cast<float>(divisor));
       } else if constexpr (kWithIndex) {
         T best = row_value[o * SH][j];
@@ -188,7 +197,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
 #pragma unroll
         for (int kh = 1; kh < KH; ++kh) {
           const int r = o * SH + kh;
-          if (replaces_best(to_float(row_value[r][j]), to_float(best))) {
+          if (replaces_best(row_value[r][j], best)) {
             best = row_value[r][j];
             best_index = input_row[r] * a.in_w + row_column[r][j];
           }
