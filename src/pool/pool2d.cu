@@ -1,5 +1,5 @@
-// Launchers of the 2-D pooling kernels: the windows of the catalogue run the separable kernel,
-// every other window the staged one.
+// Launchers of the 2-D pooling kernels (pool2d_separable.cuh, pool2d_staged.cuh) and the choice
+// between them.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -34,40 +34,47 @@ bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t
 
 template <class T, Reduction kReduction, class Window>
 void launch_separable_tiles(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
-                      const TensorRef& y, int64_t* indices, cudaStream_t stream) {
+                            const TensorRef& y, cudaStream_t stream) {
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);
   // 16-byte row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
   // multiple of the tile width and aligned outputs.
   const bool aligned = aligned_to(x_data, 16) && g.in_w % Window::kChunk == 0 &&
-                       g.out_w % Window::kCols == 0 &&
-                       aligned_to(y_data, Window::kValuesAlignment) &&
-                       (indices == nullptr || aligned_to(indices, Window::kIndicesAlignment));
+                       g.out_w % Window::kCols == 0 && aligned_to(y_data, Window::kValuesAlignment);
+  const auto kernel = aligned ? pool2d_separable_kernel<T, kReduction, Window, true>
+                              : pool2d_separable_kernel<T, kReduction, Window, false>;
   SeparableTiling tiling{(g.out_h + Window::kRows - 1) / Window::kRows,
                          (g.out_w + Window::kCols - 1) / Window::kCols, 0};
   const int64_t tiles_per_plane = int64_t{tiling.row_tiles} * tiling.col_tiles;
-  // The kernel indexes threads with int32: planes are launched in groups that keep it in range.
+  // The kernel indexes tiles with int32: planes are launched in groups that keep it in range.
   const int64_t planes_per_launch = (INT_MAX - kPool2dThreads) / tiles_per_plane;
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
   for (int64_t first = 0; first < g.planes; first += planes_per_launch) {
-    const int64_t planes = std::min(planes_per_launch, g.planes - first);
-    tiling.threads = static_cast<int>(planes * tiles_per_plane);
-    const unsigned grid = static_cast<unsigned>((tiling.threads + kPool2dThreads - 1) / kPool2dThreads);
-    const T* launch_x = x_data + first * in_plane;
-    T* launch_y = y_data + first * out_plane;
-    int64_t* launch_indices = indices ? indices + first * out_plane : nullptr;
-    if (aligned) {
-      pool2d_separable_kernel<T, kReduction, Window, true>
-          <<<grid, kPool2dThreads, 0, stream>>>(launch_x, launch_y, launch_indices, kernel_args(g), tiling);
-    } else {
-      pool2d_separable_kernel<T, kReduction, Window, false>
-          <<<grid, kPool2dThreads, 0, stream>>>(launch_x, launch_y, launch_indices, kernel_args(g), tiling);
-    }
+    tiling.tiles = static_cast<int>(std::min(planes_per_launch, g.planes - first) * tiles_per_plane);
+    const auto grid = static_cast<unsigned>((tiling.tiles + kPool2dThreads - 1) / kPool2dThreads);
+    kernel<<<grid, kPool2dThreads, 0, stream>>>(x_data + first * in_plane, y_data + first * out_plane,
+                                                kernel_args(g), tiling);
     check_launch(op);
   }
 }
 
-template <class T, Reduction kReduction>
+// Two output rows per thread share the input rows between them; one row per thread makes twice
+// the threads. Grids of fewer than two full waves run one row per thread: there, the latency of
+// each thread's chain of work, not bandwidth, sets the time.
+template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
+void launch_separable(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
+                      const TensorRef& y, cudaStream_t stream) {
+  using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2>;
+  const int64_t two_row_threads =
+      g.planes * ((g.out_h + 1) / 2) * ((g.out_w + TwoRows::kCols - 1) / TwoRows::kCols);
+  if (two_row_threads >= 2 * int64_t{kThreadsPerSm} * multiprocessor_count(x.device)) {
+    return launch_separable_tiles<T, kReduction, TwoRows>(op, g, x, y, stream);
+  }
+  launch_separable_tiles<T, kReduction, SeparableWindow<T, KH, KW, SH, SW, PW, 1>>(op, g, x, y, stream);
+}
+
+// KH = KW = 0: any window, read at run time; otherwise a static window (max with positions only).
+template <class T, Reduction kReduction, int KH = 0, int KW = 0>
 void launch_staged(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const int64_t row_bytes = int64_t{g.in_w} * sizeof(T);
@@ -91,31 +98,19 @@ void launch_staged(std::string_view op, const Pool2dGeometry& g, const TensorRef
   auto* y_data = static_cast<T*>(y.data);
   if (staged) {
     const auto shared = static_cast<size_t>(staged_bytes<T>(band_rows(tile_rows) * g.in_w));
-    pool2d_staged_kernel<T, kReduction, true>
+    pool2d_staged_kernel<T, kReduction, KH, KW, true>
         <<<grid, kPool2dThreads, shared, stream>>>(x_data, y_data, indices, kernel_args(g), tiling);
   } else {
-    pool2d_staged_kernel<T, kReduction, false>
+    // Rows too wide to stage: the taps are read from global memory, with the run-time loops.
+    pool2d_staged_kernel<T, kReduction, 0, 0, false>
         <<<grid, kPool2dThreads, 0, stream>>>(x_data, y_data, indices, kernel_args(g), tiling);
   }
   check_launch(op);
 }
 
-// Two output rows per thread share the input rows between them; one row per thread makes twice
-// the threads. Grids of fewer than two full waves run one row per thread: there, the latency of
-// each thread's chain of work, not bandwidth, sets the time.
-template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
-void launch_separable(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
-                      const TensorRef& y, int64_t* indices, cudaStream_t stream) {
-  using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2>;
-  const int64_t two_row_threads = g.planes * ((g.out_h + 1) / 2) * ((g.out_w + TwoRows::kCols - 1) / TwoRows::kCols);
-  if (two_row_threads >= 2 * int64_t{kThreadsPerSm} * multiprocessor_count(x.device)) {
-    return launch_separable_tiles<T, kReduction, TwoRows>(op, g, x, y, indices, stream);
-  }
-  launch_separable_tiles<T, kReduction, SeparableWindow<T, KH, KW, SH, SW, PW, 1>>(op, g, x, y, indices, stream);
-}
-
-// The windows of the catalogue (kernel, stride, column padding; dilation 1) run the separable
-// kernel; any other window runs the staged one.
+// The windows of the catalogue (kernel, stride, column padding; dilation 1) run compiled kernels:
+// values the separable one, max with positions the staged one. Any other window runs the staged
+// kernel's run-time loops.
 template <Reduction kReduction>
 void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
@@ -126,13 +121,20 @@ void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef
              g.pad_w == pw && g.dilation_h == 1 && g.dilation_w == 1;
     };
     if constexpr (kReduction == Reduction::avg) {
-      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
-      if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, 5, 5, 2, 2, 2>(op, g, x, y, indices, stream);
-      if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, 3, 5, 2, 2, 2>(op, g, x, y, indices, stream);
+      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, stream);
+      if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, 5, 5, 2, 2, 2>(op, g, x, y, stream);
+      if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, 3, 5, 2, 2, 2>(op, g, x, y, stream);
+    } else if constexpr (kReduction == Reduction::max) {
+      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, stream);
+      if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, 3, 3, 2, 2, 0>(op, g, x, y, stream);
+      if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, 2, 2, 2, 2, 0>(op, g, x, y, stream);
     } else {
-      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
-      if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, 3, 3, 2, 2, 0>(op, g, x, y, indices, stream);
-      if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, 2, 2, 2, 2, 0>(op, g, x, y, indices, stream);
+      // The staged kernel clamps taps for any padding and stride: only the kernel size is static.
+      const auto size_is = [&](int kh, int kw) {
+        return g.kernel_h == kh && g.kernel_w == kw && g.dilation_h == 1 && g.dilation_w == 1;
+      };
+      if (size_is(3, 3)) return launch_staged<T, kReduction, 3, 3>(op, g, x, y, indices, stream);
+      if (size_is(2, 2)) return launch_staged<T, kReduction, 2, 2>(op, g, x, y, indices, stream);
     }
     launch_staged<T, kReduction>(op, g, x, y, indices, stream);
   });

@@ -1,17 +1,17 @@
-// 2-D pooling for windows fixed at compile time (dilation 1), straight from global memory.
+// 2-D max and average pooling (values only) for windows fixed at compile time (dilation 1),
+// straight from global memory.
 //
 // A thread computes kRows × kCols outputs of one plane: kCols adjacent outputs of kRows adjacent
 // output rows. For every input row those outputs read it loads one span of columns (16-byte loads
 // where rows are 16-byte aligned), reduces each output's taps of that row once, and then combines
 // the row results down the window. Input rows shared by vertically adjacent outputs are loaded
 // and reduced once, each input element is loaded by one thread (halo columns aside, which hit L1),
-// and all loads of a thread are independent, so they are all in flight together.
+// and all loads of a thread are issued before it waits for any of them.
 //
 // Taps outside the input (padding, or a ceil-mode overhang) read the nearest real tap of the same
-// window instead. The max is unchanged by such a duplicate, and the duplicates of the first real
-// row or column come just before their originals in scan order, those of the last just after, so
-// ties (first wins) and NaNs (last wins) still report the same position. The average masks the
-// duplicates out instead. This keeps the tap loops free of branches.
+// window instead: the max is unchanged by such a duplicate, and the average masks it out. This
+// keeps the tap loops free of branches. Max with positions runs the staged kernel
+// (pool2d_staged.cuh), which measured faster for it (docs/perf-notes.md).
 #pragma once
 
 #include <algorithm>
@@ -34,15 +34,14 @@ struct SeparableWindow {
   static constexpr int kInputRows = (kRows - 1) * SH + KH;
   // A row span is the chunk with PW columns before it and the columns the last window reads past it.
   static constexpr int kSpan = PW + kChunk + std::max(0, KW - SW - PW);
-  // Alignment of one output row of a tile, for the whole-tile stores.
+  // Alignment of one output row of a tile, for the whole-tile store.
   static constexpr size_t kValuesAlignment = std::min<size_t>(16, kCols * sizeof(T));
-  static constexpr size_t kIndicesAlignment = std::min<size_t>(16, kCols * sizeof(int64_t));
   static constexpr int kernel_h = KH, kernel_w = KW, stride_h = SH, stride_w = SW, pad_w = PW;
 };
 
 struct SeparableTiling {
   int row_tiles, col_tiles;  // thread tiles per plane, down and across
-  int threads;               // planes of this launch * row_tiles * col_tiles
+  int tiles;                 // planes of this launch * row_tiles * col_tiles
 };
 
 // The span of one input row a thread reads: columns c0 - PW onwards, each column outside the
@@ -92,126 +91,115 @@ struct RowSpan {
 };
 
 template <class T, Reduction kReduction, class Window, bool kAligned>
-__global__ void __launch_bounds__(kPool2dThreads)
-    pool2d_separable_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
-                            const Pool2dArgs a, const SeparableTiling tiling) {
-  constexpr int KH = Window::kernel_h, KW = Window::kernel_w, SH = Window::stride_h,
-                SW = Window::stride_w, PW = Window::pad_w;
-  constexpr int kRows = Window::kRows, kCols = Window::kCols, kSpan = Window::kSpan;
-  constexpr int kInputRows = Window::kInputRows;
-  const int thread = blockIdx.x * kPool2dThreads + threadIdx.x;
-  if (thread >= tiling.threads) return;
-  const int tiles_per_plane = tiling.row_tiles * tiling.col_tiles;
-  const int plane = thread / tiles_per_plane;
-  const int tile = thread - plane * tiles_per_plane;
-  const int oh0 = tile / tiling.col_tiles * kRows;
-  const int ow0 = tile % tiling.col_tiles * kCols;
-  const int c0 = ow0 * SW;
-  const int ih0 = oh0 * SH - a.pad_h;
-  const T* const plane_x = x + int64_t{plane} * a.in_h * a.in_w;
+struct SeparableTile {
+  static constexpr int KH = Window::kernel_h, KW = Window::kernel_w, SH = Window::stride_h,
+                       SW = Window::stride_w, PW = Window::pad_w;
+  static constexpr int kRows = Window::kRows, kCols = Window::kCols, kSpan = Window::kSpan;
+  static constexpr int kInputRows = Window::kInputRows;
+  static constexpr bool kAvg = kReduction == Reduction::avg;
+  static_assert(kReduction != Reduction::max_with_index, "positions run the staged kernel");
 
-  int column[kSpan];
-  bool real_column[kSpan];
-#pragma unroll
-  for (int i = 0; i < kSpan; ++i) {
-    const int c = c0 - PW + i;
-    real_column[i] = static_cast<unsigned>(c) < static_cast<unsigned>(a.in_w);
-    column[i] = min(max(c, 0), a.in_w - 1);
-  }
-
-  // Each output's taps of each input row, reduced across the row.
-  constexpr bool kAvg = kReduction == Reduction::avg;
-  constexpr bool kWithIndex = kReduction == Reduction::max_with_index;
-  using RowValue = std::conditional_t<kAvg, float, T>;
-  RowValue row_value[kInputRows][kCols];
-  [[maybe_unused]] int row_column[kInputRows][kCols];
-  int input_row[kInputRows];
-  [[maybe_unused]] bool real_row[kInputRows];
+  int plane, oh0, ow0;
+  int input_row[kInputRows];  // clamped into the input
+  bool real_row[kInputRows];
   RowSpan<Window, kAligned, T> spans[kInputRows];
+
+  // Issues the loads of tile `index`; nothing waits for them until reduce_and_store.
+  __device__ __forceinline__ void load(const T* __restrict__ x, const Pool2dArgs& a,
+                                       const SeparableTiling& tiling, int index) {
+    const int tiles_per_plane = tiling.row_tiles * tiling.col_tiles;
+    plane = index / tiles_per_plane;
+    const int in_plane_tile = index - plane * tiles_per_plane;
+    oh0 = in_plane_tile / tiling.col_tiles * kRows;
+    ow0 = in_plane_tile % tiling.col_tiles * kCols;
+    int column[kSpan];
+    columns(a, column, nullptr);
+    const T* const plane_x = x + int64_t{plane} * a.in_h * a.in_w;
+    const int ih0 = oh0 * SH - a.pad_h;
 #pragma unroll
-  for (int r = 0; r < kInputRows; ++r) {
-    real_row[r] = static_cast<unsigned>(ih0 + r) < static_cast<unsigned>(a.in_h);
-    input_row[r] = min(max(ih0 + r, 0), a.in_h - 1);
-    spans[r].load(plane_x + input_row[r] * a.in_w, c0, a.in_w, column);
-  }
-#pragma unroll
-  for (int r = 0; r < kInputRows; ++r) {
-    const RowSpan<Window, kAligned, T>& span = spans[r];
-#pragma unroll
-    for (int j = 0; j < kCols; ++j) {
-      const int first = j * SW;
-      if constexpr (kAvg) {
-        float sum = 0.f;
-#pragma unroll
-        for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
-        row_value[r][j] = sum;
-      } else if constexpr (kWithIndex) {
-        T best = span[first];
-        int best_column = column[first];
-#pragma unroll
-        for (int k = 1; k < KW; ++k) {
-          if (replaces_best(span[first + k], best)) {
-            best = span[first + k];
-            best_column = column[first + k];
-          }
-        }
-        row_value[r][j] = best;
-        row_column[r][j] = best_column;
-      } else {
-        T best = span[first];
-#pragma unroll
-        for (int k = 1; k < KW; ++k) best = max_propagating_nan(best, span[first + k]);
-        row_value[r][j] = best;
-      }
+    for (int r = 0; r < kInputRows; ++r) {
+      real_row[r] = static_cast<unsigned>(ih0 + r) < static_cast<unsigned>(a.in_h);
+      input_row[r] = min(max(ih0 + r, 0), a.in_h - 1);
+      spans[r].load(plane_x + input_row[r] * a.in_w, ow0 * SW, a.in_w, column);
     }
   }
 
-  // Combine the row results down each window, in scan order.
-  const int64_t out_plane = int64_t{a.out_h} * a.out_w;
-  [[maybe_unused]] int column_taps[kCols];  // the avg divisor's factor of each output column
-  if constexpr (kAvg) {
+  __device__ __forceinline__ void reduce_and_store(T* __restrict__ y, const Pool2dArgs& a) const {
+    int column[kSpan];
+    bool real_column[kSpan];
+    columns(a, column, real_column);
+
+    // Each output's taps of each input row, reduced across the row.
+    using RowValue = std::conditional_t<kAvg, float, T>;
+    RowValue row_value[kInputRows][kCols];
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) {
-      column_taps[j] = avg_window_taps((ow0 + j) * SW - PW, KW, a.in_w, PW, a.count_include_pad);
-    }
-  }
+    for (int r = 0; r < kInputRows; ++r) {
+      const RowSpan<Window, kAligned, T>& span = spans[r];
 #pragma unroll
-  for (int o = 0; o < kRows; ++o) {
-    const int oh = oh0 + o;
-    if (oh >= a.out_h) break;
-    [[maybe_unused]] const int row_taps =
-        kAvg ? avg_window_taps(oh * SH - a.pad_h, KH, a.in_h, a.pad_h, a.count_include_pad) : 0;
-    T out[kCols];
-    [[maybe_unused]] int64_t out_index[kCols];
+      for (int j = 0; j < kCols; ++j) {
+        const int first = j * SW;
+        if constexpr (kAvg) {
+          float sum = 0.f;
 #pragma unroll
-    for (int j = 0; j < kCols; ++j) {
-      if constexpr (kAvg) {
-        float sum = 0.f;
+          for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
+          row_value[r][j] = sum;
+        } else {
+          T best = span[first];
 #pragma unroll
-        for (int kh = 0; kh < KH; ++kh) sum += real_row[o * SH + kh] ? row_value[o * SH + kh][j] : 0.f;
-        const int divisor = a.divisor_override != 0 ? a.divisor_override : row_taps * column_taps[j];
-        out[j] = from_float<T>(sum / static_cast<float>(divisor));
-      } else if constexpr (kWithIndex) {
-        T best = row_value[o * SH][j];
-        int best_index = input_row[o * SH] * a.in_w + row_column[o * SH][j];
-#pragma unroll
-        for (int kh = 1; kh < KH; ++kh) {
-          const int r = o * SH + kh;
-          if (replaces_best(row_value[r][j], best)) {
-            best = row_value[r][j];
-            best_index = input_row[r] * a.in_w + row_column[r][j];
-          }
+          for (int k = 1; k < KW; ++k) best = max_propagating_nan(best, span[first + k]);
+          row_value[r][j] = best;
         }
-        out[j] = best;
-        out_index[j] = best_index;
-      } else {
-        T best = row_value[o * SH][j];
-#pragma unroll
-        for (int kh = 1; kh < KH; ++kh) best = max_propagating_nan(best, row_value[o * SH + kh][j]);
-        out[j] = best;
       }
     }
-    const int64_t first_out = int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0;
+
+    // Combine the row results down each window, in scan order.
+    [[maybe_unused]] int column_taps[kCols];  // the avg divisor's factor of each output column
+    if constexpr (kAvg) {
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) {
+        column_taps[j] = avg_window_taps((ow0 + j) * SW - PW, KW, a.in_w, PW, a.count_include_pad);
+      }
+    }
+    const int64_t out_plane = int64_t{a.out_h} * a.out_w;
+#pragma unroll
+    for (int o = 0; o < kRows; ++o) {
+      const int oh = oh0 + o;
+      if (oh >= a.out_h) break;
+      [[maybe_unused]] const int row_taps =
+          kAvg ? avg_window_taps(oh * SH - a.pad_h, KH, a.in_h, a.pad_h, a.count_include_pad) : 0;
+      T out[kCols];
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) {
+        if constexpr (kAvg) {
+          float sum = 0.f;
+#pragma unroll
+          for (int kh = 0; kh < KH; ++kh) sum += real_row[o * SH + kh] ? row_value[o * SH + kh][j] : 0.f;
+          const int divisor = a.divisor_override != 0 ? a.divisor_override : row_taps * column_taps[j];
+          out[j] = from_float<T>(sum / static_cast<float>(divisor));
+        } else {
+          T best = row_value[o * SH][j];
+#pragma unroll
+          for (int kh = 1; kh < KH; ++kh) best = max_propagating_nan(best, row_value[o * SH + kh][j]);
+          out[j] = best;
+        }
+      }
+      store(y, int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0, a.out_w, out);
+    }
+  }
+
+ private:
+  // The columns of the row span, clamped into the input, and which of them are real.
+  __device__ __forceinline__ void columns(const Pool2dArgs& a, int (&column)[kSpan], bool* real) const {
+#pragma unroll
+    for (int i = 0; i < kSpan; ++i) {
+      const int c = ow0 * SW - PW + i;
+      if (real) real[i] = static_cast<unsigned>(c) < static_cast<unsigned>(a.in_w);
+      column[i] = min(max(c, 0), a.in_w - 1);
+    }
+  }
+
+  __device__ __forceinline__ void store(T* __restrict__ y, int64_t first_out, int out_w,
+                                        const T (&out)[kCols]) const {
     if constexpr (kAligned) {
       // out_w is a multiple of kCols and the outputs are aligned to their whole tile.
       struct alignas(Window::kValuesAlignment) Values { T v[kCols]; };
@@ -219,23 +207,24 @@ __global__ void __launch_bounds__(kPool2dThreads)
 #pragma unroll
       for (int j = 0; j < kCols; ++j) values.v[j] = out[j];
       *reinterpret_cast<Values*>(y + first_out) = values;
-      if constexpr (kWithIndex) {
-        struct alignas(Window::kIndicesAlignment) Indices { int64_t v[kCols]; };
-        Indices tile_indices;
-#pragma unroll
-        for (int j = 0; j < kCols; ++j) tile_indices.v[j] = out_index[j];
-        *reinterpret_cast<Indices*>(indices + first_out) = tile_indices;
-      }
     } else {
 #pragma unroll
       for (int j = 0; j < kCols; ++j) {
-        if (ow0 + j < a.out_w) {
-          y[first_out + j] = out[j];
-          if constexpr (kWithIndex) indices[first_out + j] = out_index[j];
-        }
+        if (ow0 + j < out_w) y[first_out + j] = out[j];
       }
     }
   }
+};
+
+template <class T, Reduction kReduction, class Window, bool kAligned>
+__global__ void __launch_bounds__(kPool2dThreads)
+    pool2d_separable_kernel(const T* __restrict__ x, T* __restrict__ y, const Pool2dArgs a,
+                            const SeparableTiling tiling) {
+  const int index = blockIdx.x * kPool2dThreads + threadIdx.x;
+  if (index >= tiling.tiles) return;
+  SeparableTile<T, kReduction, Window, kAligned> tile;
+  tile.load(x, a, tiling, index);
+  tile.reduce_and_store(y, a);
 }
 
 }  // namespace solops::detail

@@ -1,9 +1,11 @@
-// 2-D pooling for any window: sizes, strides and dilation read at run time.
+// 2-D pooling through shared memory: max with positions for the catalogue's windows, and every
+// reduction for any other window (sizes, strides and dilation read at run time).
 //
 // One block pools a tile of output rows of one (n, c) plane. The input rows that tile needs are
 // one contiguous range of the plane, staged into shared memory with 16-byte cp.async requests, so
 // every input byte crosses DRAM once (halo rows are re-read from L2) and the window taps are read
 // from shared memory. Planes whose rows are too wide to stage read the taps from global memory.
+// Each thread computes one output at a time, so a warp writes 32 adjacent int64 positions.
 #pragma once
 
 #include "core/stage.cuh"
@@ -15,6 +17,43 @@ struct StagedTiling {
   int tile_rows, tiles_per_plane;
   int64_t tiles;
 };
+
+// Window taps of one output along one axis, as offsets into the band (band[row + col] is a tap).
+//
+// Static windows (dilation 1) clamp every tap to the input: a tap in the padding, or past the
+// input in ceil mode, reads the nearest real tap of the same window instead. The max is unchanged
+// by such a duplicate, and the duplicates of the first real row or column come just before their
+// originals in scan order, those of the last just after, so ties (first wins) and NaNs (last wins)
+// still report the same position. This keeps the tap loops free of branches.
+template <int K>
+struct ClampedTaps {
+  int offset[K];
+  __device__ __forceinline__ ClampedTaps(int start, int extent, int scale, int base) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) offset[k] = base + min(max(start + k, 0), extent - 1) * scale;
+  }
+};
+
+// Max and position of a static window; the first tap seeds the scan, so an all -inf window
+// reports its first real tap.
+template <int KH, int KW, class T>
+__device__ __forceinline__ void max_static_window(const T* band, const ClampedTaps<KH>& rows,
+                                                  const ClampedTaps<KW>& cols, T& best, int& best_offset) {
+  best_offset = rows.offset[0] + cols.offset[0];
+  best = band[best_offset];
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+    for (int kw = (kh == 0 ? 1 : 0); kw < KW; ++kw) {
+      const int offset = rows.offset[kh] + cols.offset[kw];
+      const T v = band[offset];
+      if (replaces_best(v, best)) {
+        best = v;
+        best_offset = offset;
+      }
+    }
+  }
+}
 
 // Max of a window, visiting only real taps, in scan order.
 template <bool kWithIndex, class T>
@@ -54,10 +93,14 @@ __device__ __forceinline__ float sum_any_window(const T* band, int band_offset, 
   return sum;
 }
 
-template <class T, Reduction kReduction, bool kStaged>
+// KH = KW = 0: sizes and dilation from args. Otherwise a static window with dilation 1 (max with
+// positions only).
+template <class T, Reduction kReduction, int KH, int KW, bool kStaged>
 __global__ void __launch_bounds__(kPool2dThreads)
     pool2d_staged_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
                          const Pool2dArgs a, const StagedTiling tiling) {
+  constexpr bool kStatic = KH > 0;
+  static_assert(!kStatic || kReduction == Reduction::max_with_index);
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* const shared = reinterpret_cast<T*>(shared_bytes);
   const int64_t in_plane = int64_t{a.in_h} * a.in_w;
@@ -93,8 +136,13 @@ __global__ void __launch_bounds__(kPool2dThreads)
         } else {
           T best;
           int best_offset;
-          max_any_window<kReduction == Reduction::max_with_index>(band, band_offset, a, h0, w0, best,
-                                                                  best_offset);
+          if constexpr (kStatic) {
+            max_static_window<KH, KW>(band, ClampedTaps<KH>(h0, a.in_h, a.in_w, band_offset),
+                                      ClampedTaps<KW>(w0, a.in_w, 1, 0), best, best_offset);
+          } else {
+            max_any_window<kReduction == Reduction::max_with_index>(band, band_offset, a, h0, w0, best,
+                                                                    best_offset);
+          }
           y[out] = best;
           if constexpr (kReduction == Reduction::max_with_index) indices[out] = best_offset - band_offset;
         }

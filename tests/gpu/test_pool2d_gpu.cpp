@@ -220,7 +220,7 @@ TEST_P(Pool2dGpu, NaNMinusInfAndTies) {
 
 TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
   // 3 rows of 6000 f32 exceed the staged band limit: the taps are read from global memory.
-  // (Windows outside the catalogue's, which take the separable kernel whatever the width.)
+  // (A window outside the catalogue's: the catalogue's run compiled kernels whatever the width.)
   std::mt19937_64 rng(5);
   HostTensor x({1, 2, 7, 6000}, DType::f32);
   fill_random(x, rng, true);
@@ -236,9 +236,10 @@ TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
   EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
 }
 
-// The windows of the catalogue run their own compiled kernel (pool2d_separable.cuh): cover each
-// on random shapes, with widths that take its 16-byte path (multiples of 8) and widths that don't,
-// every row padding, ceil mode, count_include_pad and divisors.
+// The windows of the catalogue run compiled kernels (pool2d_separable.cuh for values, the staged
+// kernel's static windows for positions): cover each on random shapes, with widths that take the
+// 16-byte path (multiples of 8) and widths that don't, every row padding, ceil mode,
+// count_include_pad and divisors.
 std::vector<Pool2d> catalogue_windows(Op op) {
   const auto window = [](int64_t kh, int64_t kw, int64_t pw) {
     Pool2d p;
