@@ -34,13 +34,14 @@ bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t
 
 template <class T, Reduction kReduction, class Window>
 void launch_separable_tiles(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
-                            const TensorRef& y, cudaStream_t stream) {
+                            const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);
   // 16-byte row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
   // multiple of the tile width and aligned outputs.
   const bool aligned = aligned_to(x_data, 16) && g.in_w % Window::kChunk == 0 &&
-                       g.out_w % Window::kCols == 0 && aligned_to(y_data, Window::kValuesAlignment);
+                       g.out_w % Window::kCols == 0 && aligned_to(y_data, Window::kValuesAlignment) &&
+                       (indices == nullptr || aligned_to(indices, Window::kIndicesAlignment));
   const auto kernel = aligned ? pool2d_separable_kernel<T, kReduction, Window, true>
                               : pool2d_separable_kernel<T, kReduction, Window, false>;
   SeparableTiling tiling{(g.out_h + Window::kRows - 1) / Window::kRows,
@@ -52,8 +53,9 @@ void launch_separable_tiles(std::string_view op, const Pool2dGeometry& g, const 
   for (int64_t first = 0; first < g.planes; first += planes_per_launch) {
     tiling.tiles = static_cast<int>(std::min(planes_per_launch, g.planes - first) * tiles_per_plane);
     const auto grid = static_cast<unsigned>((tiling.tiles + kPool2dThreads - 1) / kPool2dThreads);
+    int64_t* launch_indices = indices ? indices + first * out_plane : nullptr;
     kernel<<<grid, kPool2dThreads, 0, stream>>>(x_data + first * in_plane, y_data + first * out_plane,
-                                                kernel_args(g), tiling);
+                                                launch_indices, kernel_args(g), tiling);
     check_launch(op);
   }
 }
@@ -63,14 +65,14 @@ void launch_separable_tiles(std::string_view op, const Pool2dGeometry& g, const 
 // each thread's chain of work, not bandwidth, sets the time.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
-                      const TensorRef& y, cudaStream_t stream) {
+                      const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2>;
   const int64_t two_row_threads =
       g.planes * ((g.out_h + 1) / 2) * ((g.out_w + TwoRows::kCols - 1) / TwoRows::kCols);
   if (two_row_threads >= 2 * int64_t{kThreadsPerSm} * multiprocessor_count(x.device)) {
-    return launch_separable_tiles<T, kReduction, TwoRows>(op, g, x, y, stream);
+    return launch_separable_tiles<T, kReduction, TwoRows>(op, g, x, y, indices, stream);
   }
-  launch_separable_tiles<T, kReduction, SeparableWindow<T, KH, KW, SH, SW, PW, 1>>(op, g, x, y, stream);
+  launch_separable_tiles<T, kReduction, SeparableWindow<T, KH, KW, SH, SW, PW, 1>>(op, g, x, y, indices, stream);
 }
 
 // KH = KW = 0: any window, read at run time; otherwise a static window (max with positions only).
@@ -108,9 +110,10 @@ void launch_staged(std::string_view op, const Pool2dGeometry& g, const TensorRef
   check_launch(op);
 }
 
-// The windows of the catalogue (kernel, stride, column padding; dilation 1) run compiled kernels:
-// values the separable one, max with positions the staged one. Any other window runs the staged
-// kernel's run-time loops.
+// The windows of the catalogue (kernel, stride, column padding; dilation 1) run the separable
+// kernel, except max with positions on half types: there each partial result holds a value and a
+// column, ~95 registers per thread, and the staged kernel's one output per thread measured faster
+// (docs/perf-notes.md). Any other window runs the staged kernel's run-time loops.
 template <Reduction kReduction>
 void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
@@ -121,13 +124,13 @@ void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef
              g.pad_w == pw && g.dilation_h == 1 && g.dilation_w == 1;
     };
     if constexpr (kReduction == Reduction::avg) {
-      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, stream);
-      if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, 5, 5, 2, 2, 2>(op, g, x, y, stream);
-      if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, 3, 5, 2, 2, 2>(op, g, x, y, stream);
-    } else if constexpr (kReduction == Reduction::max) {
-      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, stream);
-      if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, 3, 3, 2, 2, 0>(op, g, x, y, stream);
-      if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, 2, 2, 2, 2, 0>(op, g, x, y, stream);
+      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
+      if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, 5, 5, 2, 2, 2>(op, g, x, y, indices, stream);
+      if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, 3, 5, 2, 2, 2>(op, g, x, y, indices, stream);
+    } else if constexpr (kReduction == Reduction::max || sizeof(T) == 4) {
+      if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
+      if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, 3, 3, 2, 2, 0>(op, g, x, y, indices, stream);
+      if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, 2, 2, 2, 2, 0>(op, g, x, y, indices, stream);
     } else {
       // The staged kernel clamps taps for any padding and stride: only the kernel size is static.
       const auto size_is = [&](int kh, int kw) {

@@ -1,5 +1,5 @@
-// 2-D max and average pooling (values only) for windows fixed at compile time (dilation 1),
-// straight from global memory.
+// 2-D max and average pooling for windows fixed at compile time (dilation 1), straight from
+// global memory.
 //
 // A thread computes kRows × kCols outputs of one plane: kCols adjacent outputs of kRows adjacent
 // output rows. For every input row those outputs read it loads one span of columns (16-byte loads
@@ -9,9 +9,10 @@
 // and all loads of a thread are issued before it waits for any of them.
 //
 // Taps outside the input (padding, or a ceil-mode overhang) read the nearest real tap of the same
-// window instead: the max is unchanged by such a duplicate, and the average masks it out. This
-// keeps the tap loops free of branches. Max with positions runs the staged kernel
-// (pool2d_staged.cuh), which measured faster for it (docs/perf-notes.md).
+// window instead. The max is unchanged by such a duplicate, and the duplicates of the first real
+// row or column come just before their originals in scan order, those of the last just after, so
+// ties (first wins) and NaNs (last wins) still report the same position. The average masks the
+// duplicates out instead. This keeps the tap loops free of branches.
 #pragma once
 
 #include <algorithm>
@@ -34,8 +35,9 @@ struct SeparableWindow {
   static constexpr int kInputRows = (kRows - 1) * SH + KH;
   // A row span is the chunk with PW columns before it and the columns the last window reads past it.
   static constexpr int kSpan = PW + kChunk + std::max(0, KW - SW - PW);
-  // Alignment of one output row of a tile, for the whole-tile store.
+  // Alignment of one output row of a tile, for the whole-tile stores.
   static constexpr size_t kValuesAlignment = std::min<size_t>(16, kCols * sizeof(T));
+  static constexpr size_t kIndicesAlignment = std::min<size_t>(16, kCols * sizeof(int64_t));
   static constexpr int kernel_h = KH, kernel_w = KW, stride_h = SH, stride_w = SW, pad_w = PW;
 };
 
@@ -97,7 +99,7 @@ struct SeparableTile {
   static constexpr int kRows = Window::kRows, kCols = Window::kCols, kSpan = Window::kSpan;
   static constexpr int kInputRows = Window::kInputRows;
   static constexpr bool kAvg = kReduction == Reduction::avg;
-  static_assert(kReduction != Reduction::max_with_index, "positions run the staged kernel");
+  static constexpr bool kWithIndex = kReduction == Reduction::max_with_index;
 
   int plane, oh0, ow0;
   int input_row[kInputRows];  // clamped into the input
@@ -124,7 +126,8 @@ struct SeparableTile {
     }
   }
 
-  __device__ __forceinline__ void reduce_and_store(T* __restrict__ y, const Pool2dArgs& a) const {
+  __device__ __forceinline__ void reduce_and_store(T* __restrict__ y, int64_t* __restrict__ indices,
+                                                   const Pool2dArgs& a) const {
     int column[kSpan];
     bool real_column[kSpan];
     columns(a, column, real_column);
@@ -132,6 +135,7 @@ struct SeparableTile {
     // Each output's taps of each input row, reduced across the row.
     using RowValue = std::conditional_t<kAvg, float, T>;
     RowValue row_value[kInputRows][kCols];
+    [[maybe_unused]] int row_column[kInputRows][kCols];  // with positions: each row's best column
 #pragma unroll
     for (int r = 0; r < kInputRows; ++r) {
       const RowSpan<Window, kAligned, T>& span = spans[r];
@@ -143,6 +147,18 @@ struct SeparableTile {
 #pragma unroll
           for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
           row_value[r][j] = sum;
+        } else if constexpr (kWithIndex) {
+          T best = span[first];
+          int best_column = column[first];
+#pragma unroll
+          for (int k = 1; k < KW; ++k) {
+            if (replaces_best(to_float(span[first + k]), to_float(best))) {
+              best = span[first + k];
+              best_column = column[first + k];
+            }
+          }
+          row_value[r][j] = best;
+          row_column[r][j] = best_column;
         } else {
           T best = span[first];
 #pragma unroll
@@ -168,6 +184,7 @@ struct SeparableTile {
       [[maybe_unused]] const int row_taps =
           kAvg ? avg_window_taps(oh * SH - a.pad_h, KH, a.in_h, a.pad_h, a.count_include_pad) : 0;
       T out[kCols];
+      [[maybe_unused]] int64_t out_index[kCols];
 #pragma unroll
       for (int j = 0; j < kCols; ++j) {
         if constexpr (kAvg) {
@@ -176,6 +193,20 @@ struct SeparableTile {
           for (int kh = 0; kh < KH; ++kh) sum += real_row[o * SH + kh] ? row_value[o * SH + kh][j] : 0.f;
           const int divisor = a.divisor_override != 0 ? a.divisor_override : row_taps * column_taps[j];
           out[j] = from_float<T>(sum / static_cast<float>(divisor));
+        } else if constexpr (kWithIndex) {
+          // Combining each row's first maximum (or last NaN) in row order gives the window's.
+          T best = row_value[o * SH][j];
+          int best_index = input_row[o * SH] * a.in_w + row_column[o * SH][j];
+#pragma unroll
+          for (int kh = 1; kh < KH; ++kh) {
+            const int r = o * SH + kh;
+            if (replaces_best(to_float(row_value[r][j]), to_float(best))) {
+              best = row_value[r][j];
+              best_index = input_row[r] * a.in_w + row_column[r][j];
+            }
+          }
+          out[j] = best;
+          out_index[j] = best_index;
         } else {
           T best = row_value[o * SH][j];
 #pragma unroll
@@ -183,7 +214,7 @@ struct SeparableTile {
           out[j] = best;
         }
       }
-      store(y, int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0, a.out_w, out);
+      store(y, indices, int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0, a.out_w, out, out_index);
     }
   }
 
@@ -198,8 +229,9 @@ struct SeparableTile {
     }
   }
 
-  __device__ __forceinline__ void store(T* __restrict__ y, int64_t first_out, int out_w,
-                                        const T (&out)[kCols]) const {
+  __device__ __forceinline__ void store(T* __restrict__ y, int64_t* __restrict__ indices,
+                                        int64_t first_out, int out_w, const T (&out)[kCols],
+                                        const int64_t (&out_index)[kCols]) const {
     if constexpr (kAligned) {
       // out_w is a multiple of kCols and the outputs are aligned to their whole tile.
       struct alignas(Window::kValuesAlignment) Values { T v[kCols]; };
@@ -207,10 +239,20 @@ struct SeparableTile {
 #pragma unroll
       for (int j = 0; j < kCols; ++j) values.v[j] = out[j];
       *reinterpret_cast<Values*>(y + first_out) = values;
+      if constexpr (kWithIndex) {
+        struct alignas(Window::kIndicesAlignment) Indices { int64_t v[kCols]; };
+        Indices tile_indices;
+#pragma unroll
+        for (int j = 0; j < kCols; ++j) tile_indices.v[j] = out_index[j];
+        *reinterpret_cast<Indices*>(indices + first_out) = tile_indices;
+      }
     } else {
 #pragma unroll
       for (int j = 0; j < kCols; ++j) {
-        if (ow0 + j < out_w) y[first_out + j] = out[j];
+        if (ow0 + j < out_w) {
+          y[first_out + j] = out[j];
+          if constexpr (kWithIndex) indices[first_out + j] = out_index[j];
+        }
       }
     }
   }
@@ -218,13 +260,13 @@ struct SeparableTile {
 
 template <class T, Reduction kReduction, class Window, bool kAligned>
 __global__ void __launch_bounds__(kPool2dThreads)
-    pool2d_separable_kernel(const T* __restrict__ x, T* __restrict__ y, const Pool2dArgs a,
-                            const SeparableTiling tiling) {
+    pool2d_separable_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
+                            const Pool2dArgs a, const SeparableTiling tiling) {
   const int index = blockIdx.x * kPool2dThreads + threadIdx.x;
   if (index >= tiling.tiles) return;
   SeparableTile<T, kReduction, Window, kAligned> tile;
   tile.load(x, a, tiling, index);
-  tile.reduce_and_store(y, a);
+  tile.reduce_and_store(y, indices, a);
 }
 
 }  // namespace solops::detail

@@ -41,13 +41,16 @@ __device__ __forceinline__ void max_static_window(const T* band, const ClampedTa
                                                   const ClampedTaps<KW>& cols, T& best, int& best_offset) {
   best_offset = rows.offset[0] + cols.offset[0];
   best = band[best_offset];
+  float best_value = to_float(best);
 #pragma unroll
   for (int kh = 0; kh < KH; ++kh) {
 #pragma unroll
     for (int kw = (kh == 0 ? 1 : 0); kw < KW; ++kw) {
       const int offset = rows.offset[kh] + cols.offset[kw];
       const T v = band[offset];
-      if (replaces_best(v, best)) {
+      const float value = to_float(v);
+      if (replaces_best(value, best_value)) {
+        best_value = value;
         best = v;
         best_offset = offset;
       }

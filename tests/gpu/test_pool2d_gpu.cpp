@@ -236,9 +236,9 @@ TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
   EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
 }
 
-// The windows of the catalogue run compiled kernels (pool2d_separable.cuh for values, the staged
-// kernel's static windows for positions): cover each on random shapes, with widths that take the
-// 16-byte path (multiples of 8) and widths that don't, every row padding, ceil mode,
+// The windows of the catalogue run compiled kernels (pool2d_separable.cuh; for positions on half
+// types, the staged kernel's static windows): cover each on random shapes, with widths that take
+// the 16-byte path (multiples of 8) and widths that don't, every row padding, ceil mode,
 // count_include_pad and divisors.
 std::vector<Pool2d> catalogue_windows(Op op) {
   const auto window = [](int64_t kh, int64_t kw, int64_t pw) {
