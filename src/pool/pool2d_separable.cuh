@@ -5,7 +5,7 @@
 // output rows. For every input row those outputs read it loads one span of columns (16-byte loads
 // where rows are 16-byte aligned), reduces each output's taps of that row once, and then combines
 // the row results down the window. Input rows shared by vertically adjacent outputs are loaded
-// and reduced once, each input element is loaded by one thread (halo columns aside, which hit L1),
+// and reduced once, each input element is loaded by one thread (halo columns aside, re-read through L1),
 // and all loads of a thread are issued before it waits for any of them.
 //
 // Taps outside the input (padding, or a ceil-mode overhang) read the nearest real tap of the same

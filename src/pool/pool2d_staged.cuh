@@ -1,5 +1,6 @@
-// 2-D pooling through shared memory: max with positions for the catalogue's windows, and every
-// reduction for any other window (sizes, strides and dilation read at run time).
+// 2-D pooling through shared memory: max with positions on half types for the catalogue's kernel
+// sizes, and every reduction for windows the separable kernel is not compiled for (sizes,
+// strides and dilation read at run time).
 //
 // One block pools a tile of output rows of one (n, c) plane. The input rows that tile needs are
 // one contiguous range of the plane, staged into shared memory with 16-byte cp.async requests, so
