@@ -13,6 +13,16 @@
 
 namespace solops {
 
+// Window of a 1-D pool over [N, C, L] or unbatched [C, L] input.
+struct Pool1d {
+  int64_t kernel_size = 0;
+  std::optional<int64_t> stride;  // nullopt = kernel_size, as PyTorch's stride=None
+  int64_t padding = 0;
+  int64_t dilation = 1;            // max-pool only; avg-pool requires 1
+  bool ceil_mode = false;
+  bool count_include_pad = true;   // avg-pool only (PyTorch's avg_pool1d has no divisor_override)
+};
+
 // Window of a 2-D pool over [N, C, H, W] or unbatched [C, H, W] input. Per-axis values are (H, W).
 struct Pool2d {
   std::array<int64_t, 2> kernel_size{};
@@ -25,22 +35,32 @@ struct Pool2d {
 };
 
 // Output shapes; they validate the parameters against the input shape and throw solops::Error.
+std::vector<int64_t> max_pool1d_output_shape(std::span<const int64_t> x_shape, const Pool1d& p);
+std::vector<int64_t> avg_pool1d_output_shape(std::span<const int64_t> x_shape, const Pool1d& p);
 std::vector<int64_t> max_pool2d_output_shape(std::span<const int64_t> x_shape, const Pool2d& p);
 std::vector<int64_t> avg_pool2d_output_shape(std::span<const int64_t> x_shape, const Pool2d& p);
 
 // Roofline cost: FLOPs (one compare-select or add per tap) and the minimum bytes moved.
+Cost max_pool1d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool1d& p);
+Cost max_pool1d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype, const Pool1d& p);
+Cost avg_pool1d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool1d& p);
 Cost max_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
 Cost max_pool2d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
 Cost avg_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
 
 // y = max over each window. x, y: contiguous CUDA tensors of one float dtype (f32, f16, bf16).
+void max_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p, cudaStream_t stream = nullptr);
 void max_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream = nullptr);
 
-// As max_pool2d, and indices (int64, y's shape) = flat position h * W + w of the max in its plane.
+// As max_pool*d, and indices (int64, y's shape) = flat position of the max in its plane:
+// l for 1-D, h * W + w for 2-D.
+void max_pool1d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
+                             const Pool1d& p, cudaStream_t stream = nullptr);
 void max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
                              const Pool2d& p, cudaStream_t stream = nullptr);
 
 // y = mean of each window, with PyTorch's divisor rule (count_include_pad, divisor_override).
+void avg_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p, cudaStream_t stream = nullptr);
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream = nullptr);
 
 }  // namespace solops

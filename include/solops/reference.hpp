@@ -6,6 +6,8 @@
 
 namespace solops::reference {
 
+void max_pool1d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool1d& p);
+void avg_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p);
 void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool2d& p);
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p);
 

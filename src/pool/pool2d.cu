@@ -24,7 +24,7 @@ constexpr int kThreadsPerSm = 2048;
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 
-Pool2dArgs kernel_args(const Pool2dGeometry& g) {
+Pool2dArgs kernel_args(const PoolGeometry& g) {
   return {g.in_h,       g.in_w,       g.out_h,    g.out_w,    g.kernel_h,          g.kernel_w,
           g.stride_h,   g.stride_w,   g.pad_h,    g.pad_w,    g.dilation_h,        g.dilation_w,
           g.count_include_pad, g.divisor_override};
@@ -33,7 +33,7 @@ Pool2dArgs kernel_args(const Pool2dGeometry& g) {
 bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 template <class T, Reduction kReduction, class Window>
-void launch_separable_tiles(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
+void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                             const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);
@@ -64,7 +64,7 @@ void launch_separable_tiles(std::string_view op, const Pool2dGeometry& g, const 
 // the threads. Grids of fewer than two full waves run one row per thread: there, the latency of
 // each thread's chain of work, not bandwidth, sets the time.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
-void launch_separable(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
+void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2>;
   const int64_t two_row_threads =
@@ -77,7 +77,7 @@ void launch_separable(std::string_view op, const Pool2dGeometry& g, const Tensor
 
 // KH = KW = 0: any window, read at run time; otherwise a static window (max with positions only).
 template <class T, Reduction kReduction, int KH = 0, int KW = 0>
-void launch_staged(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
+void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const int64_t row_bytes = int64_t{g.in_w} * sizeof(T);
   const auto band_rows = [&](int64_t tile_rows) {  // input rows a tile of output rows reads
@@ -115,7 +115,7 @@ void launch_staged(std::string_view op, const Pool2dGeometry& g, const TensorRef
 // column, ~95 registers per thread, and the staged kernel's one output per thread measured faster
 // (docs/perf-notes.md). Any other window runs the staged kernel's run-time loops.
 template <Reduction kReduction>
-void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef& x,
+void launch_pool2d(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   if (g.outputs() == 0) return;
   dispatch_float(x.dtype, [&]<class T>() {
@@ -145,19 +145,18 @@ void launch_pool2d(std::string_view op, const Pool2dGeometry& g, const TensorRef
 
 }  // namespace
 
-void launch_max_pool2d(const Pool2dGeometry& g, const TensorRef& x, const TensorRef& y,
-                       const TensorRef* indices, cudaStream_t stream) {
+void launch_max_pool(std::string_view op, const PoolGeometry& g, const TensorRef& x,
+                     const TensorRef& y, const TensorRef* indices, cudaStream_t stream) {
   if (indices) {
-    launch_pool2d<Reduction::max_with_index>("max_pool2d", g, x, y,
-                                             static_cast<int64_t*>(indices->data), stream);
+    launch_pool2d<Reduction::max_with_index>(op, g, x, y, static_cast<int64_t*>(indices->data), stream);
   } else {
-    launch_pool2d<Reduction::max>("max_pool2d", g, x, y, nullptr, stream);
+    launch_pool2d<Reduction::max>(op, g, x, y, nullptr, stream);
   }
 }
 
-void launch_avg_pool2d(const Pool2dGeometry& g, const TensorRef& x, const TensorRef& y,
-                       cudaStream_t stream) {
-  launch_pool2d<Reduction::avg>("avg_pool2d", g, x, y, nullptr, stream);
+void launch_avg_pool(std::string_view op, const PoolGeometry& g, const TensorRef& x,
+                     const TensorRef& y, cudaStream_t stream) {
+  launch_pool2d<Reduction::avg>(op, g, x, y, nullptr, stream);
 }
 
 }  // namespace solops::detail

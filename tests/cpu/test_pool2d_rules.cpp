@@ -3,7 +3,7 @@
 
 #include <limits>
 
-#include "pool/pool2d_geometry.hpp"
+#include "pool/pool_geometry.hpp"
 #include "solops/error.hpp"
 #include "solops/pool.hpp"
 

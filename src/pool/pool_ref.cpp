@@ -1,21 +1,21 @@
-// CPU references of the 2-D pools (spec §4.0–4.3): the executable specification.
+// CPU references of the sliding-window pools (spec §4.0–4.3): the executable specification.
+// 1-D pools are 2-D pools of one-row planes (pool_geometry.hpp).
 #include <algorithm>
 #include <cmath>
 #include <limits>
 
 #include "core/check.hpp"
 #include "core/host_values.hpp"
-#include "pool/pool2d_geometry.hpp"
+#include "pool/pool_geometry.hpp"
 #include "solops/reference.hpp"
 
 namespace solops::reference {
 
-using detail::Pool2dGeometry;
+namespace {
 
-void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool2d& p) {
-  const Pool2dGeometry g =
-      detail::validate_pool2d_call("reference::max_pool2d", detail::Pool2dKind::max,
-                                   detail::Placement::host, x, y, indices, p);
+using detail::PoolGeometry;
+
+void max_pool(const PoolGeometry& g, const TensorRef& x, const TensorRef& y, const TensorRef* indices) {
   const int64_t in_plane = int64_t{g.in_h} * g.in_w;
   const int64_t out_plane = int64_t{g.out_h} * g.out_w;
   for (int64_t plane = 0; plane < g.planes; ++plane) {
@@ -46,10 +46,7 @@ void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices
   }
 }
 
-void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p) {
-  const Pool2dGeometry g =
-      detail::validate_pool2d_call("reference::avg_pool2d", detail::Pool2dKind::avg,
-                                   detail::Placement::host, x, y, nullptr, p);
+void avg_pool(const PoolGeometry& g, const TensorRef& x, const TensorRef& y) {
   const int64_t in_plane = int64_t{g.in_h} * g.in_w;
   const int64_t out_plane = int64_t{g.out_h} * g.out_w;
   for (int64_t plane = 0; plane < g.planes; ++plane) {
@@ -75,6 +72,34 @@ void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p) {
       }
     }
   }
+}
+
+template <class Params>
+void max_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+              const Params& p) {
+  max_pool(detail::validate_pool_call(op, detail::PoolKind::max, detail::Placement::host, x, y, indices, p),
+           x, y, indices);
+}
+
+template <class Params>
+void avg_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const Params& p) {
+  avg_pool(detail::validate_pool_call(op, detail::PoolKind::avg, detail::Placement::host, x, y, nullptr, p),
+           x, y);
+}
+
+}  // namespace
+
+void max_pool1d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool1d& p) {
+  max_pool("reference::max_pool1d", x, y, indices, p);
+}
+void avg_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p) {
+  avg_pool("reference::avg_pool1d", x, y, p);
+}
+void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool2d& p) {
+  max_pool("reference::max_pool2d", x, y, indices, p);
+}
+void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p) {
+  avg_pool("reference::avg_pool2d", x, y, p);
 }
 
 }  // namespace solops::reference

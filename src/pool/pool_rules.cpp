@@ -1,0 +1,201 @@
+// Rules shared by the sliding-window pools (spec §4.0): output sizes, parameter and tensor
+// validation, the cost model. The public entry points are in pool.cpp.
+#include <climits>
+
+#include "core/check.hpp"
+#include "pool/pool_geometry.hpp"
+
+namespace solops::detail {
+
+int64_t pooled_size(int64_t in, int64_t kernel, int64_t stride, int64_t pad, int64_t dilation,
+                    bool ceil_mode) {
+  // Floor division: in ceil mode a window may overhang a too-small input (PyTorch's div_rtn).
+  const auto floor_div = [](int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); };
+  const int64_t span = in + 2 * pad - dilation * (kernel - 1) - 1;  // padded extent - window
+  int64_t out = floor_div(span + (ceil_mode ? stride - 1 : 0), stride) + 1;
+  // The last window must start inside the input or the left padding.
+  if (ceil_mode && (out - 1) * stride >= in + pad) --out;
+  return out;
+}
+
+namespace {
+
+// The window of one spatial axis as the caller gave it. `label` follows each parameter's name in
+// messages ("[0]" for kernel_size[0] of a 2-D pool, "" for a 1-D pool's scalar) and `axis` names
+// the axis ("H", "W", "L").
+struct AxisWindow {
+  int64_t kernel, stride, pad, dilation;
+  std::string_view label, axis;
+};
+
+// True when window `o` of one axis has at least one tap inside [0, in).
+bool window_has_real_tap(int64_t o, int64_t in, int64_t kernel, int64_t stride, int64_t pad,
+                         int64_t dilation) {
+  const int64_t start = o * stride - pad;
+  const int64_t first_tap = start >= 0 ? 0 : (-start + dilation - 1) / dilation;
+  return first_tap < kernel && start + first_tap * dilation < in;
+}
+
+// Only windows that touch the padding can be empty; check those at both ends of the axis.
+void check_windows_reach_input(std::string_view op, const AxisWindow& a, int64_t in, int64_t out) {
+  const int64_t extent = a.dilation * (a.kernel - 1) + 1;
+  const auto check = [&](int64_t o) {
+    require(window_has_real_tap(o, in, a.kernel, a.stride, a.pad, a.dilation), op, "window ", o,
+            " along ", a.axis, " has no element inside the input (kernel ", a.kernel, ", dilation ",
+            a.dilation, ", padding ", a.pad, ", input ", in, ")");
+  };
+  for (int64_t o = 0; o < out && o * a.stride - a.pad < 0; ++o) check(o);
+  for (int64_t o = out - 1; o >= 0 && o * a.stride - a.pad + extent > in; --o) check(o);
+}
+
+// Checks one axis's parameters against its input size; returns its output size.
+int64_t resolve_axis(std::string_view op, PoolKind kind, const AxisWindow& a, int64_t in, bool ceil_mode) {
+  require(a.kernel >= 1, op, "kernel_size", a.label, " = ", a.kernel, " must be >= 1");
+  require(a.stride >= 1, op, "stride", a.label, " = ", a.stride, " must be >= 1");
+  require(a.dilation >= 1, op, "dilation", a.label, " = ", a.dilation, " must be >= 1");
+  require(kind == PoolKind::max || a.dilation == 1, op, "dilation", a.label, " = ", a.dilation,
+          ": avg-pool has no dilation (must be 1)");
+  require(a.pad >= 0, op, "padding", a.label, " = ", a.pad, " must be >= 0");
+  require(a.pad <= a.kernel / 2, op, "padding", a.label, " = ", a.pad,
+          " must be at most half the kernel size (kernel_size", a.label, " = ", a.kernel, ")");
+  require(a.kernel <= INT_MAX && a.stride <= INT_MAX && a.dilation <= INT_MAX &&
+              a.dilation * (a.kernel - 1) < INT_MAX,
+          op, "window of axis ", a.axis, " is too large for 32-bit in-plane indexing");
+  const int64_t out = pooled_size(in, a.kernel, a.stride, a.pad, a.dilation, ceil_mode);
+  require(out > 0, op, "output size along ", a.axis, " would be ", out, ": the window (kernel ",
+          a.kernel, ", dilation ", a.dilation, ") is larger than the padded input (", in, " + 2*",
+          a.pad, ")");
+  check_windows_reach_input(op, a, in, out);
+  return out;
+}
+
+// The geometry of a pool over the last axes.size() dims of x; `layouts` names the accepted ranks.
+PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
+                          std::span<const AxisWindow> axes, bool ceil_mode, std::string_view layouts) {
+  const auto spatial = static_cast<int64_t>(axes.size());
+  const auto rank = static_cast<int64_t>(x_shape.size());
+  require(rank == spatial + 1 || rank == spatial + 2, op, "input must be ", layouts, ", got ", rank,
+          "-D ", shape_string(x_shape));
+  PoolGeometry g;
+  g.spatial_rank = static_cast<int>(spatial);
+  g.batched = rank == spatial + 2;
+  g.batch = g.batched ? x_shape[0] : 1;
+  g.channels = x_shape[rank - spatial - 1];
+  require(g.batch >= 0, op, "input batch size ", g.batch, " is negative");
+  for (int64_t d = rank - spatial - 1; d < rank; ++d) {
+    require(x_shape[d] > 0, op, "input ", shape_string(x_shape), " has an empty dim ", d,
+            " (only the batch dim may be 0)");
+  }
+  // Missing leading axes (the H of a 1-D pool) are one row with a window of one tap.
+  std::array<int64_t, 2> in = {1, 1}, out = {1, 1};
+  std::array<AxisWindow, 2> window = {AxisWindow{1, 1, 0, 1, "", "H"}, AxisWindow{1, 1, 0, 1, "", "W"}};
+  int64_t in_plane = 1, out_plane = 1;
+  for (int64_t a = 0; a < spatial; ++a) {
+    const int64_t slot = 2 - spatial + a;
+    in[slot] = x_shape[rank - spatial + a];
+    window[slot] = axes[a];
+    out[slot] = resolve_axis(op, kind, axes[a], in[slot], ceil_mode);
+    in_plane *= in[slot];
+    out_plane *= out[slot];
+  }
+  require(in_plane <= INT_MAX && out_plane <= INT_MAX, op, "input ", shape_string(x_shape),
+          " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow");
+  g.planes = g.batch * g.channels;
+  g.in_h = static_cast<int>(in[0]);
+  g.in_w = static_cast<int>(in[1]);
+  g.out_h = static_cast<int>(out[0]);
+  g.out_w = static_cast<int>(out[1]);
+  g.kernel_h = static_cast<int>(window[0].kernel);
+  g.kernel_w = static_cast<int>(window[1].kernel);
+  g.stride_h = static_cast<int>(window[0].stride);
+  g.stride_w = static_cast<int>(window[1].stride);
+  g.pad_h = static_cast<int>(window[0].pad);
+  g.pad_w = static_cast<int>(window[1].pad);
+  g.dilation_h = static_cast<int>(window[0].dilation);
+  g.dilation_w = static_cast<int>(window[1].dilation);
+  return g;
+}
+
+// The tensor checks of every call, around the geometry `resolve` computes from x's shape.
+template <class Resolve>
+PoolGeometry validate_call(std::string_view op, Placement placement, const TensorRef& x,
+                           const TensorRef& y, const TensorRef* indices, Resolve&& resolve) {
+  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
+  check_tensor(op, "input", x);
+  check_float_dtype(op, "input", x);
+  const PoolGeometry g = resolve();
+  check_tensor(op, "output", y);
+  check_dtype(op, "output", y, x.dtype);
+  check_shape(op, "output", y, g.output_shape());
+  if (indices) {
+    check_tensor(op, "indices", *indices);
+    check_dtype(op, "indices", *indices, DType::i64);
+    check_shape(op, "indices", *indices, g.output_shape());
+  }
+  if (placement == Placement::device) {
+    check_no_overlap(op, "input", x, "output", y);
+    if (indices) {
+      check_no_overlap(op, "input", x, "indices", *indices);
+      check_no_overlap(op, "output", y, "indices", *indices);
+    }
+  }
+  return g;
+}
+
+}  // namespace
+
+std::vector<int64_t> PoolGeometry::output_shape() const {
+  std::vector<int64_t> shape;
+  if (batched) shape.push_back(batch);
+  shape.push_back(channels);
+  if (spatial_rank == 2) shape.push_back(out_h);
+  shape.push_back(out_w);
+  return shape;
+}
+
+PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
+                            const Pool1d& p) {
+  const AxisWindow axis{p.kernel_size, p.stride.value_or(p.kernel_size), p.padding, p.dilation, "", "L"};
+  PoolGeometry g = resolve_axes(op, kind, x_shape, std::span(&axis, 1), p.ceil_mode,
+                                "2-D [C, L] or 3-D [N, C, L]");
+  g.count_include_pad = p.count_include_pad;
+  return g;
+}
+
+PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
+                            const Pool2d& p) {
+  const std::array<int64_t, 2> stride = p.stride.value_or(p.kernel_size);
+  const std::array<AxisWindow, 2> axes = {
+      AxisWindow{p.kernel_size[0], stride[0], p.padding[0], p.dilation[0], "[0]", "H"},
+      AxisWindow{p.kernel_size[1], stride[1], p.padding[1], p.dilation[1], "[1]", "W"}};
+  PoolGeometry g = resolve_axes(op, kind, x_shape, axes, p.ceil_mode, "3-D [C, H, W] or 4-D [N, C, H, W]");
+  g.count_include_pad = p.count_include_pad;
+  if (kind == PoolKind::avg && p.divisor_override) {
+    require(*p.divisor_override != 0, op, "divisor_override must not be zero");
+    require(*p.divisor_override >= INT_MIN && *p.divisor_override <= INT_MAX, op,
+            "divisor_override ", *p.divisor_override, " does not fit in 32 bits");
+    g.divisor_override = static_cast<int>(*p.divisor_override);
+  }
+  return g;
+}
+
+PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
+                                  const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                                  const Pool1d& p) {
+  return validate_call(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
+}
+
+PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
+                                  const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                                  const Pool2d& p) {
+  return validate_call(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
+}
+
+Cost pool_cost(const PoolGeometry& g, DType dtype, int64_t index_bytes) {
+  const double outputs = static_cast<double>(g.outputs());
+  const double inputs = static_cast<double>(g.planes) * g.in_h * g.in_w;
+  return {outputs * g.kernel_h * g.kernel_w,
+          (inputs + outputs) * static_cast<double>(dtype_size(dtype)) + outputs * index_bytes};
+}
+
+}  // namespace solops::detail
