@@ -39,6 +39,17 @@ typedef struct {
   int32_t device;                   /* SOLOPS_CPU or a CUDA device ordinal */
 } solops_tensor;
 
+/* has_stride = 0 means stride = kernel_size (PyTorch's None). avg_pool1d has no divisor_override. */
+typedef struct {
+  int64_t kernel_size;
+  int32_t has_stride;
+  int64_t stride;
+  int64_t padding;
+  int64_t dilation;
+  int32_t ceil_mode;
+  int32_t count_include_pad;
+} solops_pool1d_params;
+
 /* Per-axis values are (H, W). has_stride = 0 means stride = kernel_size (PyTorch's None). */
 typedef struct {
   int64_t kernel_size[2];
@@ -61,6 +72,12 @@ const char* solops_last_error(void);
 const char* solops_version(void);
 
 /* Writes the output rank and shape (shape has room for SOLOPS_MAX_RANK). */
+solops_status solops_max_pool1d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool1d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape);
+solops_status solops_avg_pool1d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool1d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape);
 solops_status solops_max_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
                                              const solops_pool2d_params* p, int32_t* out_rank,
                                              int64_t* out_shape);
@@ -69,6 +86,11 @@ solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_sh
                                              int64_t* out_shape);
 
 /* indices may be NULL (values only). stream is a cudaStream_t (NULL = legacy default stream). */
+solops_status solops_max_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_tensor* indices, const solops_pool1d_params* p,
+                                void* stream);
+solops_status solops_avg_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_pool1d_params* p, void* stream);
 solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_tensor* indices, const solops_pool2d_params* p,
                                 void* stream);
@@ -76,6 +98,11 @@ solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_pool2d_params* p, void* stream);
 
 /* CPU references on host tensors (float64 accumulation). */
+solops_status solops_reference_max_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_tensor* indices,
+                                          const solops_pool1d_params* p);
+solops_status solops_reference_avg_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_pool1d_params* p);
 solops_status solops_reference_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                           const solops_tensor* indices,
                                           const solops_pool2d_params* p);
@@ -83,6 +110,11 @@ solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_t
                                           const solops_pool2d_params* p);
 
 /* Roofline cost of one call (x_dtype: solops_dtype). */
+solops_status solops_max_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool1d_params* p, int32_t with_indices,
+                                     solops_cost* cost);
+solops_status solops_avg_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool1d_params* p, solops_cost* cost);
 solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_pool2d_params* p, int32_t with_indices,
                                      solops_cost* cost);

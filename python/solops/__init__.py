@@ -5,6 +5,8 @@ Loads the prebuilt libsolops.so through ctypes; nothing is compiled against PyTo
 
 from . import cost, reference
 from ._native import SolopsError
-from .pool import avg_pool2d, max_pool2d
+from .pool import avg_pool1d, avg_pool2d, max_pool1d, max_pool2d
 
-__all__ = ["SolopsError", "avg_pool2d", "cost", "max_pool2d", "reference"]
+__all__ = [
+    "SolopsError", "avg_pool1d", "avg_pool2d", "cost", "max_pool1d", "max_pool2d", "reference",
+]

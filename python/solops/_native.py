@@ -30,6 +30,18 @@ class Tensor(ctypes.Structure):
     ]
 
 
+class Pool1dParams(ctypes.Structure):
+    _fields_ = [
+        ("kernel_size", ctypes.c_int64),
+        ("has_stride", ctypes.c_int32),
+        ("stride", ctypes.c_int64),
+        ("padding", ctypes.c_int64),
+        ("dilation", ctypes.c_int64),
+        ("ceil_mode", ctypes.c_int32),
+        ("count_include_pad", ctypes.c_int32),
+    ]
+
+
 class Pool2dParams(ctypes.Structure):
     _fields_ = [
         ("kernel_size", ctypes.c_int64 * 2),
@@ -72,19 +84,22 @@ def _load():
     signatures = {
         "solops_last_error": (ctypes.c_char_p, []),
         "solops_version": (ctypes.c_char_p, []),
-        "solops_max_pool2d_output_shape": (
-            status, [ctypes.c_int32, P(ctypes.c_int64), P(Pool2dParams), P(ctypes.c_int32), P(ctypes.c_int64)]),
-        "solops_avg_pool2d_output_shape": (
-            status, [ctypes.c_int32, P(ctypes.c_int64), P(Pool2dParams), P(ctypes.c_int32), P(ctypes.c_int64)]),
-        "solops_max_pool2d": (status, [P(Tensor), P(Tensor), P(Tensor), P(Pool2dParams), ctypes.c_void_p]),
-        "solops_avg_pool2d": (status, [P(Tensor), P(Tensor), P(Pool2dParams), ctypes.c_void_p]),
-        "solops_reference_max_pool2d": (status, [P(Tensor), P(Tensor), P(Tensor), P(Pool2dParams)]),
-        "solops_reference_avg_pool2d": (status, [P(Tensor), P(Tensor), P(Pool2dParams)]),
-        "solops_max_pool2d_cost": (
-            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(Pool2dParams), ctypes.c_int32, P(Cost)]),
-        "solops_avg_pool2d_cost": (
-            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(Pool2dParams), P(Cost)]),
     }
+    for dims, params in (("1d", Pool1dParams), ("2d", Pool2dParams)):
+        signatures.update({
+            f"solops_max_pool{dims}_output_shape": (
+                status, [ctypes.c_int32, P(ctypes.c_int64), P(params), P(ctypes.c_int32), P(ctypes.c_int64)]),
+            f"solops_avg_pool{dims}_output_shape": (
+                status, [ctypes.c_int32, P(ctypes.c_int64), P(params), P(ctypes.c_int32), P(ctypes.c_int64)]),
+            f"solops_max_pool{dims}": (status, [P(Tensor), P(Tensor), P(Tensor), P(params), ctypes.c_void_p]),
+            f"solops_avg_pool{dims}": (status, [P(Tensor), P(Tensor), P(params), ctypes.c_void_p]),
+            f"solops_reference_max_pool{dims}": (status, [P(Tensor), P(Tensor), P(Tensor), P(params)]),
+            f"solops_reference_avg_pool{dims}": (status, [P(Tensor), P(Tensor), P(params)]),
+            f"solops_max_pool{dims}_cost": (
+                status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), ctypes.c_int32, P(Cost)]),
+            f"solops_avg_pool{dims}_cost": (
+                status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)]),
+        })
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype = restype
@@ -118,12 +133,39 @@ def pair(value, name):
     return value
 
 
+def single(value, name):
+    """An int or a 1-sequence, as torch.nn.functional's 1-D pools take them, as an int."""
+    if isinstance(value, int):
+        return value
+    value = tuple(int(v) for v in value)
+    if len(value) != 1:
+        raise SolopsError(INVALID_ARGUMENT, f"{name} must be an int or a 1-tuple, got {value}")
+    return value[0]
+
+
+def _stride_given(stride):
+    # PyTorch treats stride=None and stride=[] alike: stride = kernel_size.
+    return stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0)
+
+
+def pool1d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True):
+    p = Pool1dParams()
+    p.kernel_size = single(kernel_size, "kernel_size")
+    p.has_stride = int(_stride_given(stride))
+    if p.has_stride:
+        p.stride = single(stride, "stride")
+    p.padding = single(padding, "padding")
+    p.dilation = single(dilation, "dilation")
+    p.ceil_mode = int(bool(ceil_mode))
+    p.count_include_pad = int(bool(count_include_pad))
+    return p
+
+
 def pool2d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                   count_include_pad=True, divisor_override=None):
     p = Pool2dParams()
     p.kernel_size[:] = pair(kernel_size, "kernel_size")
-    # PyTorch treats stride=None and stride=[] alike: stride = kernel_size.
-    p.has_stride = int(stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0))
+    p.has_stride = int(_stride_given(stride))
     if p.has_stride:
         p.stride[:] = pair(stride, "stride")
     p.padding[:] = pair(padding, "padding")
@@ -135,9 +177,19 @@ def pool2d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     return p
 
 
-def pool2d_output_shape(kind, x_shape, params):
+def dims_of(params):
+    """"1d" or "2d": the suffix of the C functions that take these params."""
+    return "1d" if isinstance(params, Pool1dParams) else "2d"
+
+
+def pool_function(kind, params, suffix=""):
+    """The C function solops_<kind>_pool<dims><suffix>, e.g. ("max", Pool1dParams, "_cost")."""
+    return getattr(lib, f"solops_{kind}_pool{dims_of(params)}{suffix}")
+
+
+def pool_output_shape(kind, x_shape, params):
     rank = ctypes.c_int32()
     shape = (ctypes.c_int64 * MAX_RANK)()
-    function = lib.solops_max_pool2d_output_shape if kind == "max" else lib.solops_avg_pool2d_output_shape
-    check(function(len(x_shape), shape_array(x_shape), ctypes.byref(params), ctypes.byref(rank), shape))
+    check(pool_function(kind, params, "_output_shape")(
+        len(x_shape), shape_array(x_shape), ctypes.byref(params), ctypes.byref(rank), shape))
     return [shape[i] for i in range(rank.value)]

@@ -6,21 +6,33 @@ from . import _native
 from ._tensors import dtype_code
 
 
+def _cost(kind, x_shape, dtype, params, *with_indices):
+    cost = _native.Cost()
+    name = f"cost.{kind}_pool{_native.dims_of(params)}"
+    _native.check(_native.pool_function(kind, params, "_cost")(
+        len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, name), ctypes.byref(params), *with_indices,
+        ctypes.byref(cost)))
+    return cost.flops, cost.bytes
+
+
+def max_pool1d(x_shape, dtype, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    params = _native.pool1d_params(kernel_size, stride, padding, dilation, ceil_mode)
+    return _cost("max", x_shape, dtype, params, int(bool(return_indices)))
+
+
+def avg_pool1d(x_shape, dtype, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _cost("avg", x_shape, dtype, _native.pool1d_params(kernel_size, stride, padding, 1, ceil_mode,
+                                                               count_include_pad))
+
+
 def max_pool2d(x_shape, dtype, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                return_indices=False):
     params = _native.pool2d_params(kernel_size, stride, padding, dilation, ceil_mode)
-    cost = _native.Cost()
-    _native.check(_native.lib.solops_max_pool2d_cost(
-        len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, "cost.max_pool2d"), ctypes.byref(params),
-        int(bool(return_indices)), ctypes.byref(cost)))
-    return cost.flops, cost.bytes
+    return _cost("max", x_shape, dtype, params, int(bool(return_indices)))
 
 
 def avg_pool2d(x_shape, dtype, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    params = _native.pool2d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad, divisor_override)
-    cost = _native.Cost()
-    _native.check(_native.lib.solops_avg_pool2d_cost(
-        len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, "cost.avg_pool2d"), ctypes.byref(params),
-        ctypes.byref(cost)))
-    return cost.flops, cost.bytes
+    return _cost("avg", x_shape, dtype, _native.pool2d_params(kernel_size, stride, padding, 1, ceil_mode,
+                                                               count_include_pad, divisor_override))

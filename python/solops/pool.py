@@ -13,86 +13,141 @@ from . import _native
 from ._tensors import describe, stream_of
 
 
-def _launch(function, *args):
-    _native.check(function(*args))
+def _run(kind, name, x, params, shape, with_indices=False):
+    """Allocates the outputs and runs solops_<kind>_pool<dims> on x's current stream."""
+    y = torch.empty(shape, dtype=x.dtype, device=x.device)
+    indices = torch.empty(shape, dtype=torch.int64, device=x.device) if with_indices else None
+    outputs = [ctypes.byref(describe(y, name))]
+    if kind == "max":
+        outputs.append(ctypes.byref(describe(indices, name)) if with_indices else None)
+    with torch.cuda.device(x.device if x.is_cuda else None):
+        _native.check(_native.pool_function(kind, params)(
+            ctypes.byref(describe(x, name)), *outputs, ctypes.byref(params), stream_of(x)))
+    return (y, indices) if with_indices else y
 
 
-def _output_shape(kind, x, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad=True,
-                  divisor_override=None):
-    params = _native.pool2d_params(kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
-                                   divisor_override)
-    return params, _native.pool2d_output_shape(kind, list(x.shape), params)
+def _fake(x, shape, with_indices=False):
+    return (x.new_empty(shape), x.new_empty(shape, dtype=torch.int64)) if with_indices else x.new_empty(shape)
+
+
+def _max1d(x, kernel_size, stride, padding, dilation, ceil_mode):
+    params = _native.pool1d_params(kernel_size, stride, padding, dilation, ceil_mode)
+    return params, _native.pool_output_shape("max", list(x.shape), params)
+
+
+def _avg1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad):
+    params = _native.pool1d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad)
+    return params, _native.pool_output_shape("avg", list(x.shape), params)
+
+
+def _max2d(x, kernel_size, stride, padding, dilation, ceil_mode):
+    params = _native.pool2d_params(kernel_size, stride, padding, dilation, ceil_mode)
+    return params, _native.pool_output_shape("max", list(x.shape), params)
+
+
+def _avg2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    params = _native.pool2d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad, divisor_override)
+    return params, _native.pool_output_shape("avg", list(x.shape), params)
+
+
+@torch.library.custom_op("solops::max_pool1d", mutates_args=())
+def _max_pool1d(x: torch.Tensor, kernel_size: int, stride: int, padding: int, dilation: int,
+                ceil_mode: bool) -> torch.Tensor:
+    return _run("max", "max_pool1d", x, *_max1d(x, kernel_size, stride, padding, dilation, ceil_mode))
+
+
+@_max_pool1d.register_fake
+def _(x, kernel_size, stride, padding, dilation, ceil_mode):
+    return _fake(x, _max1d(x, kernel_size, stride, padding, dilation, ceil_mode)[1])
+
+
+@torch.library.custom_op("solops::max_pool1d_with_indices", mutates_args=())
+def _max_pool1d_with_indices(x: torch.Tensor, kernel_size: int, stride: int, padding: int, dilation: int,
+                             ceil_mode: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _run("max", "max_pool1d", x, *_max1d(x, kernel_size, stride, padding, dilation, ceil_mode), True)
+
+
+@_max_pool1d_with_indices.register_fake
+def _(x, kernel_size, stride, padding, dilation, ceil_mode):
+    return _fake(x, _max1d(x, kernel_size, stride, padding, dilation, ceil_mode)[1], True)
+
+
+@torch.library.custom_op("solops::avg_pool1d", mutates_args=())
+def _avg_pool1d(x: torch.Tensor, kernel_size: int, stride: int, padding: int, ceil_mode: bool,
+                count_include_pad: bool) -> torch.Tensor:
+    return _run("avg", "avg_pool1d", x, *_avg1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad))
+
+
+@_avg_pool1d.register_fake
+def _(x, kernel_size, stride, padding, ceil_mode, count_include_pad):
+    return _fake(x, _avg1d(x, kernel_size, stride, padding, ceil_mode, count_include_pad)[1])
 
 
 @torch.library.custom_op("solops::max_pool2d", mutates_args=())
 def _max_pool2d(x: torch.Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
                 dilation: List[int], ceil_mode: bool) -> torch.Tensor:
-    params, shape = _output_shape("max", x, kernel_size, stride, padding, dilation, ceil_mode)
-    y = torch.empty(shape, dtype=x.dtype, device=x.device)
-    with torch.cuda.device(x.device if x.is_cuda else None):
-        _launch(_native.lib.solops_max_pool2d, ctypes.byref(describe(x, "max_pool2d")),
-                ctypes.byref(describe(y, "max_pool2d")), None, ctypes.byref(params), stream_of(x))
-    return y
+    return _run("max", "max_pool2d", x, *_max2d(x, kernel_size, stride, padding, dilation, ceil_mode))
 
 
 @_max_pool2d.register_fake
 def _(x, kernel_size, stride, padding, dilation, ceil_mode):
-    _, shape = _output_shape("max", x, kernel_size, stride, padding, dilation, ceil_mode)
-    return x.new_empty(shape)
+    return _fake(x, _max2d(x, kernel_size, stride, padding, dilation, ceil_mode)[1])
 
 
 @torch.library.custom_op("solops::max_pool2d_with_indices", mutates_args=())
 def _max_pool2d_with_indices(x: torch.Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
                              dilation: List[int], ceil_mode: bool) -> Tuple[torch.Tensor, torch.Tensor]:
-    params, shape = _output_shape("max", x, kernel_size, stride, padding, dilation, ceil_mode)
-    y = torch.empty(shape, dtype=x.dtype, device=x.device)
-    indices = torch.empty(shape, dtype=torch.int64, device=x.device)
-    with torch.cuda.device(x.device if x.is_cuda else None):
-        _launch(_native.lib.solops_max_pool2d, ctypes.byref(describe(x, "max_pool2d")),
-                ctypes.byref(describe(y, "max_pool2d")), ctypes.byref(describe(indices, "max_pool2d")),
-                ctypes.byref(params), stream_of(x))
-    return y, indices
+    return _run("max", "max_pool2d", x, *_max2d(x, kernel_size, stride, padding, dilation, ceil_mode), True)
 
 
 @_max_pool2d_with_indices.register_fake
 def _(x, kernel_size, stride, padding, dilation, ceil_mode):
-    _, shape = _output_shape("max", x, kernel_size, stride, padding, dilation, ceil_mode)
-    return x.new_empty(shape), x.new_empty(shape, dtype=torch.int64)
+    return _fake(x, _max2d(x, kernel_size, stride, padding, dilation, ceil_mode)[1], True)
 
 
 @torch.library.custom_op("solops::avg_pool2d", mutates_args=())
 def _avg_pool2d(x: torch.Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
                 count_include_pad: bool, divisor_override: Optional[int]) -> torch.Tensor:
-    params, shape = _output_shape("avg", x, kernel_size, stride, padding, 1, ceil_mode, count_include_pad,
-                                  divisor_override)
-    y = torch.empty(shape, dtype=x.dtype, device=x.device)
-    with torch.cuda.device(x.device if x.is_cuda else None):
-        _launch(_native.lib.solops_avg_pool2d, ctypes.byref(describe(x, "avg_pool2d")),
-                ctypes.byref(describe(y, "avg_pool2d")), ctypes.byref(params), stream_of(x))
-    return y
+    return _run("avg", "avg_pool2d", x,
+                *_avg2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
 
 
 @_avg_pool2d.register_fake
 def _(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    _, shape = _output_shape("avg", x, kernel_size, stride, padding, 1, ceil_mode, count_include_pad,
-                             divisor_override)
-    return x.new_empty(shape)
+    return _fake(x, _avg2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)[1])
 
 
 def _pair_list(value, name):
     return list(_native.pair(value, name))
 
 
-def _stride_list(stride, kernel_size):
+def _stride_given(stride):
     """stride=None (or []) means kernel_size, as in torch.nn.functional."""
-    if stride is None or (isinstance(stride, (list, tuple)) and len(stride) == 0):
-        return _pair_list(kernel_size, "kernel_size")
-    return _pair_list(stride, "stride")
+    return stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0)
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch.nn.functional.max_pool1d, computed by solops (indices are int64 positions along L)."""
+    kernel = _native.single(kernel_size, "kernel_size")
+    args = (kernel, _native.single(stride, "stride") if _stride_given(stride) else kernel,
+            _native.single(padding, "padding"), _native.single(dilation, "dilation"), bool(ceil_mode))
+    if return_indices:
+        return torch.ops.solops.max_pool1d_with_indices(input, *args)
+    return torch.ops.solops.max_pool1d(input, *args)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    """torch.nn.functional.avg_pool1d, computed by solops."""
+    kernel = _native.single(kernel_size, "kernel_size")
+    return torch.ops.solops.avg_pool1d(input, kernel, _native.single(stride, "stride") if _stride_given(stride)
+                                       else kernel, _native.single(padding, "padding"), bool(ceil_mode),
+                                       bool(count_include_pad))
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool2d, computed by solops (indices are int64 in-plane positions)."""
-    args = (_pair_list(kernel_size, "kernel_size"), _stride_list(stride, kernel_size),
+    kernel = _pair_list(kernel_size, "kernel_size")
+    args = (kernel, _pair_list(stride, "stride") if _stride_given(stride) else kernel,
             _pair_list(padding, "padding"), _pair_list(dilation, "dilation"), bool(ceil_mode))
     if return_indices:
         return torch.ops.solops.max_pool2d_with_indices(input, *args)
@@ -102,6 +157,7 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """torch.nn.functional.avg_pool2d, computed by solops."""
-    return torch.ops.solops.avg_pool2d(input, _pair_list(kernel_size, "kernel_size"),
-                                       _stride_list(stride, kernel_size), _pair_list(padding, "padding"),
-                                       bool(ceil_mode), bool(count_include_pad), divisor_override)
+    kernel = _pair_list(kernel_size, "kernel_size")
+    return torch.ops.solops.avg_pool2d(input, kernel, _pair_list(stride, "stride") if _stride_given(stride)
+                                       else kernel, _pair_list(padding, "padding"), bool(ceil_mode),
+                                       bool(count_include_pad), divisor_override)

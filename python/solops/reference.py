@@ -8,23 +8,38 @@ from . import _native
 from ._tensors import describe
 
 
-def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
-    params = _native.pool2d_params(kernel_size, stride, padding, dilation, ceil_mode)
-    shape = _native.pool2d_output_shape("max", list(input.shape), params)
+def _max(input, params, return_indices):
+    name = f"reference.max_pool{_native.dims_of(params)}"
+    shape = _native.pool_output_shape("max", list(input.shape), params)
     y = torch.empty(shape, dtype=input.dtype)
     indices = torch.empty(shape, dtype=torch.int64)
-    _native.check(_native.lib.solops_reference_max_pool2d(
-        ctypes.byref(describe(input, "reference.max_pool2d")), ctypes.byref(describe(y, "reference.max_pool2d")),
-        ctypes.byref(describe(indices, "reference.max_pool2d")), ctypes.byref(params)))
+    _native.check(getattr(_native.lib, f"solops_reference_max_pool{_native.dims_of(params)}")(
+        ctypes.byref(describe(input, name)), ctypes.byref(describe(y, name)), ctypes.byref(describe(indices, name)),
+        ctypes.byref(params)))
     return (y, indices) if return_indices else y
+
+
+def _avg(input, params):
+    name = f"reference.avg_pool{_native.dims_of(params)}"
+    y = torch.empty(_native.pool_output_shape("avg", list(input.shape), params), dtype=input.dtype)
+    _native.check(getattr(_native.lib, f"solops_reference_avg_pool{_native.dims_of(params)}")(
+        ctypes.byref(describe(input, name)), ctypes.byref(describe(y, name)), ctypes.byref(params)))
+    return y
+
+
+def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max(input, _native.pool1d_params(kernel_size, stride, padding, dilation, ceil_mode), return_indices)
+
+
+def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
+    return _avg(input, _native.pool1d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad))
+
+
+def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max(input, _native.pool2d_params(kernel_size, stride, padding, dilation, ceil_mode), return_indices)
 
 
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
-    params = _native.pool2d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad, divisor_override)
-    shape = _native.pool2d_output_shape("avg", list(input.shape), params)
-    y = torch.empty(shape, dtype=input.dtype)
-    _native.check(_native.lib.solops_reference_avg_pool2d(
-        ctypes.byref(describe(input, "reference.avg_pool2d")), ctypes.byref(describe(y, "reference.avg_pool2d")),
-        ctypes.byref(params)))
-    return y
+    return _avg(input, _native.pool2d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad,
+                                             divisor_override))

@@ -63,7 +63,19 @@ std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char
   return {shape, static_cast<size_t>(rank)};
 }
 
-solops::Pool2d to_pool2d(const solops_pool2d_params* p, const char* function) {
+solops::Pool1d to_pool(const solops_pool1d_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  solops::Pool1d pool;
+  pool.kernel_size = p->kernel_size;
+  if (p->has_stride) pool.stride = p->stride;
+  pool.padding = p->padding;
+  pool.dilation = p->dilation;
+  pool.ceil_mode = p->ceil_mode != 0;
+  pool.count_include_pad = p->count_include_pad != 0;
+  return pool;
+}
+
+solops::Pool2d to_pool(const solops_pool2d_params* p, const char* function) {
   require_pointer(p, function, "params");
   solops::Pool2d pool;
   pool.kernel_size = {p->kernel_size[0], p->kernel_size[1]};
@@ -90,6 +102,69 @@ void write_cost(const solops::Cost& cost, solops_cost* out, const char* function
   out->bytes = cost.bytes;
 }
 
+// One body per kind of call, shared by the 1-D and 2-D functions: `op` is the C++ function.
+
+template <class Op, class Params>
+solops_status output_shape(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
+                           const Params* p, int32_t* out_rank, int64_t* out_shape) {
+  return guarded(function, [&] {
+    write_shape(op(to_shape(x_rank, x_shape, function), to_pool(p, function)), out_rank, out_shape, function);
+  });
+}
+
+template <class Values, class WithIndices, class Params>
+solops_status max_pool(const char* function, Values values, WithIndices with_indices,
+                       const solops_tensor* x, const solops_tensor* y, const solops_tensor* indices,
+                       const Params* p, void* stream) {
+  return guarded(function, [&] {
+    const auto pool = to_pool(p, function);
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto y_ref = to_tensor(y, function, "y");
+    const auto cuda_stream = static_cast<cudaStream_t>(stream);
+    if (indices) {
+      with_indices(x_ref, y_ref, to_tensor(indices, function, "indices"), pool, cuda_stream);
+    } else {
+      values(x_ref, y_ref, pool, cuda_stream);
+    }
+  });
+}
+
+template <class Op, class Params>
+solops_status avg_pool(const char* function, Op op, const solops_tensor* x, const solops_tensor* y,
+                       const Params* p, void* stream) {
+  return guarded(function, [&] {
+    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_pool(p, function),
+       static_cast<cudaStream_t>(stream));
+  });
+}
+
+template <class Op, class Params>
+solops_status reference_max_pool(const char* function, Op op, const solops_tensor* x,
+                                 const solops_tensor* y, const solops_tensor* indices, const Params* p) {
+  return guarded(function, [&] {
+    const auto indices_ref = indices ? std::optional(to_tensor(indices, function, "indices")) : std::nullopt;
+    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), indices_ref ? &*indices_ref : nullptr,
+       to_pool(p, function));
+  });
+}
+
+template <class Op, class Params>
+solops_status reference_avg_pool(const char* function, Op op, const solops_tensor* x,
+                                 const solops_tensor* y, const Params* p) {
+  return guarded(function, [&] {
+    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_pool(p, function));
+  });
+}
+
+template <class Op, class Params>
+solops_status cost(const char* function, Op op, int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                   const Params* p, solops_cost* out) {
+  return guarded(function, [&] {
+    write_cost(op(to_shape(x_rank, x_shape, function), static_cast<solops::DType>(x_dtype), to_pool(p, function)),
+               out, function);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -98,98 +173,96 @@ const char* solops_last_error(void) { return last_error.c_str(); }
 
 const char* solops_version(void) { return SOLOPS_VERSION; }
 
+solops_status solops_max_pool1d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool1d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape) {
+  return output_shape(__func__, solops::max_pool1d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_avg_pool1d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool1d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape) {
+  return output_shape(__func__, solops::avg_pool1d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
 solops_status solops_max_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
                                              const solops_pool2d_params* p, int32_t* out_rank,
                                              int64_t* out_shape) {
-  constexpr const char* kFunction = "solops_max_pool2d_output_shape";
-  return guarded(kFunction, [&] {
-    write_shape(solops::max_pool2d_output_shape(to_shape(x_rank, x_shape, kFunction),
-                                                to_pool2d(p, kFunction)),
-                out_rank, out_shape, kFunction);
-  });
+  return output_shape(__func__, solops::max_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
 }
 
 solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
                                              const solops_pool2d_params* p, int32_t* out_rank,
                                              int64_t* out_shape) {
-  constexpr const char* kFunction = "solops_avg_pool2d_output_shape";
-  return guarded(kFunction, [&] {
-    write_shape(solops::avg_pool2d_output_shape(to_shape(x_rank, x_shape, kFunction),
-                                                to_pool2d(p, kFunction)),
-                out_rank, out_shape, kFunction);
-  });
+  return output_shape(__func__, solops::avg_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_max_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_tensor* indices, const solops_pool1d_params* p,
+                                void* stream) {
+  return max_pool(__func__, solops::max_pool1d, solops::max_pool1d_with_indices, x, y, indices, p, stream);
+}
+
+solops_status solops_avg_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_pool1d_params* p, void* stream) {
+  return avg_pool(__func__, solops::avg_pool1d, x, y, p, stream);
 }
 
 solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_tensor* indices, const solops_pool2d_params* p,
                                 void* stream) {
-  constexpr const char* kFunction = "solops_max_pool2d";
-  return guarded(kFunction, [&] {
-    const auto pool = to_pool2d(p, kFunction);
-    const auto x_ref = to_tensor(x, kFunction, "x");
-    const auto y_ref = to_tensor(y, kFunction, "y");
-    const auto cuda_stream = static_cast<cudaStream_t>(stream);
-    if (indices) {
-      solops::max_pool2d_with_indices(x_ref, y_ref, to_tensor(indices, kFunction, "indices"), pool,
-                                      cuda_stream);
-    } else {
-      solops::max_pool2d(x_ref, y_ref, pool, cuda_stream);
-    }
-  });
+  return max_pool(__func__, solops::max_pool2d, solops::max_pool2d_with_indices, x, y, indices, p, stream);
 }
 
 solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_pool2d_params* p, void* stream) {
-  constexpr const char* kFunction = "solops_avg_pool2d";
-  return guarded(kFunction, [&] {
-    solops::avg_pool2d(to_tensor(x, kFunction, "x"), to_tensor(y, kFunction, "y"),
-                       to_pool2d(p, kFunction), static_cast<cudaStream_t>(stream));
-  });
+  return avg_pool(__func__, solops::avg_pool2d, x, y, p, stream);
+}
+
+solops_status solops_reference_max_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_tensor* indices,
+                                          const solops_pool1d_params* p) {
+  return reference_max_pool(__func__, solops::reference::max_pool1d, x, y, indices, p);
+}
+
+solops_status solops_reference_avg_pool1d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_pool1d_params* p) {
+  return reference_avg_pool(__func__, solops::reference::avg_pool1d, x, y, p);
 }
 
 solops_status solops_reference_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                           const solops_tensor* indices,
                                           const solops_pool2d_params* p) {
-  constexpr const char* kFunction = "solops_reference_max_pool2d";
-  return guarded(kFunction, [&] {
-    const auto indices_ref = indices ? std::optional(to_tensor(indices, kFunction, "indices"))
-                                     : std::nullopt;
-    solops::reference::max_pool2d(to_tensor(x, kFunction, "x"), to_tensor(y, kFunction, "y"),
-                                  indices_ref ? &*indices_ref : nullptr, to_pool2d(p, kFunction));
-  });
+  return reference_max_pool(__func__, solops::reference::max_pool2d, x, y, indices, p);
 }
 
 solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                           const solops_pool2d_params* p) {
-  constexpr const char* kFunction = "solops_reference_avg_pool2d";
-  return guarded(kFunction, [&] {
-    solops::reference::avg_pool2d(to_tensor(x, kFunction, "x"), to_tensor(y, kFunction, "y"),
-                                  to_pool2d(p, kFunction));
-  });
+  return reference_avg_pool(__func__, solops::reference::avg_pool2d, x, y, p);
+}
+
+solops_status solops_max_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool1d_params* p, int32_t with_indices,
+                                     solops_cost* out) {
+  return cost(__func__, with_indices ? solops::max_pool1d_with_indices_cost : solops::max_pool1d_cost,
+              x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_avg_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool1d_params* p, solops_cost* out) {
+  return cost(__func__, solops::avg_pool1d_cost, x_rank, x_shape, x_dtype, p, out);
 }
 
 solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_pool2d_params* p, int32_t with_indices,
-                                     solops_cost* cost) {
-  constexpr const char* kFunction = "solops_max_pool2d_cost";
-  return guarded(kFunction, [&] {
-    const auto shape = to_shape(x_rank, x_shape, kFunction);
-    const auto dtype = static_cast<solops::DType>(x_dtype);
-    const auto pool = to_pool2d(p, kFunction);
-    write_cost(with_indices ? solops::max_pool2d_with_indices_cost(shape, dtype, pool)
-                            : solops::max_pool2d_cost(shape, dtype, pool),
-               cost, kFunction);
-  });
+                                     solops_cost* out) {
+  return cost(__func__, with_indices ? solops::max_pool2d_with_indices_cost : solops::max_pool2d_cost,
+              x_rank, x_shape, x_dtype, p, out);
 }
 
 solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                     const solops_pool2d_params* p, solops_cost* cost) {
-  constexpr const char* kFunction = "solops_avg_pool2d_cost";
-  return guarded(kFunction, [&] {
-    write_cost(solops::avg_pool2d_cost(to_shape(x_rank, x_shape, kFunction),
-                                       static_cast<solops::DType>(x_dtype), to_pool2d(p, kFunction)),
-               cost, kFunction);
-  });
+                                     const solops_pool2d_params* p, solops_cost* out) {
+  return cost(__func__, solops::avg_pool2d_cost, x_rank, x_shape, x_dtype, p, out);
 }
 
 }  // extern "C"
