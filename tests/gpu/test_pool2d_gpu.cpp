@@ -8,99 +8,23 @@
 #include <functional>
 #include <random>
 
-#include "core/check.hpp"
-#include "gpu/gpu_support.hpp"
-#include "pool2d_cases.hpp"
+#include "gpu/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
-#include "solops/reference.hpp"
 #include "source_path.hpp"
 
 namespace solops {
 namespace {
 
+using testing::compare_with_reference;
 using testing::DeviceBuffer;
+using testing::fill_random;
 using testing::HostTensor;
-
-enum class Op { max, max_with_indices, avg };
+using testing::Op;
+using testing::output_shape;
+using testing::parse_dtype;
 
 const char* op_name(Op op) {
   return op == Op::avg ? "AvgPool2dFwd" : op == Op::max ? "MaxPool2dFwd" : "MaxPool2dIndicesFwd";
-}
-
-std::vector<int64_t> output_shape(Op op, const std::vector<int64_t>& x_shape, const Pool2d& p) {
-  return op == Op::avg ? avg_pool2d_output_shape(x_shape, p) : max_pool2d_output_shape(x_shape, p);
-}
-
-TensorRef on_device(const HostTensor& host, const DeviceBuffer& buffer) {
-  return make_tensor(buffer.data(), host.dtype, host.shape, 0);
-}
-
-// Runs our kernel and the reference on x; returns a description of the first disagreement, or
-// an empty string. The device tensors start `offset` elements into their allocations.
-std::string compare_with_reference(Op op, HostTensor& x, const Pool2d& p, size_t offset = 0) {
-  const auto shape = output_shape(op, x.shape, p);
-  HostTensor expected(shape, x.dtype), expected_indices(shape, DType::i64);
-  HostTensor actual(shape, x.dtype), actual_indices(shape, DType::i64);
-  const TensorRef expected_indices_ref = expected_indices.ref();
-  if (op == Op::avg) reference::avg_pool2d(x.ref(), expected.ref(), p);
-  else reference::max_pool2d(x.ref(), expected.ref(), &expected_indices_ref, p);
-
-  DeviceBuffer x_device(x.bytes.size(), offset * dtype_size(x.dtype)),
-      y_device(actual.bytes.size(), offset * dtype_size(x.dtype)),
-      indices_device(actual_indices.bytes.size(), offset * sizeof(int64_t));
-  x_device.upload(x.bytes.data());
-  y_device.poison();
-  indices_device.poison();
-  const TensorRef y_ref = on_device(actual, y_device);
-  const TensorRef indices_ref = on_device(actual_indices, indices_device);
-  switch (op) {
-    case Op::max: max_pool2d(on_device(x, x_device), y_ref, p); break;
-    case Op::max_with_indices: max_pool2d_with_indices(on_device(x, x_device), y_ref, indices_ref, p); break;
-    case Op::avg: avg_pool2d(on_device(x, x_device), y_ref, p); break;
-  }
-  testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
-  y_device.download(actual.bytes.data());
-  indices_device.download(actual_indices.bytes.data());
-
-  const double tolerance = testing::avg_tolerance(x.dtype);
-  for (int64_t i = 0; i < expected.numel(); ++i) {
-    const double want = expected.at(i), got = actual.at(i);
-    const bool value_ok = testing::same_value(want, got) ||
-                          (op == Op::avg && std::abs(got - want) <= tolerance * (1 + std::abs(want)));
-    if (!value_ok) {
-      return detail::concat("output[", i, "] = ", got, ", reference ", want);
-    }
-    if (op == Op::max_with_indices && actual_indices.index_at(i) != expected_indices.index_at(i)) {
-      return detail::concat("indices[", i, "] = ", actual_indices.index_at(i), ", reference ",
-                            expected_indices.index_at(i), " (value ", want, ")");
-    }
-  }
-  return {};
-}
-
-// Random normal values rounded to the dtype, with optional NaN / -inf / tie injection.
-void fill_random(HostTensor& x, std::mt19937_64& rng, bool special_values) {
-  std::normal_distribution<double> normal(0.0, 1.0);
-  std::uniform_int_distribution<int> pick(0, 15);
-  for (int64_t i = 0; i < x.numel(); ++i) {
-    double v = normal(rng);
-    if (special_values) {
-      switch (pick(rng)) {
-        case 0: v = std::numeric_limits<double>::quiet_NaN(); break;
-        case 1: case 2: v = -std::numeric_limits<double>::infinity(); break;
-        case 3: case 4: case 5: v = std::round(v);  break;  // ties among small integers
-        default: break;
-      }
-    }
-    x.set(i, v);
-  }
-}
-
-DType parse_dtype(const std::string& name) {
-  if (name == "f32") return DType::f32;
-  if (name == "f16") return DType::f16;
-  if (name == "bf16") return DType::bf16;
-  throw std::runtime_error("unexpected dtype " + name);
 }
 
 std::array<int64_t, 2> pair_param(const nlohmann::json& params, const char* key, int64_t fallback) {

@@ -31,6 +31,21 @@ AVG_CASES = [
     ((4, 13, 11), 3, None, 1, True, False, None),
     ((1, 2, 7, 5), (2, 4), (3, 1), (1, 2), True, True, -3),
 ]
+MAX1D_CASES = [
+    # shape, kernel_size, stride, padding, dilation, ceil_mode
+    ((32, 80, 4096), 3, 3, 0, 1, False),
+    ((64, 256, 128), 128, 1, 0, 1, False),
+    ((16, 128, 2048), 5, 2, 2, 2, True),
+    ((7, 33), 4, None, 2, 1, True),
+    ((2, 3, 1), 1, 2, 0, 1, True),
+]
+AVG1D_CASES = [
+    # shape, kernel_size, stride, padding, ceil_mode, count_include_pad
+    ((4, 128, 4096), 3, 2, 1, False, True),
+    ((2, 256, 32000), 5, 4, 2, False, True),
+    ((2, 128, 2048), 4, 2, 1, True, False),
+    ((5, 17), 3, None, 1, True, True),
+]
 
 
 def random_input(shape, dtype, seed=0):
@@ -63,17 +78,45 @@ def test_avg_pool2d_equals_pytorch(case, dtype):
     torch.testing.assert_close(got, want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", MAX1D_CASES)
+def test_max_pool1d_equals_pytorch(case, dtype):
+    shape, k, s, p, d, ceil = case
+    x = random_input(shape, dtype, seed=2)
+    x.view(-1)[::97] = float("nan")
+    x.view(-1)[5::89] = float("-inf")
+    want, want_indices = F.max_pool1d(x, k, s, p, d, ceil, return_indices=True)
+    got, got_indices = solops.max_pool1d(x, k, s, p, d, ceil, return_indices=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_indices, want_indices)
+    torch.testing.assert_close(solops.max_pool1d(x, k, s, p, d, ceil), want, rtol=0, atol=0, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", AVG1D_CASES)
+def test_avg_pool1d_equals_pytorch(case, dtype):
+    shape, k, s, p, ceil, include_pad = case
+    x = random_input(shape, dtype, seed=3)
+    want = F.avg_pool1d(x.float(), k, s, p, ceil, include_pad).to(dtype)
+    got = solops.avg_pool1d(x, k, s, p, ceil, include_pad)
+    tol = AVG_TOLERANCE[dtype]
+    torch.testing.assert_close(got, want, rtol=tol, atol=tol)
+
+
 def test_torch_compile_traces_without_graph_breaks():
     def block(x):
         y, indices = solops.max_pool2d(torch.relu(x), 3, 2, 1, return_indices=True)
-        return solops.avg_pool2d(y, 2, ceil_mode=True) * 2, indices
+        z = solops.avg_pool2d(y, 2, ceil_mode=True) * 2
+        rows, row_indices = solops.max_pool1d(z.flatten(2), 3, return_indices=True)
+        return solops.avg_pool1d(rows, 2, ceil_mode=True), indices, row_indices
 
     x = random_input((4, 8, 33, 31), torch.float16)
     compiled = torch.compile(block, fullgraph=True)
-    got, got_indices = compiled(x)
-    want, want_indices = block(x)
+    got, got_indices, got_row_indices = compiled(x)
+    want, want_indices, want_row_indices = block(x)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
     assert torch.equal(got_indices, want_indices)
+    assert torch.equal(got_row_indices, want_row_indices)
     explanation = torch._dynamo.explain(block)(x)
     assert explanation.graph_break_count == 0
 
@@ -101,7 +144,8 @@ def test_cuda_graph_capture_and_replay():
 
 
 def test_ops_are_registered_with_torch():
-    for name in ("max_pool2d", "max_pool2d_with_indices", "avg_pool2d"):
+    for name in ("max_pool1d", "max_pool1d_with_indices", "avg_pool1d", "max_pool2d", "max_pool2d_with_indices",
+                 "avg_pool2d"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -115,6 +159,12 @@ def test_ops_are_registered_with_torch():
     (lambda: solops.max_pool2d(torch.randn(1, 1, 8, 8, device="cuda", dtype=torch.float64), 2), "float64"),
     (lambda: solops.max_pool2d(torch.randn(1, 8, 8, 3, device="cuda").permute(0, 3, 1, 2), 2), "contiguous"),
     (lambda: solops.avg_pool2d(torch.randn(1, 1, 8, 8, device="cuda"), 2, divisor_override=0), "must not be zero"),
+    (lambda: solops.max_pool1d(torch.randn(8, device="cuda"), 2), "2-D [C, L] or 3-D [N, C, L]"),
+    (lambda: solops.max_pool1d(torch.randn(1, 4, 8), 2), "must be a CUDA tensor"),
+    (lambda: solops.avg_pool1d(torch.randn(1, 1, 8, device="cuda"), 3, padding=2), "padding = 2 must be at most half"),
+    (lambda: solops.max_pool1d(torch.randn(1, 1, 8, device="cuda"), 2, stride=0), "stride = 0 must be >= 1"),
+    (lambda: solops.max_pool1d(torch.randn(1, 1, 4, device="cuda"), 7, padding=1), "larger than the padded"),
+    (lambda: solops.max_pool1d(torch.randn(1, 1, 8, device="cuda"), (2, 2)), "must be an int or a 1-tuple"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError, match=None) as error:

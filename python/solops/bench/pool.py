@@ -1,14 +1,17 @@
-"""Pool family benchmark entries: MaxPool2dFwd, MaxPool2dIndicesFwd, AvgPool2dFwd.
+"""Pool family benchmark entries: the 1-D and 2-D sliding-window pools (max, max with indices, avg).
 
-Each manifest row becomes a run.Case: a random normal NCHW input (fixed seed, the row's dtype),
-the solops call, the CPU reference, the cost model, the spec's tolerance (spec/ops.md 4.1-4.3)
-and the alternatives:
-    torch          F.max_pool2d / F.avg_pool2d, eager
+Each manifest row becomes a run.Case: a random normal NCL / NCHW input (fixed seed, the row's
+dtype), the solops call, the CPU reference, the cost model, the spec's tolerance (spec/ops.md
+4.1-4.3) and the alternatives:
+    torch          F.max_pool{1,2}d / F.avg_pool{1,2}d, eager
     torch-compile  the same call under torch.compile (default mode, static shapes)
-    cudnn          legacy cudnnPoolingForward (no indices, no dilation, no divisor override)
-    flaggems       FlagGems' own pooling functions, called directly (no global aten patching)
+    cudnn          legacy cudnnPoolingForward (no indices, no dilation, no divisor override);
+                   1-D rows run as 2-D pools of one-row planes, as PyTorch's own 1-D pools do
+    flaggems       FlagGems' own pooling functions where it has them, called directly (no global
+                   aten patching)
 """
 
+from dataclasses import dataclass
 from functools import partial
 
 import torch
@@ -18,7 +21,27 @@ import solops
 from solops.bench import cudnn, run
 from solops.bench.run import Case, Impl, UnsupportedRow
 
-OPS = ("MaxPool2dFwd", "MaxPool2dIndicesFwd", "AvgPool2dFwd")
+
+@dataclass(frozen=True)
+class PoolOp:
+    kind: str  # "max" or "avg"
+    dims: int  # spatial dims: 1 or 2
+    with_indices: bool = False
+
+    @property
+    def name(self) -> str:  # the torch.nn.functional / solops function name
+        return f"{self.kind}_pool{self.dims}d"
+
+
+POOL_OPS = {
+    "MaxPool1dFwd": PoolOp("max", 1),
+    "MaxPool1dIndicesFwd": PoolOp("max", 1, with_indices=True),
+    "AvgPool1dFwd": PoolOp("avg", 1),
+    "MaxPool2dFwd": PoolOp("max", 2),
+    "MaxPool2dIndicesFwd": PoolOp("max", 2, with_indices=True),
+    "AvgPool2dFwd": PoolOp("avg", 2),
+}
+OPS = tuple(POOL_OPS)
 
 # Every tap is one compare-select or add in f32, on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -26,10 +49,10 @@ RATE_KIND = "cuda_core_f32"
 # spec/ops.md 4.1 (f32 is the proposed 1e-5); max-pool values and indices are exact.
 AVG_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
 
-# PyTorch's defaults for parameters a manifest row leaves out.
+# PyTorch's defaults for parameters a manifest row leaves out (avg_pool1d has no divisor_override).
 MAX_POOL_DEFAULTS = {"stride": None, "padding": 0, "dilation": 1, "ceil_mode": False}
-AVG_POOL_DEFAULTS = {"stride": None, "padding": 0, "ceil_mode": False,
-                     "count_include_pad": True, "divisor_override": None}
+AVG_POOL_DEFAULTS = {"stride": None, "padding": 0, "ceil_mode": False, "count_include_pad": True}
+AVG_POOL2D_DEFAULTS = dict(AVG_POOL_DEFAULTS, divisor_override=None)
 
 
 def present_alternatives() -> dict[str, str | None]:
@@ -44,9 +67,12 @@ def present_alternatives() -> dict[str, str | None]:
     return present
 
 
-def pool_params(op: str, row: dict) -> dict:
+def pool_params(op: PoolOp, row: dict) -> dict:
     """The F.* keyword arguments of a row: its params over PyTorch's defaults, lists as tuples."""
-    defaults = AVG_POOL_DEFAULTS if op == "AvgPool2dFwd" else MAX_POOL_DEFAULTS
+    if op.kind == "max":
+        defaults = MAX_POOL_DEFAULTS
+    else:
+        defaults = AVG_POOL_DEFAULTS if op.dims == 1 else AVG_POOL2D_DEFAULTS
     params = dict(row["params"])
     if "kernel_size" not in params:
         raise ValueError("row has no kernel_size")
@@ -58,79 +84,81 @@ def pool_params(op: str, row: dict) -> dict:
     return {name: tuple(value) if isinstance(value, list) else value for name, value in merged.items()}
 
 
-def pair(value) -> tuple[int, int]:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value, value)
+def per_axis(value, dims: int) -> tuple[int, ...]:
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
+
+
+def index_args(op: PoolOp) -> dict:
+    return {"return_indices": op.with_indices} if op.kind == "max" else {}
 
 
 # ---- the functions each implementation computes ----------------------------------------------
 
 
-def torch_function(op: str, params: dict):
+def torch_function(op: PoolOp, params: dict):
     # A function defined here rather than a partial of F.*: torch.compile may skip frames that
     # start in torch's own files and run them eagerly; a function of ours is always traced.
-    if op == "AvgPool2dFwd":
+    function = getattr(F, op.name)
+    extra = index_args(op)
 
-        def average_pool(x):
-            return F.avg_pool2d(x, **params)
+    def pool(x):
+        return function(x, **params, **extra)
 
-        return average_pool
-    return_indices = op == "MaxPool2dIndicesFwd"
-
-    def max_pool(x):
-        return F.max_pool2d(x, **params, return_indices=return_indices)
-
-    return max_pool
+    return pool
 
 
-def solops_function(op: str, params: dict):
-    if op == "AvgPool2dFwd":
-        return partial(solops.avg_pool2d, **params)
-    return partial(solops.max_pool2d, **params, return_indices=(op == "MaxPool2dIndicesFwd"))
+def solops_function(op: PoolOp, params: dict):
+    return partial(getattr(solops, op.name), **params, **index_args(op))
 
 
-def reference_function(op: str, params: dict):
-    if op == "AvgPool2dFwd":
-        return partial(solops.reference.avg_pool2d, **params)
-    return partial(solops.reference.max_pool2d, **params, return_indices=(op == "MaxPool2dIndicesFwd"))
+def reference_function(op: PoolOp, params: dict):
+    return partial(getattr(solops.reference, op.name), **params, **index_args(op))
 
 
-def cost(op: str, shape: list[int], dtype: torch.dtype, params: dict) -> tuple[float, float]:
-    if op == "AvgPool2dFwd":
-        return solops.cost.avg_pool2d(shape, dtype, **params)
-    return solops.cost.max_pool2d(shape, dtype, **params, return_indices=(op == "MaxPool2dIndicesFwd"))
+def cost(op: PoolOp, shape: list[int], dtype: torch.dtype, params: dict) -> tuple[float, float]:
+    return getattr(solops.cost, op.name)(shape, dtype, **params, **index_args(op))
 
 
-def flaggems_function(op: str, params: dict):
-    flag_gems = run.import_flag_gems()
-    if op == "AvgPool2dFwd":
-        return partial(flag_gems.ops.avg_pool2d, **params)
-    # FlagGems has only max_pool2d_with_indices (ATen's max_pool2d on CUDA calls the same op),
-    # so the values-only row runs it too and keeps the values.
-    with_indices = partial(flag_gems.ops.max_pool2d_with_indices, **params)
-    if op == "MaxPool2dIndicesFwd":
-        return with_indices
-    return lambda x: with_indices(x)[0]
+def flaggems_function(op: PoolOp, params: dict):
+    """FlagGems' function, or a string saying why FlagGems cannot compute this op."""
+    ops = run.import_flag_gems().ops
+    if op.kind == "avg":
+        function = getattr(ops, op.name, None)
+        return partial(function, **params) if function else f"FlagGems has no {op.name}"
+    # FlagGems has only max_pool*_with_indices (ATen's max_pool on CUDA calls the same op), so
+    # the values-only row runs it too and keeps the values.
+    function = getattr(ops, f"{op.name}_with_indices", None)
+    if function is None:
+        return f"FlagGems has no {op.name}_with_indices"
+    with_indices = partial(function, **params)
+    return with_indices if op.with_indices else (lambda x: with_indices(x)[0])
 
 
-def cudnn_function(op: str, params: dict, x_shape: list[int]):
+def cudnn_function(op: PoolOp, params: dict, x_shape: list[int]):
     """The cuDNN call, or a string saying why cuDNN cannot compute this op."""
-    if op == "MaxPool2dIndicesFwd":
+    if op.with_indices:
         return "cuDNN pooling returns no indices"
-    if op == "AvgPool2dFwd" and params["divisor_override"] is not None:
+    if params.get("divisor_override") is not None:
         return "cuDNN pooling has no divisor override"
-    if op != "AvgPool2dFwd" and pair(params["dilation"]) != (1, 1):
-        return "cuDNN 2-D pooling has no dilation"
-    if op == "AvgPool2dFwd":
+    if op.kind == "max" and set(per_axis(params["dilation"], op.dims)) != {1}:
+        return "cuDNN pooling has no dilation"
+    if op.kind == "avg":
         mode = cudnn.MODE_AVG_INCLUDE_PAD if params["count_include_pad"] else cudnn.MODE_AVG_EXCLUDE_PAD
     else:
         mode = cudnn.MODE_MAX
     # PyTorch's output size (ceil mode included); the correctness check decides whether cuDNN's
     # windows at that size compute PyTorch's function.
-    meta_output = torch_function(op, params)(torch.empty(x_shape, device="meta"))
-    kernel_size = pair(params["kernel_size"])
-    stride = kernel_size if params["stride"] is None else pair(params["stride"])
-    return partial(cudnn.pool2d, out_hw=tuple(meta_output.shape[2:]), mode=mode,
-                   kernel_size=kernel_size, stride=stride, padding=pair(params["padding"]))
+    out_shape = torch_function(op, params)(torch.empty(x_shape, device="meta"))
+    out_shape = out_shape[0].shape if op.with_indices else out_shape.shape
+    kernel_size = per_axis(params["kernel_size"], op.dims)
+    stride = kernel_size if params["stride"] is None else per_axis(params["stride"], op.dims)
+    padding = per_axis(params["padding"], op.dims)
+    if op.dims == 1:  # one-row planes: (1, k) windows over [N, C, 1, L]
+        pool2d = partial(cudnn.pool2d, out_hw=(1, out_shape[-1]), mode=mode, kernel_size=(1, *kernel_size),
+                         stride=(1, *stride), padding=(0, *padding))
+        return lambda x: pool2d(x.unsqueeze(2)).squeeze(2)
+    return partial(cudnn.pool2d, out_hw=tuple(out_shape[2:]), mode=mode, kernel_size=kernel_size,
+                   stride=stride, padding=padding)
 
 
 # ---- checks ----------------------------------------------------------------------------------
@@ -149,26 +177,25 @@ def check_average(dtype: torch.dtype):
 # ---- the case --------------------------------------------------------------------------------
 
 
-def alternative_impl(name: str, op: str, params: dict, x: torch.Tensor) -> Impl:
+def alternative_impl(name: str, op: PoolOp, params: dict, x: torch.Tensor) -> Impl:
     if name == "torch":
         return Impl(name, partial(torch_function(op, params), x))
     if name == "torch-compile":
         return Impl(name, partial(run.compile_for_benchmark(torch_function(op, params)), x))
-    if name == "flaggems":
-        return Impl(name, partial(flaggems_function(op, params), x))
-    if name == "cudnn":
-        function = cudnn_function(op, params, list(x.shape))
+    if name in ("flaggems", "cudnn"):
+        function = flaggems_function(op, params) if name == "flaggems" else cudnn_function(op, params, list(x.shape))
         if isinstance(function, str):
             return Impl(name, None, not_applicable=function)
         return Impl(name, partial(function, x))
     raise ValueError(f"unknown alternative {name}")
 
 
-def build_case(op: str, row: dict, alternatives: list[str]) -> Case:
+def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
+    op = POOL_OPS[op_name]
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["input"]
-    if len(shape) != 4:
-        raise UnsupportedRow(f"input {shape} is not NCHW")
+    if len(shape) != op.dims + 2:
+        raise UnsupportedRow(f"input {shape} is not {'NCL' if op.dims == 1 else 'NCHW'}")
     params = pool_params(op, row)
     x_cpu = run.random_normal(shape, dtype)
     x = x_cpu.cuda()
@@ -176,14 +203,14 @@ def build_case(op: str, row: dict, alternatives: list[str]) -> Case:
     impls = [Impl("solops", partial(solops_function(op, params), x))]
     impls += [alternative_impl(name, op, params, x) for name in alternatives]
     return Case(
-        op=op,
+        op=op_name,
         workload=row["workload"],
         dtype=row["dtype"],
         flops=float(flops),
         bytes=float(bytes_moved),
         rate_kind=RATE_KIND,
         reference=partial(reference_function(op, params), x_cpu),
-        check=check_average(dtype) if op == "AvgPool2dFwd" else check_exact,
+        check=check_average(dtype) if op.kind == "avg" else check_exact,
         impls=impls,
         page=row.get("reference"),
     )

@@ -1,0 +1,130 @@
+// 1-D pooling on the GPU against the CPU references: every catalogue row, random shapes and
+// params, NaN / -inf / tie inputs, and device-side validation. Outputs are poisoned first.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "gpu/pool_gpu_checks.hpp"
+#include "solops/error.hpp"
+#include "source_path.hpp"
+
+namespace solops {
+namespace {
+
+using testing::compare_with_reference;
+using testing::DeviceBuffer;
+using testing::fill_random;
+using testing::HostTensor;
+using testing::Op;
+using testing::output_shape;
+using testing::parse_dtype;
+
+const char* op_name(Op op) {
+  return op == Op::avg ? "AvgPool1dFwd" : op == Op::max ? "MaxPool1dFwd" : "MaxPool1dIndicesFwd";
+}
+
+Pool1d pool_from_manifest(const nlohmann::json& params) {
+  Pool1d p;
+  p.kernel_size = params.at("kernel_size").get<int64_t>();
+  if (params.contains("stride") && !params["stride"].is_null()) p.stride = params["stride"].get<int64_t>();
+  p.padding = params.value("padding", int64_t{0});
+  p.dilation = params.value("dilation", int64_t{1});
+  p.ceil_mode = params.value("ceil_mode", false);
+  p.count_include_pad = params.value("count_include_pad", true);
+  return p;
+}
+
+class Pool1dGpu : public ::testing::TestWithParam<Op> {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+TEST_P(Pool1dGpu, EveryCatalogueRow) {
+  std::ifstream file(testing::source_path("manifest/workloads.json"));
+  ASSERT_TRUE(file) << "cannot open the manifest";
+  const auto manifest = nlohmann::json::parse(file);
+  std::mt19937_64 rng(2027);
+  int rows = 0;
+  for (const auto& op : manifest["ops"]) {
+    if (op["op"] != op_name(GetParam())) continue;
+    for (const auto& row : op["rows"]) {
+      const Pool1d p = pool_from_manifest(row["params"]);
+      HostTensor x(row["tensors"]["input"].get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
+      fill_random(x, rng, false);
+      EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << row["workload"] << " " << row["dtype"];
+      ++rows;
+    }
+  }
+  EXPECT_GT(rows, 0) << "no catalogue rows for " << op_name(GetParam());
+}
+
+// Random geometry: odd lengths, length 1, unbatched input, padding, dilation, ceil mode, long rows.
+TEST_P(Pool1dGpu, RandomShapesAndParams) {
+  std::mt19937_64 rng(11 + static_cast<int>(GetParam()));
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  int cases = 0;
+  while (cases < 150) {
+    Pool1d p;
+    p.kernel_size = uniform(1, 9);
+    if (uniform(0, 3) > 0) p.stride = uniform(1, 5);
+    p.padding = uniform(0, p.kernel_size / 2);
+    if (GetParam() != Op::avg && uniform(0, 2) == 0) p.dilation = uniform(1, 3);
+    p.ceil_mode = uniform(0, 1) == 1;
+    p.count_include_pad = uniform(0, 1) == 1;
+    const int64_t length = uniform(0, 5) == 0 ? uniform(2000, 30000) : uniform(1, 70);
+    std::vector<int64_t> shape = {uniform(1, 3), uniform(1, 5), length};
+    if (uniform(0, 4) == 0) shape.erase(shape.begin());
+    try {
+      output_shape(GetParam(), shape, p);
+    } catch (const Error&) {
+      continue;  // an invalid combination: the CPU validation tests cover those
+    }
+    HostTensor x(shape, dtypes[cases % 3]);
+    fill_random(x, rng, cases % 4 == 0);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
+        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
+        << " kernel " << p.kernel_size << " stride " << p.stride.value_or(-1) << " padding " << p.padding
+        << " dilation " << p.dilation << " ceil " << p.ceil_mode << " count_include_pad " << p.count_include_pad;
+    ++cases;
+  }
+}
+
+TEST_P(Pool1dGpu, NaNMinusInfAndTies) {
+  std::mt19937_64 rng(101);
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    HostTensor x({2, 3, 257}, dtype);
+    fill_random(x, rng, true);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, Pool1d{5, 2, 2, 1, true, false}), "") << dtype_name(dtype);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, Pool1d{128, 1, 0, 1, false, true}), "") << dtype_name(dtype);
+  }
+  HostTensor all_minus_inf({1, 2, 9}, DType::f16);
+  for (int64_t i = 0; i < all_minus_inf.numel(); ++i) {
+    all_minus_inf.set(i, i < 9 ? -std::numeric_limits<double>::infinity() : 2.0);
+  }
+  EXPECT_EQ(compare_with_reference(GetParam(), all_minus_inf, Pool1d{3, 1, 1, 1, false, true}), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, Pool1dGpu, ::testing::Values(Op::max, Op::max_with_indices, Op::avg),
+                         [](const auto& info) { return std::string(op_name(info.param)); });
+
+TEST(Pool1dGpuValidation, OutputAliasingInputIsRejected) {
+  SOLOPS_REQUIRE_GPU();
+  DeviceBuffer buffer(4 * 64 * sizeof(float));
+  const std::vector<int64_t> x_shape{4, 64}, y_shape{4, 32};
+  const TensorRef x = make_tensor(buffer.data(), DType::f32, x_shape, 0);
+  const TensorRef y = make_tensor(buffer.data(), DType::f32, y_shape, 0);
+  try {
+    Pool1d p;
+    p.kernel_size = 2;
+    max_pool1d(x, y, p);
+    ADD_FAILURE() << "accepted an output that aliases the input";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("max_pool1d: input and output overlap in memory"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace solops
