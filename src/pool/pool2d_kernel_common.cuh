@@ -12,7 +12,7 @@ constexpr int kPool2dThreads = 256;
 
 enum class Reduction { max, max_with_index, avg };
 
-// In-plane geometry of one call (all int32: resolve_pool2d bounds every in-plane size).
+// In-plane geometry of one call (all int32: resolve_pool bounds every in-plane size).
 struct Pool2dArgs {
   int in_h, in_w, out_h, out_w;
   int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;

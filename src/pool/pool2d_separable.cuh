@@ -132,41 +132,10 @@ struct SeparableTile {
     bool real_column[kSpan];
     columns(a, column, real_column);
 
-    // Each output's taps of each input row, reduced across the row.
-    using RowValue = std::conditional_t<kAvg, float, T>;
     RowValue row_value[kInputRows][kCols];
     [[maybe_unused]] int row_column[kInputRows][kCols];  // with positions: each row's best column
 #pragma unroll
-    for (int r = 0; r < kInputRows; ++r) {
-      const RowSpan<Window, kAligned, T>& span = spans[r];
-#pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        const int first = j * SW;
-        if constexpr (kAvg) {
-          float sum = 0.f;
-#pragma unroll
-          for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
-          row_value[r][j] = sum;
-        } else if constexpr (kWithIndex) {
-          T best = span[first];
-          int best_column = column[first];
-#pragma unroll
-          for (int k = 1; k < KW; ++k) {
-            if (replaces_best(to_float(span[first + k]), to_float(best))) {
-              best = span[first + k];
-              best_column = column[first + k];
-            }
-          }
-          row_value[r][j] = best;
-          row_column[r][j] = best_column;
-        } else {
-          T best = span[first];
-#pragma unroll
-          for (int k = 1; k < KW; ++k) best = max_propagating_nan(best, span[first + k]);
-          row_value[r][j] = best;
-        }
-      }
-    }
+    for (int r = 0; r < kInputRows; ++r) reduce_across_row(spans[r], column, real_column, row_value[r], row_column[r]);
 
     // Combine the row results down each window, in scan order.
     [[maybe_unused]] int column_taps[kCols];  // the avg divisor's factor of each output column
@@ -219,6 +188,43 @@ struct SeparableTile {
   }
 
  private:
+  // Sums over real taps for the average, else the max (with its column).
+  using RowValue = std::conditional_t<kAvg, float, T>;
+
+  // Each output's taps of one input row, reduced across the row.
+  __device__ __forceinline__ static void reduce_across_row(const RowSpan<Window, kAligned, T>& span,
+                                                           const int (&column)[kSpan],
+                                                           const bool (&real_column)[kSpan],
+                                                           RowValue (&value)[kCols], int (&best_column)[kCols]) {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      const int first = j * SW;
+      if constexpr (kAvg) {
+        float sum = 0.f;
+#pragma unroll
+        for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
+        value[j] = sum;
+      } else if constexpr (kWithIndex) {
+        T best = span[first];
+        int best_at = column[first];
+#pragma unroll
+        for (int k = 1; k < KW; ++k) {
+          if (replaces_best(to_float(span[first + k]), to_float(best))) {
+            best = span[first + k];
+            best_at = column[first + k];
+          }
+        }
+        value[j] = best;
+        best_column[j] = best_at;
+      } else {
+        T best = span[first];
+#pragma unroll
+        for (int k = 1; k < KW; ++k) best = max_propagating_nan(best, span[first + k]);
+        value[j] = best;
+      }
+    }
+  }
+
   // The columns of the row span, clamped into the input, and which of them are real.
   __device__ __forceinline__ void columns(const Pool2dArgs& a, int (&column)[kSpan], bool* real) const {
 #pragma unroll
