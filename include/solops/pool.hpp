@@ -34,6 +34,13 @@ struct Pool2d {
   std::optional<int64_t> divisor_override;  // avg-pool only; must be non-zero
 };
 
+// Output grid of an adaptive 2-D pool over [N, C, H, W] or unbatched [C, H, W] input: (H_out,
+// W_out), each >= 1; nullopt keeps the input's size on that axis (PyTorch's None). Output bin o of
+// an axis covers [floor(o * I / O), ceil((o + 1) * I / O)).
+struct AdaptivePool2d {
+  std::array<std::optional<int64_t>, 2> output_size;
+};
+
 // Output shapes; they validate the parameters against the input shape and throw solops::Error.
 std::vector<int64_t> max_pool1d_output_shape(std::span<const int64_t> x_shape, const Pool1d& p);
 std::vector<int64_t> avg_pool1d_output_shape(std::span<const int64_t> x_shape, const Pool1d& p);
@@ -62,5 +69,18 @@ void max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const Tenso
 // y = mean of each window, with PyTorch's divisor rule (count_include_pad, divisor_override).
 void avg_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p, cudaStream_t stream = nullptr);
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream = nullptr);
+
+// Adaptive pools: the mean, or the max (and its in-plane position h * W + w), of each bin.
+std::vector<int64_t> adaptive_pool2d_output_shape(std::span<const int64_t> x_shape, const AdaptivePool2d& p);
+Cost adaptive_avg_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const AdaptivePool2d& p);
+Cost adaptive_max_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const AdaptivePool2d& p);
+Cost adaptive_max_pool2d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype,
+                                           const AdaptivePool2d& p);
+void adaptive_avg_pool2d(const TensorRef& x, const TensorRef& y, const AdaptivePool2d& p,
+                         cudaStream_t stream = nullptr);
+void adaptive_max_pool2d(const TensorRef& x, const TensorRef& y, const AdaptivePool2d& p,
+                         cudaStream_t stream = nullptr);
+void adaptive_max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
+                                      const AdaptivePool2d& p, cudaStream_t stream = nullptr);
 
 }  // namespace solops

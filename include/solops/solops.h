@@ -63,6 +63,12 @@ typedef struct {
   int64_t divisor_override;
 } solops_pool2d_params;
 
+/* Adaptive pools: output (H, W); has_output_size[i] = 0 keeps the input's size (PyTorch's None). */
+typedef struct {
+  int32_t has_output_size[2];
+  int64_t output_size[2];
+} solops_adaptive_pool2d_params;
+
 typedef struct {
   double flops;
   double bytes;
@@ -85,6 +91,10 @@ solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_sh
                                              const solops_pool2d_params* p, int32_t* out_rank,
                                              int64_t* out_shape);
 
+solops_status solops_adaptive_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                  const solops_adaptive_pool2d_params* p,
+                                                  int32_t* out_rank, int64_t* out_shape);
+
 /* indices may be NULL (values only). stream is a cudaStream_t (NULL = legacy default stream). */
 solops_status solops_max_pool1d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_tensor* indices, const solops_pool1d_params* p,
@@ -96,6 +106,11 @@ solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 void* stream);
 solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_pool2d_params* p, void* stream);
+solops_status solops_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                         const solops_tensor* indices,
+                                         const solops_adaptive_pool2d_params* p, void* stream);
+solops_status solops_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                         const solops_adaptive_pool2d_params* p, void* stream);
 
 /* CPU references on host tensors (float64 accumulation). */
 solops_status solops_reference_max_pool1d(const solops_tensor* x, const solops_tensor* y,
@@ -108,6 +123,11 @@ solops_status solops_reference_max_pool2d(const solops_tensor* x, const solops_t
                                           const solops_pool2d_params* p);
 solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                           const solops_pool2d_params* p);
+solops_status solops_reference_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                                   const solops_tensor* indices,
+                                                   const solops_adaptive_pool2d_params* p);
+solops_status solops_reference_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                                   const solops_adaptive_pool2d_params* p);
 
 /* Roofline cost of one call (x_dtype: solops_dtype). */
 solops_status solops_max_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
@@ -120,6 +140,11 @@ solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int
                                      solops_cost* cost);
 solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_pool2d_params* p, solops_cost* cost);
+solops_status solops_adaptive_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_adaptive_pool2d_params* p,
+                                              int32_t with_indices, solops_cost* cost);
+solops_status solops_adaptive_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_adaptive_pool2d_params* p, solops_cost* cost);
 
 #ifdef __cplusplus
 }

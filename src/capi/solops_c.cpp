@@ -88,6 +88,15 @@ solops::Pool2d to_pool(const solops_pool2d_params* p, const char* function) {
   return pool;
 }
 
+solops::AdaptivePool2d to_pool(const solops_adaptive_pool2d_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  solops::AdaptivePool2d pool;
+  for (int axis = 0; axis < 2; ++axis) {
+    if (p->has_output_size[axis]) pool.output_size[axis] = p->output_size[axis];
+  }
+  return pool;
+}
+
 void write_shape(const std::vector<int64_t>& shape, int32_t* out_rank, int64_t* out_shape,
                  const char* function) {
   require_pointer(out_rank, function, "out_rank");
@@ -197,6 +206,12 @@ solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_sh
   return output_shape(__func__, solops::avg_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
 }
 
+solops_status solops_adaptive_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                  const solops_adaptive_pool2d_params* p,
+                                                  int32_t* out_rank, int64_t* out_shape) {
+  return output_shape(__func__, solops::adaptive_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
 solops_status solops_max_pool1d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_tensor* indices, const solops_pool1d_params* p,
                                 void* stream) {
@@ -217,6 +232,18 @@ solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
 solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_pool2d_params* p, void* stream) {
   return avg_pool(__func__, solops::avg_pool2d, x, y, p, stream);
+}
+
+solops_status solops_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                         const solops_tensor* indices,
+                                         const solops_adaptive_pool2d_params* p, void* stream) {
+  return max_pool(__func__, solops::adaptive_max_pool2d, solops::adaptive_max_pool2d_with_indices, x, y, indices,
+                  p, stream);
+}
+
+solops_status solops_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                         const solops_adaptive_pool2d_params* p, void* stream) {
+  return avg_pool(__func__, solops::adaptive_avg_pool2d, x, y, p, stream);
 }
 
 solops_status solops_reference_max_pool1d(const solops_tensor* x, const solops_tensor* y,
@@ -241,6 +268,17 @@ solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_t
   return reference_avg_pool(__func__, solops::reference::avg_pool2d, x, y, p);
 }
 
+solops_status solops_reference_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                                   const solops_tensor* indices,
+                                                   const solops_adaptive_pool2d_params* p) {
+  return reference_max_pool(__func__, solops::reference::adaptive_max_pool2d, x, y, indices, p);
+}
+
+solops_status solops_reference_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
+                                                   const solops_adaptive_pool2d_params* p) {
+  return reference_avg_pool(__func__, solops::reference::adaptive_avg_pool2d, x, y, p);
+}
+
 solops_status solops_max_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_pool1d_params* p, int32_t with_indices,
                                      solops_cost* out) {
@@ -263,6 +301,19 @@ solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int
 solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_pool2d_params* p, solops_cost* out) {
   return cost(__func__, solops::avg_pool2d_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_adaptive_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_adaptive_pool2d_params* p,
+                                              int32_t with_indices, solops_cost* out) {
+  return cost(__func__,
+              with_indices ? solops::adaptive_max_pool2d_with_indices_cost : solops::adaptive_max_pool2d_cost,
+              x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_adaptive_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_adaptive_pool2d_params* p, solops_cost* out) {
+  return cost(__func__, solops::adaptive_avg_pool2d_cost, x_rank, x_shape, x_dtype, p, out);
 }
 
 }  // extern "C"

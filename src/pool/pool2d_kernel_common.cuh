@@ -1,5 +1,5 @@
-// What the two 2-D pooling kernels (pool2d_staged.cuh, pool2d_separable.cuh) share: the geometry
-// they receive, the reductions, and PyTorch's NaN and divisor rules.
+// What the pooling kernels share: the reductions, PyTorch's NaN and divisor rules, and the geometry
+// the two sliding-window kernels (pool2d_staged.cuh, pool2d_separable.cuh) receive.
 #pragma once
 
 #include <type_traits>

@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "pool/pool_tensor_checks.hpp"
 #include "solops/cost.hpp"
 #include "solops/pool.hpp"
 
@@ -40,8 +41,6 @@ PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const in
                           const Pool1d& p);
 PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
                           const Pool2d& p);
-
-enum class Placement { device, host };
 
 // The checks every entry point makes before computing: tensors (device or host memory), dtypes,
 // shapes, and for device calls no overlap between input and outputs. Returns the geometry.

@@ -116,32 +116,6 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
   return g;
 }
 
-// The tensor checks of every call, around the geometry `resolve` computes from x's shape.
-template <class Resolve>
-PoolGeometry validate_call(std::string_view op, Placement placement, const TensorRef& x,
-                           const TensorRef& y, const TensorRef* indices, Resolve&& resolve) {
-  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
-  check_tensor(op, "input", x);
-  check_float_dtype(op, "input", x);
-  const PoolGeometry g = resolve();
-  check_tensor(op, "output", y);
-  check_dtype(op, "output", y, x.dtype);
-  check_shape(op, "output", y, g.output_shape());
-  if (indices) {
-    check_tensor(op, "indices", *indices);
-    check_dtype(op, "indices", *indices, DType::i64);
-    check_shape(op, "indices", *indices, g.output_shape());
-  }
-  if (placement == Placement::device) {
-    check_no_overlap(op, "input", x, "output", y);
-    if (indices) {
-      check_no_overlap(op, "input", x, "indices", *indices);
-      check_no_overlap(op, "output", y, "indices", *indices);
-    }
-  }
-  return g;
-}
-
 }  // namespace
 
 std::vector<int64_t> PoolGeometry::output_shape() const {
@@ -182,13 +156,13 @@ PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const in
 PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
                                   const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                                   const Pool1d& p) {
-  return validate_call(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
+  return validate_pool_tensors(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
 }
 
 PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
                                   const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                                   const Pool2d& p) {
-  return validate_call(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
+  return validate_pool_tensors(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
 }
 
 Cost pool_cost(const PoolGeometry& g, DType dtype, int64_t index_bytes) {

@@ -1,0 +1,41 @@
+// The tensor checks every pooling entry point makes, for any kind of pooling geometry.
+#pragma once
+
+#include <string_view>
+
+#include "core/check.hpp"
+
+namespace solops::detail {
+
+enum class Placement { device, host };
+
+// The tensor checks of every pooling call, around the geometry `resolve` computes from x's shape
+// (any geometry with output_shape()): x on the placement's memory with a float dtype, then y of
+// x's dtype and the output shape, int64 indices of the same shape, and for device calls no
+// overlap between input and outputs. Returns the geometry.
+template <class Resolve>
+auto validate_pool_tensors(std::string_view op, Placement placement, const TensorRef& x,
+                           const TensorRef& y, const TensorRef* indices, Resolve&& resolve) {
+  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
+  check_tensor(op, "input", x);
+  check_float_dtype(op, "input", x);
+  const auto g = resolve();
+  check_tensor(op, "output", y);
+  check_dtype(op, "output", y, x.dtype);
+  check_shape(op, "output", y, g.output_shape());
+  if (indices) {
+    check_tensor(op, "indices", *indices);
+    check_dtype(op, "indices", *indices, DType::i64);
+    check_shape(op, "indices", *indices, g.output_shape());
+  }
+  if (placement == Placement::device) {
+    check_no_overlap(op, "input", x, "output", y);
+    if (indices) {
+      check_no_overlap(op, "input", x, "indices", *indices);
+      check_no_overlap(op, "output", y, "indices", *indices);
+    }
+  }
+  return g;
+}
+
+}  // namespace solops::detail
