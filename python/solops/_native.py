@@ -56,6 +56,10 @@ class Pool2dParams(ctypes.Structure):
     ]
 
 
+class AdaptivePool2dParams(ctypes.Structure):
+    _fields_ = [("has_output_size", ctypes.c_int32 * 2), ("output_size", ctypes.c_int64 * 2)]
+
+
 class Cost(ctypes.Structure):
     _fields_ = [("flops", ctypes.c_double), ("bytes", ctypes.c_double)]
 
@@ -100,6 +104,21 @@ def _load():
             f"solops_avg_pool{dims}_cost": (
                 status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)]),
         })
+    signatures.update({
+        "solops_adaptive_pool2d_output_shape": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(AdaptivePool2dParams), P(ctypes.c_int32),
+                     P(ctypes.c_int64)]),
+        "solops_adaptive_max_pool2d": (
+            status, [P(Tensor), P(Tensor), P(Tensor), P(AdaptivePool2dParams), ctypes.c_void_p]),
+        "solops_adaptive_avg_pool2d": (status, [P(Tensor), P(Tensor), P(AdaptivePool2dParams), ctypes.c_void_p]),
+        "solops_reference_adaptive_max_pool2d": (status, [P(Tensor), P(Tensor), P(Tensor), P(AdaptivePool2dParams)]),
+        "solops_reference_adaptive_avg_pool2d": (status, [P(Tensor), P(Tensor), P(AdaptivePool2dParams)]),
+        "solops_adaptive_max_pool2d_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(AdaptivePool2dParams), ctypes.c_int32,
+                     P(Cost)]),
+        "solops_adaptive_avg_pool2d_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(AdaptivePool2dParams), P(Cost)]),
+    })
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype = restype
@@ -177,19 +196,36 @@ def pool2d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
     return p
 
 
-def dims_of(params):
-    """"1d" or "2d": the suffix of the C functions that take these params."""
-    return "1d" if isinstance(params, Pool1dParams) else "2d"
+def adaptive_pool2d_params(output_size):
+    """output_size: an int, or a pair whose entries may be None (keep the input's size)."""
+    p = AdaptivePool2dParams()
+    sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    if len(sizes) == 1:
+        sizes = sizes * 2
+    if len(sizes) != 2:
+        raise SolopsError(INVALID_ARGUMENT, f"output_size must be an int or a pair, got {output_size}")
+    for axis, size in enumerate(sizes):
+        p.has_output_size[axis] = int(size is not None)
+        p.output_size[axis] = int(size) if size is not None else 0
+    return p
+
+
+def function_name(kind, params, prefix="solops_", suffix=""):
+    """The C function of a pool: e.g. ("max", Pool1dParams) -> solops_max_pool1d,
+    ("avg", AdaptivePool2dParams, suffix="_cost") -> solops_adaptive_avg_pool2d_cost."""
+    if isinstance(params, AdaptivePool2dParams):
+        return f"{prefix}adaptive_{kind}_pool2d{suffix}"
+    return f"{prefix}{kind}_pool{'1d' if isinstance(params, Pool1dParams) else '2d'}{suffix}"
 
 
 def pool_function(kind, params, suffix=""):
-    """The C function solops_<kind>_pool<dims><suffix>, e.g. ("max", Pool1dParams, "_cost")."""
-    return getattr(lib, f"solops_{kind}_pool{dims_of(params)}{suffix}")
+    return getattr(lib, function_name(kind, params, suffix=suffix))
 
 
 def pool_output_shape(kind, x_shape, params):
     rank = ctypes.c_int32()
     shape = (ctypes.c_int64 * MAX_RANK)()
-    check(pool_function(kind, params, "_output_shape")(
-        len(x_shape), shape_array(x_shape), ctypes.byref(params), ctypes.byref(rank), shape))
+    name = "solops_adaptive_pool2d_output_shape" if isinstance(params, AdaptivePool2dParams) \
+        else function_name(kind, params, suffix="_output_shape")
+    check(getattr(lib, name)(len(x_shape), shape_array(x_shape), ctypes.byref(params), ctypes.byref(rank), shape))
     return [shape[i] for i in range(rank.value)]

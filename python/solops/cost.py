@@ -8,7 +8,7 @@ from ._tensors import dtype_code
 
 def _cost(kind, x_shape, dtype, params, *with_indices):
     cost = _native.Cost()
-    name = f"cost.{kind}_pool{_native.dims_of(params)}"
+    name = _native.function_name(kind, params, prefix="cost.")
     _native.check(_native.pool_function(kind, params, "_cost")(
         len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, name), ctypes.byref(params), *with_indices,
         ctypes.byref(cost)))
@@ -36,3 +36,11 @@ def avg_pool2d(x_shape, dtype, kernel_size, stride=None, padding=0, ceil_mode=Fa
                divisor_override=None):
     return _cost("avg", x_shape, dtype, _native.pool2d_params(kernel_size, stride, padding, 1, ceil_mode,
                                                                count_include_pad, divisor_override))
+
+
+def adaptive_max_pool2d(x_shape, dtype, output_size, return_indices=False):
+    return _cost("max", x_shape, dtype, _native.adaptive_pool2d_params(output_size), int(bool(return_indices)))
+
+
+def adaptive_avg_pool2d(x_shape, dtype, output_size):
+    return _cost("avg", x_shape, dtype, _native.adaptive_pool2d_params(output_size))

@@ -117,6 +117,69 @@ def _(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_ove
     return _fake(x, _avg2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)[1])
 
 
+def _adaptive(x, output_size):
+    params = _native.adaptive_pool2d_params(output_size)
+    return params, _native.pool_output_shape("max", list(x.shape), params)
+
+
+# output_size travels as [h, w] with -1 for None (a custom op schema has no List[Optional[int]]).
+def _sizes(output_size: List[int]):
+    return [None if size < 0 else size for size in output_size]
+
+
+@torch.library.custom_op("solops::adaptive_max_pool2d", mutates_args=())
+def _adaptive_max_pool2d(x: torch.Tensor, output_size: List[int]) -> torch.Tensor:
+    return _run("max", "adaptive_max_pool2d", x, *_adaptive(x, _sizes(output_size)))
+
+
+@_adaptive_max_pool2d.register_fake
+def _(x, output_size):
+    return _fake(x, _adaptive(x, _sizes(output_size))[1])
+
+
+@torch.library.custom_op("solops::adaptive_max_pool2d_with_indices", mutates_args=())
+def _adaptive_max_pool2d_with_indices(x: torch.Tensor, output_size: List[int]) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _run("max", "adaptive_max_pool2d", x, *_adaptive(x, _sizes(output_size)), True)
+
+
+@_adaptive_max_pool2d_with_indices.register_fake
+def _(x, output_size):
+    return _fake(x, _adaptive(x, _sizes(output_size))[1], True)
+
+
+@torch.library.custom_op("solops::adaptive_avg_pool2d", mutates_args=())
+def _adaptive_avg_pool2d(x: torch.Tensor, output_size: List[int]) -> torch.Tensor:
+    return _run("avg", "adaptive_avg_pool2d", x, *_adaptive(x, _sizes(output_size)))
+
+
+@_adaptive_avg_pool2d.register_fake
+def _(x, output_size):
+    return _fake(x, _adaptive(x, _sizes(output_size))[1])
+
+
+def _size_list(output_size):
+    sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
+    sizes = sizes * 2 if len(sizes) == 1 else sizes
+    if len(sizes) != 2:
+        raise _native.SolopsError(_native.INVALID_ARGUMENT, f"output_size must be an int or a pair, got {output_size}")
+    # A negative size would read as None: reject it here, as the library rejects sizes below 1.
+    if any(size is not None and size < 1 for size in sizes):
+        raise _native.SolopsError(_native.INVALID_ARGUMENT, f"output_size {tuple(sizes)}: sizes must be >= 1")
+    return [-1 if size is None else int(size) for size in sizes]
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    """torch.nn.functional.adaptive_max_pool2d, computed by solops (indices: in-plane positions)."""
+    if return_indices:
+        return torch.ops.solops.adaptive_max_pool2d_with_indices(input, _size_list(output_size))
+    return torch.ops.solops.adaptive_max_pool2d(input, _size_list(output_size))
+
+
+def adaptive_avg_pool2d(input, output_size):
+    """torch.nn.functional.adaptive_avg_pool2d, computed by solops."""
+    return torch.ops.solops.adaptive_avg_pool2d(input, _size_list(output_size))
+
+
 def _pair_list(value, name):
     return list(_native.pair(value, name))
 

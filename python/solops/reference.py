@@ -9,20 +9,20 @@ from ._tensors import describe
 
 
 def _max(input, params, return_indices):
-    name = f"reference.max_pool{_native.dims_of(params)}"
+    name = _native.function_name("max", params, prefix="reference.")
     shape = _native.pool_output_shape("max", list(input.shape), params)
     y = torch.empty(shape, dtype=input.dtype)
     indices = torch.empty(shape, dtype=torch.int64)
-    _native.check(getattr(_native.lib, f"solops_reference_max_pool{_native.dims_of(params)}")(
+    _native.check(getattr(_native.lib, _native.function_name("max", params, prefix="solops_reference_"))(
         ctypes.byref(describe(input, name)), ctypes.byref(describe(y, name)), ctypes.byref(describe(indices, name)),
         ctypes.byref(params)))
     return (y, indices) if return_indices else y
 
 
 def _avg(input, params):
-    name = f"reference.avg_pool{_native.dims_of(params)}"
+    name = _native.function_name("avg", params, prefix="reference.")
     y = torch.empty(_native.pool_output_shape("avg", list(input.shape), params), dtype=input.dtype)
-    _native.check(getattr(_native.lib, f"solops_reference_avg_pool{_native.dims_of(params)}")(
+    _native.check(getattr(_native.lib, _native.function_name("avg", params, prefix="solops_reference_"))(
         ctypes.byref(describe(input, name)), ctypes.byref(describe(y, name)), ctypes.byref(params)))
     return y
 
@@ -43,3 +43,11 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                divisor_override=None):
     return _avg(input, _native.pool2d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad,
                                              divisor_override))
+
+
+def adaptive_max_pool2d(input, output_size, return_indices=False):
+    return _max(input, _native.adaptive_pool2d_params(output_size), return_indices)
+
+
+def adaptive_avg_pool2d(input, output_size):
+    return _avg(input, _native.adaptive_pool2d_params(output_size))

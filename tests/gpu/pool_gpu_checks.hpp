@@ -1,4 +1,4 @@
-// What the pooling GPU tests share: each op kind for 1-D and 2-D windows, the comparison of our
+// What the pooling GPU tests share: each op kind for 1-D, 2-D and adaptive pools, the comparison of our
 // kernel with the CPU reference on poisoned outputs, and random inputs with special values.
 #pragma once
 
@@ -25,6 +25,10 @@ inline std::vector<int64_t> output_shape(Op op, const std::vector<int64_t>& x_sh
   return op == Op::avg ? avg_pool2d_output_shape(x_shape, p) : max_pool2d_output_shape(x_shape, p);
 }
 
+inline std::vector<int64_t> output_shape(Op, const std::vector<int64_t>& x_shape, const AdaptivePool2d& p) {
+  return adaptive_pool2d_output_shape(x_shape, p);
+}
+
 inline void run_reference(Op op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                           const Pool1d& p) {
   if (op == Op::avg) reference::avg_pool1d(x, y, p);
@@ -34,6 +38,12 @@ inline void run_reference(Op op, const TensorRef& x, const TensorRef& y, const T
                           const Pool2d& p) {
   if (op == Op::avg) reference::avg_pool2d(x, y, p);
   else reference::max_pool2d(x, y, indices, p);
+}
+
+inline void run_reference(Op op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                          const AdaptivePool2d& p) {
+  if (op == Op::avg) reference::adaptive_avg_pool2d(x, y, p);
+  else reference::adaptive_max_pool2d(x, y, indices, p);
 }
 
 inline void run_device(Op op, const TensorRef& x, const TensorRef& y, const TensorRef& indices,
@@ -50,6 +60,15 @@ inline void run_device(Op op, const TensorRef& x, const TensorRef& y, const Tens
     case Op::max: max_pool2d(x, y, p); break;
     case Op::max_with_indices: max_pool2d_with_indices(x, y, indices, p); break;
     case Op::avg: avg_pool2d(x, y, p); break;
+  }
+}
+
+inline void run_device(Op op, const TensorRef& x, const TensorRef& y, const TensorRef& indices,
+                       const AdaptivePool2d& p) {
+  switch (op) {
+    case Op::max: adaptive_max_pool2d(x, y, p); break;
+    case Op::max_with_indices: adaptive_max_pool2d_with_indices(x, y, indices, p); break;
+    case Op::avg: adaptive_avg_pool2d(x, y, p); break;
   }
 }
 

@@ -46,6 +46,14 @@ AVG1D_CASES = [
     ((2, 128, 2048), 4, 2, 1, True, False),
     ((5, 17), 3, None, 1, True, True),
 ]
+ADAPTIVE_CASES = [
+    # shape, output_size
+    ((8, 2048, 7, 7), 1),
+    ((2, 128, 56, 56), (6, 6)),
+    ((2, 64, 55, 57), 7),
+    ((2048, 7, 7), (1, 1)),
+    ((3, 5, 4), (7, None)),
+]
 
 
 def random_input(shape, dtype, seed=0):
@@ -103,18 +111,36 @@ def test_avg_pool1d_equals_pytorch(case, dtype):
     torch.testing.assert_close(got, want, rtol=tol, atol=tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", ADAPTIVE_CASES)
+def test_adaptive_pools_equal_pytorch(case, dtype):
+    shape, size = case
+    x = random_input(shape, dtype, seed=4)
+    x.view(-1)[::61] = float("nan")
+    want, want_indices = F.adaptive_max_pool2d(x, size, return_indices=True)
+    got, got_indices = solops.adaptive_max_pool2d(x, size, return_indices=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_indices, want_indices)
+    x = random_input(shape, dtype, seed=5)
+    tol = AVG_TOLERANCE[dtype]
+    torch.testing.assert_close(solops.adaptive_avg_pool2d(x, size),
+                               F.adaptive_avg_pool2d(x.float(), size).to(dtype), rtol=tol, atol=tol)
+
+
 def test_torch_compile_traces_without_graph_breaks():
     def block(x):
         y, indices = solops.max_pool2d(torch.relu(x), 3, 2, 1, return_indices=True)
         z = solops.avg_pool2d(y, 2, ceil_mode=True) * 2
         rows, row_indices = solops.max_pool1d(z.flatten(2), 3, return_indices=True)
-        return solops.avg_pool1d(rows, 2, ceil_mode=True), indices, row_indices
+        pooled = solops.adaptive_avg_pool2d(z, (3, None)) - solops.adaptive_max_pool2d(z, 1)
+        return solops.avg_pool1d(rows, 2, ceil_mode=True), indices, row_indices, pooled
 
     x = random_input((4, 8, 33, 31), torch.float16)
     compiled = torch.compile(block, fullgraph=True)
-    got, got_indices, got_row_indices = compiled(x)
-    want, want_indices, want_row_indices = block(x)
+    got, got_indices, got_row_indices, got_pooled = compiled(x)
+    want, want_indices, want_row_indices, want_pooled = block(x)
     torch.testing.assert_close(got, want, rtol=0, atol=0)
+    torch.testing.assert_close(got_pooled, want_pooled, rtol=0, atol=0)
     assert torch.equal(got_indices, want_indices)
     assert torch.equal(got_row_indices, want_row_indices)
     explanation = torch._dynamo.explain(block)(x)
@@ -145,7 +171,7 @@ def test_cuda_graph_capture_and_replay():
 
 def test_ops_are_registered_with_torch():
     for name in ("max_pool1d", "max_pool1d_with_indices", "avg_pool1d", "max_pool2d", "max_pool2d_with_indices",
-                 "avg_pool2d"):
+                 "avg_pool2d", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "adaptive_avg_pool2d"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -165,6 +191,9 @@ def test_ops_are_registered_with_torch():
     (lambda: solops.max_pool1d(torch.randn(1, 1, 8, device="cuda"), 2, stride=0), "stride = 0 must be >= 1"),
     (lambda: solops.max_pool1d(torch.randn(1, 1, 4, device="cuda"), 7, padding=1), "larger than the padded"),
     (lambda: solops.max_pool1d(torch.randn(1, 1, 8, device="cuda"), (2, 2)), "must be an int or a 1-tuple"),
+    (lambda: solops.adaptive_avg_pool2d(torch.randn(7, 7, device="cuda"), 1), "3-D [C, H, W] or 4-D"),
+    (lambda: solops.adaptive_max_pool2d(torch.randn(1, 2, 7, 7, device="cuda"), 0), "sizes must be >= 1"),
+    (lambda: solops.adaptive_avg_pool2d(torch.randn(1, 2, 7, 7), 1), "must be a CUDA tensor"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError, match=None) as error:

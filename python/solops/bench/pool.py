@@ -1,12 +1,14 @@
-"""Pool family benchmark entries: the 1-D and 2-D sliding-window pools (max, max with indices, avg).
+"""Pool family benchmark entries: the 1-D and 2-D sliding-window pools and the adaptive 2-D pools
+(max, max with indices, avg).
 
 Each manifest row becomes a run.Case: a random normal NCL / NCHW input (fixed seed, the row's
 dtype), the solops call, the CPU reference, the cost model, the spec's tolerance (spec/ops.md
 4.1-4.3) and the alternatives:
     torch          F.max_pool{1,2}d / F.avg_pool{1,2}d, eager
     torch-compile  the same call under torch.compile (default mode, static shapes)
-    cudnn          legacy cudnnPoolingForward (no indices, no dilation, no divisor override);
-                   1-D rows run as 2-D pools of one-row planes, as PyTorch's own 1-D pools do
+    cudnn          legacy cudnnPoolingForward (no indices, no dilation, no divisor override, no
+                   adaptive bins); 1-D rows run as 2-D pools of one-row planes, as PyTorch's own
+                   1-D pools do
     flaggems       FlagGems' own pooling functions where it has them, called directly (no global
                    aten patching)
 """
@@ -27,10 +29,11 @@ class PoolOp:
     kind: str  # "max" or "avg"
     dims: int  # spatial dims: 1 or 2
     with_indices: bool = False
+    adaptive: bool = False  # bins from output_size instead of a sliding window
 
     @property
     def name(self) -> str:  # the torch.nn.functional / solops function name
-        return f"{self.kind}_pool{self.dims}d"
+        return f"{'adaptive_' if self.adaptive else ''}{self.kind}_pool{self.dims}d"
 
 
 POOL_OPS = {
@@ -40,6 +43,9 @@ POOL_OPS = {
     "MaxPool2dFwd": PoolOp("max", 2),
     "MaxPool2dIndicesFwd": PoolOp("max", 2, with_indices=True),
     "AvgPool2dFwd": PoolOp("avg", 2),
+    "AdaptiveAvgPool2dFwd": PoolOp("avg", 2, adaptive=True),
+    "AdaptiveMaxPool2dFwd": PoolOp("max", 2, adaptive=True),
+    "AdaptiveMaxPool2dIndicesFwd": PoolOp("max", 2, with_indices=True, adaptive=True),
 }
 OPS = tuple(POOL_OPS)
 
@@ -69,6 +75,11 @@ def present_alternatives() -> dict[str, str | None]:
 
 def pool_params(op: PoolOp, row: dict) -> dict:
     """The F.* keyword arguments of a row: its params over PyTorch's defaults, lists as tuples."""
+    if op.adaptive:
+        if set(row["params"]) != {"output_size"}:
+            raise ValueError(f"unexpected params {sorted(row['params'])}")
+        size = row["params"]["output_size"]
+        return {"output_size": tuple(size) if isinstance(size, list) else size}
     if op.kind == "max":
         defaults = MAX_POOL_DEFAULTS
     else:
@@ -136,6 +147,10 @@ def flaggems_function(op: PoolOp, params: dict):
 
 def cudnn_function(op: PoolOp, params: dict, x_shape: list[int]):
     """The cuDNN call, or a string saying why cuDNN cannot compute this op."""
+    if op.adaptive:
+        return "cuDNN pooling has no adaptive bins"
+    if len(x_shape) != op.dims + 2:
+        return "the cuDNN baseline takes batched input"
     if op.with_indices:
         return "cuDNN pooling returns no indices"
     if params.get("divisor_override") is not None:
@@ -194,8 +209,8 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     op = POOL_OPS[op_name]
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["input"]
-    if len(shape) != op.dims + 2:
-        raise UnsupportedRow(f"input {shape} is not {'NCL' if op.dims == 1 else 'NCHW'}")
+    if len(shape) not in (op.dims + 1, op.dims + 2):
+        raise UnsupportedRow(f"input {shape} is not {'(N)CL' if op.dims == 1 else '(N)CHW'}")
     params = pool_params(op, row)
     x_cpu = run.random_normal(shape, dtype)
     x = x_cpu.cuda()

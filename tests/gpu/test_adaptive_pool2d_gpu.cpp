@@ -1,0 +1,103 @@
+// Adaptive 2-D pooling on the GPU against the CPU references: every catalogue row, random input
+// and output sizes (overlapping bins, outputs larger than inputs, None), NaN / -inf / tie inputs,
+// bins of many thousand taps. Outputs are poisoned first.
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+
+#include "gpu/pool_gpu_checks.hpp"
+#include "solops/error.hpp"
+#include "source_path.hpp"
+
+namespace solops {
+namespace {
+
+using testing::compare_with_reference;
+using testing::fill_random;
+using testing::HostTensor;
+using testing::Op;
+using testing::parse_dtype;
+
+const char* op_name(Op op) {
+  return op == Op::avg ? "AdaptiveAvgPool2dFwd"
+         : op == Op::max ? "AdaptiveMaxPool2dFwd"
+                         : "AdaptiveMaxPool2dIndicesFwd";
+}
+
+AdaptivePool2d pool_from_manifest(const nlohmann::json& params) {
+  const auto& size = params.at("output_size");
+  AdaptivePool2d p;
+  for (int axis = 0; axis < 2; ++axis) {
+    const auto& value = size.is_array() ? size[axis] : size;
+    if (!value.is_null()) p.output_size[axis] = value.get<int64_t>();
+  }
+  return p;
+}
+
+class AdaptivePool2dGpu : public ::testing::TestWithParam<Op> {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+TEST_P(AdaptivePool2dGpu, EveryCatalogueRow) {
+  std::ifstream file(testing::source_path("manifest/workloads.json"));
+  ASSERT_TRUE(file) << "cannot open the manifest";
+  const auto manifest = nlohmann::json::parse(file);
+  std::mt19937_64 rng(2028);
+  int rows = 0;
+  for (const auto& op : manifest["ops"]) {
+    if (op["op"] != op_name(GetParam())) continue;
+    for (const auto& row : op["rows"]) {
+      HostTensor x(row["tensors"]["input"].get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
+      fill_random(x, rng, false);
+      EXPECT_EQ(compare_with_reference(GetParam(), x, pool_from_manifest(row["params"])), "")
+          << row["workload"] << " " << row["dtype"];
+      ++rows;
+    }
+  }
+  EXPECT_GT(rows, 0) << "no catalogue rows for " << op_name(GetParam());
+}
+
+TEST_P(AdaptivePool2dGpu, RandomInputAndOutputSizes) {
+  std::mt19937_64 rng(13 + static_cast<int>(GetParam()));
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  for (int cases = 0; cases < 150; ++cases) {
+    const int64_t h = uniform(1, 60), w = uniform(1, 60);
+    std::vector<int64_t> shape = {uniform(1, 3), uniform(1, 5), h, w};
+    if (uniform(0, 4) == 0) shape.erase(shape.begin());
+    AdaptivePool2d p;
+    for (int axis = 0; axis < 2; ++axis) {
+      if (uniform(0, 5) > 0) p.output_size[axis] = uniform(1, 70);  // sometimes None, sometimes > input
+    }
+    HostTensor x(shape, dtypes[cases % 3]);
+    fill_random(x, rng, cases % 4 == 0);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
+        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
+        << " output " << p.output_size[0].value_or(-1) << "x" << p.output_size[1].value_or(-1);
+  }
+}
+
+TEST_P(AdaptivePool2dGpu, NaNMinusInfTiesAndLargeBins) {
+  std::mt19937_64 rng(103);
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    HostTensor x({2, 3, 23, 17}, dtype);
+    fill_random(x, rng, true);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, AdaptivePool2d{{5, 3}}), "") << dtype_name(dtype);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, AdaptivePool2d{{1, 1}}), "") << dtype_name(dtype);
+  }
+  HostTensor large({2, 200, 211}, DType::f32);  // one bin of 42,200 taps per plane
+  fill_random(large, rng, false);
+  EXPECT_EQ(compare_with_reference(GetParam(), large, AdaptivePool2d{{1, 1}}), "");
+  HostTensor all_minus_inf({1, 1, 4, 4}, DType::f16);
+  for (int64_t i = 0; i < all_minus_inf.numel(); ++i) all_minus_inf.set(i, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(compare_with_reference(GetParam(), all_minus_inf, AdaptivePool2d{{3, 3}}), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Ops, AdaptivePool2dGpu, ::testing::Values(Op::max, Op::max_with_indices, Op::avg),
+                         [](const auto& info) { return std::string(op_name(info.param)); });
+
+}  // namespace
+}  // namespace solops
