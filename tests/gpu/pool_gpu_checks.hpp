@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cmath>
+#include <fstream>
 #include <limits>
+#include <nlohmann/json.hpp>
 #include <random>
 #include <stdexcept>
 #include <string>
@@ -12,6 +14,7 @@
 #include "gpu/gpu_support.hpp"
 #include "pool2d_cases.hpp"
 #include "solops/reference.hpp"
+#include "source_path.hpp"
 
 namespace solops::testing {
 
@@ -138,6 +141,26 @@ inline DType parse_dtype(const std::string& name) {
   if (name == "f16") return DType::f16;
   if (name == "bf16") return DType::bf16;
   throw std::runtime_error("unexpected dtype " + name);
+}
+
+// Calls visit(row, x) for every manifest row of `op`, with x filled with random normal values of
+// the row's input shape and dtype; returns how many rows there were.
+template <class Visit>
+int for_each_catalogue_row(std::string_view op, std::mt19937_64& rng, Visit&& visit) {
+  std::ifstream file(source_path("manifest/workloads.json"));
+  if (!file) throw std::runtime_error("cannot open the manifest under " + source_path(""));
+  const auto manifest = nlohmann::json::parse(file);
+  int rows = 0;
+  for (const auto& entry : manifest["ops"]) {
+    if (entry["op"] != op) continue;
+    for (const auto& row : entry["rows"]) {
+      HostTensor x(row["tensors"]["input"].template get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
+      fill_random(x, rng, false);
+      visit(row, x);
+      ++rows;
+    }
+  }
+  return rows;
 }
 
 }  // namespace solops::testing

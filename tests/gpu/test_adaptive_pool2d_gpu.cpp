@@ -3,13 +3,11 @@
 // bins of many thousand taps. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <random>
 
 #include "gpu/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
-#include "source_path.hpp"
 
 namespace solops {
 namespace {
@@ -18,7 +16,6 @@ using testing::compare_with_reference;
 using testing::fill_random;
 using testing::HostTensor;
 using testing::Op;
-using testing::parse_dtype;
 
 const char* op_name(Op op) {
   return op == Op::avg ? "AdaptiveAvgPool2dFwd"
@@ -42,21 +39,11 @@ class AdaptivePool2dGpu : public ::testing::TestWithParam<Op> {
 };
 
 TEST_P(AdaptivePool2dGpu, EveryCatalogueRow) {
-  std::ifstream file(testing::source_path("manifest/workloads.json"));
-  ASSERT_TRUE(file) << "cannot open the manifest";
-  const auto manifest = nlohmann::json::parse(file);
   std::mt19937_64 rng(2028);
-  int rows = 0;
-  for (const auto& op : manifest["ops"]) {
-    if (op["op"] != op_name(GetParam())) continue;
-    for (const auto& row : op["rows"]) {
-      HostTensor x(row["tensors"]["input"].get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
-      fill_random(x, rng, false);
-      EXPECT_EQ(compare_with_reference(GetParam(), x, pool_from_manifest(row["params"])), "")
-          << row["workload"] << " " << row["dtype"];
-      ++rows;
-    }
-  }
+  const int rows = testing::for_each_catalogue_row(op_name(GetParam()), rng, [&](const auto& row, HostTensor& x) {
+    EXPECT_EQ(compare_with_reference(GetParam(), x, pool_from_manifest(row["params"])), "")
+        << row["workload"] << " " << row["dtype"];
+  });
   EXPECT_GT(rows, 0) << "no catalogue rows for " << op_name(GetParam());
 }
 

@@ -2,7 +2,6 @@
 // NaN / -inf / tie inputs, and the device-side validation rules. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <functional>
@@ -10,7 +9,6 @@
 
 #include "gpu/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
-#include "source_path.hpp"
 
 namespace solops {
 namespace {
@@ -21,7 +19,6 @@ using testing::fill_random;
 using testing::HostTensor;
 using testing::Op;
 using testing::output_shape;
-using testing::parse_dtype;
 
 const char* op_name(Op op) {
   return op == Op::avg ? "AvgPool2dFwd" : op == Op::max ? "MaxPool2dFwd" : "MaxPool2dIndicesFwd";
@@ -54,23 +51,12 @@ class Pool2dGpu : public ::testing::TestWithParam<Op> {
 };
 
 TEST_P(Pool2dGpu, EveryCatalogueRow) {
-  const std::string manifest_path = testing::source_path("manifest/workloads.json");
-  std::ifstream file(manifest_path);
-  ASSERT_TRUE(file) << "cannot open " << manifest_path;
-  const auto manifest = nlohmann::json::parse(file);
   std::mt19937_64 rng(2026);
-  int rows = 0;
-  for (const auto& op : manifest["ops"]) {
-    if (op["op"] != op_name(GetParam())) continue;
-    for (const auto& row : op["rows"]) {
-      const Pool2d p = pool_from_manifest(row["params"]);
-      HostTensor x(row["tensors"]["input"].get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
-      fill_random(x, rng, false);
-      EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-          << row["workload"] << " " << row["dtype"] << " " << testing::describe(p);
-      ++rows;
-    }
-  }
+  const int rows = testing::for_each_catalogue_row(op_name(GetParam()), rng, [&](const auto& row, HostTensor& x) {
+    const Pool2d p = pool_from_manifest(row["params"]);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
+        << row["workload"] << " " << row["dtype"] << " " << testing::describe(p);
+  });
   EXPECT_GT(rows, 0) << "no catalogue rows for " << op_name(GetParam());
 }
 
