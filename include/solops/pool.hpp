@@ -34,6 +34,18 @@ struct Pool2d {
   std::optional<int64_t> divisor_override;  // avg-pool only; must be non-zero
 };
 
+// Window of a 3-D pool over [N, C, D, H, W] or unbatched [C, D, H, W] input. Per-axis values are
+// (D, H, W).
+struct Pool3d {
+  std::array<int64_t, 3> kernel_size{};
+  std::optional<std::array<int64_t, 3>> stride;  // nullopt = kernel_size, as PyTorch's stride=None
+  std::array<int64_t, 3> padding{0, 0, 0};
+  std::array<int64_t, 3> dilation{1, 1, 1};  // max-pool only; avg-pool requires {1, 1, 1}
+  bool ceil_mode = false;
+  bool count_include_pad = true;           // avg-pool only
+  std::optional<int64_t> divisor_override;  // avg-pool only; must be non-zero
+};
+
 // Output grid of an adaptive 2-D pool over [N, C, H, W] or unbatched [C, H, W] input: (H_out,
 // W_out), each >= 1; nullopt keeps the input's size on that axis (PyTorch's None). Output bin o of
 // an axis covers [floor(o * I / O), ceil((o + 1) * I / O)).
@@ -46,6 +58,8 @@ std::vector<int64_t> max_pool1d_output_shape(std::span<const int64_t> x_shape, c
 std::vector<int64_t> avg_pool1d_output_shape(std::span<const int64_t> x_shape, const Pool1d& p);
 std::vector<int64_t> max_pool2d_output_shape(std::span<const int64_t> x_shape, const Pool2d& p);
 std::vector<int64_t> avg_pool2d_output_shape(std::span<const int64_t> x_shape, const Pool2d& p);
+std::vector<int64_t> max_pool3d_output_shape(std::span<const int64_t> x_shape, const Pool3d& p);
+std::vector<int64_t> avg_pool3d_output_shape(std::span<const int64_t> x_shape, const Pool3d& p);
 
 // Roofline cost: FLOPs (one compare-select or add per tap) and the minimum bytes moved.
 Cost max_pool1d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool1d& p);
@@ -54,21 +68,28 @@ Cost avg_pool1d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool1d
 Cost max_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
 Cost max_pool2d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
 Cost avg_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p);
+Cost max_pool3d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool3d& p);
+Cost max_pool3d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype, const Pool3d& p);
+Cost avg_pool3d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool3d& p);
 
 // y = max over each window. x, y: contiguous CUDA tensors of one float dtype (f32, f16, bf16).
 void max_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p, cudaStream_t stream = nullptr);
 void max_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream = nullptr);
+void max_pool3d(const TensorRef& x, const TensorRef& y, const Pool3d& p, cudaStream_t stream = nullptr);
 
 // As max_pool*d, and indices (int64, y's shape) = flat position of the max in its plane:
-// l for 1-D, h * W + w for 2-D.
+// l for 1-D, h * W + w for 2-D, (d * H + h) * W + w for 3-D.
 void max_pool1d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
                              const Pool1d& p, cudaStream_t stream = nullptr);
 void max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
                              const Pool2d& p, cudaStream_t stream = nullptr);
+void max_pool3d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
+                             const Pool3d& p, cudaStream_t stream = nullptr);
 
 // y = mean of each window, with PyTorch's divisor rule (count_include_pad, divisor_override).
 void avg_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p, cudaStream_t stream = nullptr);
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream = nullptr);
+void avg_pool3d(const TensorRef& x, const TensorRef& y, const Pool3d& p, cudaStream_t stream = nullptr);
 
 // Adaptive pools: the mean, or the max (and its in-plane position h * W + w), of each bin.
 std::vector<int64_t> adaptive_pool2d_output_shape(std::span<const int64_t> x_shape, const AdaptivePool2d& p);

@@ -10,6 +10,8 @@ void max_pool1d(const TensorRef& x, const TensorRef& y, const TensorRef* indices
 void avg_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p);
 void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool2d& p);
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p);
+void max_pool3d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool3d& p);
+void avg_pool3d(const TensorRef& x, const TensorRef& y, const Pool3d& p);
 void adaptive_max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                          const AdaptivePool2d& p);
 void adaptive_avg_pool2d(const TensorRef& x, const TensorRef& y, const AdaptivePool2d& p);

@@ -63,6 +63,19 @@ typedef struct {
   int64_t divisor_override;
 } solops_pool2d_params;
 
+/* Per-axis values are (D, H, W). has_stride = 0 means stride = kernel_size (PyTorch's None). */
+typedef struct {
+  int64_t kernel_size[3];
+  int32_t has_stride;
+  int64_t stride[3];
+  int64_t padding[3];
+  int64_t dilation[3];
+  int32_t ceil_mode;
+  int32_t count_include_pad;
+  int32_t has_divisor_override;
+  int64_t divisor_override;
+} solops_pool3d_params;
+
 /* Adaptive pools: output (H, W); has_output_size[i] = 0 keeps the input's size (PyTorch's None). */
 typedef struct {
   int32_t has_output_size[2];
@@ -91,6 +104,12 @@ solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_sh
                                              const solops_pool2d_params* p, int32_t* out_rank,
                                              int64_t* out_shape);
 
+solops_status solops_max_pool3d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool3d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape);
+solops_status solops_avg_pool3d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool3d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape);
 solops_status solops_adaptive_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
                                                   const solops_adaptive_pool2d_params* p,
                                                   int32_t* out_rank, int64_t* out_shape);
@@ -106,6 +125,11 @@ solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 void* stream);
 solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_pool2d_params* p, void* stream);
+solops_status solops_max_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_tensor* indices, const solops_pool3d_params* p,
+                                void* stream);
+solops_status solops_avg_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_pool3d_params* p, void* stream);
 solops_status solops_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                          const solops_tensor* indices,
                                          const solops_adaptive_pool2d_params* p, void* stream);
@@ -123,6 +147,11 @@ solops_status solops_reference_max_pool2d(const solops_tensor* x, const solops_t
                                           const solops_pool2d_params* p);
 solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                           const solops_pool2d_params* p);
+solops_status solops_reference_max_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_tensor* indices,
+                                          const solops_pool3d_params* p);
+solops_status solops_reference_avg_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_pool3d_params* p);
 solops_status solops_reference_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                                    const solops_tensor* indices,
                                                    const solops_adaptive_pool2d_params* p);
@@ -140,6 +169,11 @@ solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int
                                      solops_cost* cost);
 solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_pool2d_params* p, solops_cost* cost);
+solops_status solops_max_pool3d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool3d_params* p, int32_t with_indices,
+                                     solops_cost* cost);
+solops_status solops_avg_pool3d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool3d_params* p, solops_cost* cost);
 solops_status solops_adaptive_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                               const solops_adaptive_pool2d_params* p,
                                               int32_t with_indices, solops_cost* cost);

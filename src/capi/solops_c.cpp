@@ -1,5 +1,7 @@
 // The C ABI: converts C structs to the C++ API and exceptions to status codes.
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <string>
 
 #include "solops/reference.hpp"
@@ -75,17 +77,31 @@ solops::Pool1d to_pool(const solops_pool1d_params* p, const char* function) {
   return pool;
 }
 
-solops::Pool2d to_pool(const solops_pool2d_params* p, const char* function) {
+// The 2-D and 3-D C windows differ only in their number of axes.
+template <class Pool, class Params>
+Pool to_window(const Params* p, const char* function) {
   require_pointer(p, function, "params");
-  solops::Pool2d pool;
-  pool.kernel_size = {p->kernel_size[0], p->kernel_size[1]};
-  if (p->has_stride) pool.stride = std::array<int64_t, 2>{p->stride[0], p->stride[1]};
-  pool.padding = {p->padding[0], p->padding[1]};
-  pool.dilation = {p->dilation[0], p->dilation[1]};
+  Pool pool;
+  constexpr size_t kAxes = std::size(Pool{}.kernel_size);
+  std::copy_n(p->kernel_size, kAxes, pool.kernel_size.begin());
+  if (p->has_stride) {
+    pool.stride.emplace();
+    std::copy_n(p->stride, kAxes, pool.stride->begin());
+  }
+  std::copy_n(p->padding, kAxes, pool.padding.begin());
+  std::copy_n(p->dilation, kAxes, pool.dilation.begin());
   pool.ceil_mode = p->ceil_mode != 0;
   pool.count_include_pad = p->count_include_pad != 0;
   if (p->has_divisor_override) pool.divisor_override = p->divisor_override;
   return pool;
+}
+
+solops::Pool2d to_pool(const solops_pool2d_params* p, const char* function) {
+  return to_window<solops::Pool2d>(p, function);
+}
+
+solops::Pool3d to_pool(const solops_pool3d_params* p, const char* function) {
+  return to_window<solops::Pool3d>(p, function);
 }
 
 solops::AdaptivePool2d to_pool(const solops_adaptive_pool2d_params* p, const char* function) {
@@ -206,6 +222,18 @@ solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_sh
   return output_shape(__func__, solops::avg_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
 }
 
+solops_status solops_max_pool3d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool3d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape) {
+  return output_shape(__func__, solops::max_pool3d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_avg_pool3d_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                             const solops_pool3d_params* p, int32_t* out_rank,
+                                             int64_t* out_shape) {
+  return output_shape(__func__, solops::avg_pool3d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
 solops_status solops_adaptive_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
                                                   const solops_adaptive_pool2d_params* p,
                                                   int32_t* out_rank, int64_t* out_shape) {
@@ -232,6 +260,17 @@ solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
 solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_pool2d_params* p, void* stream) {
   return avg_pool(__func__, solops::avg_pool2d, x, y, p, stream);
+}
+
+solops_status solops_max_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_tensor* indices, const solops_pool3d_params* p,
+                                void* stream) {
+  return max_pool(__func__, solops::max_pool3d, solops::max_pool3d_with_indices, x, y, indices, p, stream);
+}
+
+solops_status solops_avg_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                const solops_pool3d_params* p, void* stream) {
+  return avg_pool(__func__, solops::avg_pool3d, x, y, p, stream);
 }
 
 solops_status solops_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
@@ -268,6 +307,17 @@ solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_t
   return reference_avg_pool(__func__, solops::reference::avg_pool2d, x, y, p);
 }
 
+solops_status solops_reference_max_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_tensor* indices,
+                                          const solops_pool3d_params* p) {
+  return reference_max_pool(__func__, solops::reference::max_pool3d, x, y, indices, p);
+}
+
+solops_status solops_reference_avg_pool3d(const solops_tensor* x, const solops_tensor* y,
+                                          const solops_pool3d_params* p) {
+  return reference_avg_pool(__func__, solops::reference::avg_pool3d, x, y, p);
+}
+
 solops_status solops_reference_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
                                                    const solops_tensor* indices,
                                                    const solops_adaptive_pool2d_params* p) {
@@ -301,6 +351,18 @@ solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int
 solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_pool2d_params* p, solops_cost* out) {
   return cost(__func__, solops::avg_pool2d_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_max_pool3d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool3d_params* p, int32_t with_indices,
+                                     solops_cost* out) {
+  return cost(__func__, with_indices ? solops::max_pool3d_with_indices_cost : solops::max_pool3d_cost,
+              x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_avg_pool3d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_pool3d_params* p, solops_cost* out) {
+  return cost(__func__, solops::avg_pool3d_cost, x_rank, x_shape, x_dtype, p, out);
 }
 
 solops_status solops_adaptive_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,

@@ -1,6 +1,7 @@
 // Public entry points of the sliding-window pools: shape rules, cost models and the CUDA calls.
-// The rules live in pool_rules.cpp; 1-D pools run the 2-D kernels on one-row planes.
-#include "pool/pool2d_launch.hpp"
+// The rules live in pool_rules.cpp; 1-D pools run the 2-D kernels on one-row planes, 3-D pools
+// their own kernel (pool3d.cu).
+#include "pool/pool_launch.hpp"
 #include "pool/pool_geometry.hpp"
 #include "solops/pool.hpp"
 
@@ -25,6 +26,7 @@ template <class Params>
 void max_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
               const Params& p, cudaStream_t stream) {
   const auto g = detail::validate_pool_call(op, PoolKind::max, detail::Placement::device, x, y, indices, p);
+  if (g.spatial_rank == 3) return detail::launch_max_pool3d(op, g, x, y, indices, stream);
   detail::launch_max_pool(op, g, x, y, indices, stream);
 }
 
@@ -32,6 +34,7 @@ template <class Params>
 void avg_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const Params& p,
               cudaStream_t stream) {
   const auto g = detail::validate_pool_call(op, PoolKind::avg, detail::Placement::device, x, y, nullptr, p);
+  if (g.spatial_rank == 3) return detail::launch_avg_pool3d(op, g, x, y, stream);
   detail::launch_avg_pool(op, g, x, y, stream);
 }
 
@@ -48,6 +51,12 @@ std::vector<int64_t> max_pool2d_output_shape(std::span<const int64_t> x_shape, c
 }
 std::vector<int64_t> avg_pool2d_output_shape(std::span<const int64_t> x_shape, const Pool2d& p) {
   return output_shape("avg_pool2d", PoolKind::avg, x_shape, p);
+}
+std::vector<int64_t> max_pool3d_output_shape(std::span<const int64_t> x_shape, const Pool3d& p) {
+  return output_shape("max_pool3d", PoolKind::max, x_shape, p);
+}
+std::vector<int64_t> avg_pool3d_output_shape(std::span<const int64_t> x_shape, const Pool3d& p) {
+  return output_shape("avg_pool3d", PoolKind::avg, x_shape, p);
 }
 
 Cost max_pool1d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool1d& p) {
@@ -67,6 +76,15 @@ Cost max_pool2d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype,
 }
 Cost avg_pool2d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool2d& p) {
   return cost("avg_pool2d", PoolKind::avg, x_shape, dtype, p, 0);
+}
+Cost max_pool3d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool3d& p) {
+  return cost("max_pool3d", PoolKind::max, x_shape, dtype, p, 0);
+}
+Cost max_pool3d_with_indices_cost(std::span<const int64_t> x_shape, DType dtype, const Pool3d& p) {
+  return cost("max_pool3d", PoolKind::max, x_shape, dtype, p, sizeof(int64_t));
+}
+Cost avg_pool3d_cost(std::span<const int64_t> x_shape, DType dtype, const Pool3d& p) {
+  return cost("avg_pool3d", PoolKind::avg, x_shape, dtype, p, 0);
 }
 
 void max_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p, cudaStream_t stream) {
@@ -88,6 +106,16 @@ void max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const Tenso
 }
 void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p, cudaStream_t stream) {
   avg_pool("avg_pool2d", x, y, p, stream);
+}
+void max_pool3d(const TensorRef& x, const TensorRef& y, const Pool3d& p, cudaStream_t stream) {
+  max_pool("max_pool3d", x, y, nullptr, p, stream);
+}
+void max_pool3d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
+                             const Pool3d& p, cudaStream_t stream) {
+  max_pool("max_pool3d", x, y, &indices, p, stream);
+}
+void avg_pool3d(const TensorRef& x, const TensorRef& y, const Pool3d& p, cudaStream_t stream) {
+  avg_pool("avg_pool3d", x, y, p, stream);
 }
 
 }  // namespace solops

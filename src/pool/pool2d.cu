@@ -5,7 +5,7 @@
 #include <cstdint>
 
 #include "core/device.hpp"
-#include "pool/pool2d_launch.hpp"
+#include "pool/pool_launch.hpp"
 #include "pool/pool2d_separable.cuh"
 #include "pool/pool2d_staged.cuh"
 

@@ -1,7 +1,8 @@
-// The resolved geometry of one 1-D or 2-D pooling call, shared by the shape rules, the CPU
-// references and the CUDA launchers. Built only by resolve_pool, which enforces
-// every rule of spec §4.0. A 1-D pool is a 2-D pool of one input row: in_h = out_h = kernel_h =
-// stride_h = dilation_h = 1 and pad_h = 0, so one set of kernels and references serves both.
+// The resolved geometry of one 1-D, 2-D or 3-D pooling call, shared by the shape rules, the CPU
+// references and the CUDA launchers. Built only by resolve_pool, which enforces every rule of
+// spec §4.0. Missing leading axes are one element with a one-tap window: a 1-D pool is a 2-D pool
+// of one input row, and 1-D and 2-D pools are 3-D pools of depth 1, so one set of references
+// serves all three and the 2-D kernels serve 1-D pools.
 #pragma once
 
 #include <array>
@@ -18,29 +19,31 @@ namespace solops::detail {
 enum class PoolKind { max, avg };
 
 struct PoolGeometry {
-  int spatial_rank = 2;  // 1: [N, C, L] input; 2: [N, C, H, W] input
+  int spatial_rank = 2;  // 1: [N, C, L] input; 2: [N, C, H, W]; 3: [N, C, D, H, W]
   bool batched = true;   // false for unbatched input (no N dim)
   int64_t batch = 1;
   int64_t channels = 1;
   int64_t planes = 1;  // batch * channels, each pooled independently
   // In-plane sizes are int32: the resolvers reject planes of 2^31 or more elements.
-  int in_h = 0, in_w = 0;
-  int out_h = 0, out_w = 0;
-  int kernel_h = 1, kernel_w = 1;
-  int stride_h = 1, stride_w = 1;
-  int pad_h = 0, pad_w = 0;
-  int dilation_h = 1, dilation_w = 1;
+  int in_d = 1, in_h = 0, in_w = 0;
+  int out_d = 1, out_h = 0, out_w = 0;
+  int kernel_d = 1, kernel_h = 1, kernel_w = 1;
+  int stride_d = 1, stride_h = 1, stride_w = 1;
+  int pad_d = 0, pad_h = 0, pad_w = 0;
+  int dilation_d = 1, dilation_h = 1, dilation_w = 1;
   bool count_include_pad = true;
   int divisor_override = 0;  // 0 = none (a zero override is rejected)
 
   std::vector<int64_t> output_shape() const;
-  int64_t outputs() const { return planes * out_h * out_w; }
+  int64_t outputs() const { return planes * out_d * out_h * out_w; }
 };
 
 PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
                           const Pool1d& p);
 PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
                           const Pool2d& p);
+PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
+                          const Pool3d& p);
 
 // The checks every entry point makes before computing: tensors (device or host memory), dtypes,
 // shapes, and for device calls no overlap between input and outputs. Returns the geometry.
@@ -50,6 +53,9 @@ PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement pl
 PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
                                 const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                                 const Pool2d& p);
+PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
+                                const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                                const Pool3d& p);
 
 // Roofline cost (spec §4.1–4.3): one compare-select or add per tap; input read once, outputs
 // (and index_bytes per output) written once.

@@ -1,5 +1,5 @@
-// Rules shared by the sliding-window pools (spec §4.0): output sizes, parameter and tensor
-// validation, the cost model. The public entry points are in pool.cpp.
+// Rules shared by the sliding-window pools (spec §4.0), 1-D to 3-D: output sizes, parameter and
+// tensor validation, the cost model. The public entry points are in pool.cpp.
 #include <climits>
 
 #include "core/check.hpp"
@@ -86,12 +86,14 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
     require(x_shape[d] > 0, op, "input ", shape_string(x_shape), " has an empty dim ", d,
             " (only the batch dim may be 0)");
   }
-  // Missing leading axes (the H of a 1-D pool) are one row with a window of one tap.
-  std::array<int64_t, 2> in = {1, 1}, out = {1, 1};
-  std::array<AxisWindow, 2> window = {AxisWindow{1, 1, 0, 1, "", "H"}, AxisWindow{1, 1, 0, 1, "", "W"}};
+  // Missing leading axes (the D of a 2-D pool, D and H of a 1-D pool) are one element with a
+  // window of one tap.
+  std::array<int64_t, 3> in = {1, 1, 1}, out = {1, 1, 1};
+  std::array<AxisWindow, 3> window = {AxisWindow{1, 1, 0, 1, "", "D"}, AxisWindow{1, 1, 0, 1, "", "H"},
+                                      AxisWindow{1, 1, 0, 1, "", "W"}};
   int64_t in_plane = 1, out_plane = 1;
   for (int64_t a = 0; a < spatial; ++a) {
-    const int64_t slot = 2 - spatial + a;
+    const int64_t slot = 3 - spatial + a;
     in[slot] = x_shape[rank - spatial + a];
     window[slot] = axes[a];
     out[slot] = resolve_axis(op, kind, axes[a], in[slot], ceil_mode);
@@ -101,18 +103,14 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
   require(in_plane <= INT_MAX && out_plane <= INT_MAX, op, "input ", shape_string(x_shape),
           " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow");
   g.planes = g.batch * g.channels;
-  g.in_h = static_cast<int>(in[0]);
-  g.in_w = static_cast<int>(in[1]);
-  g.out_h = static_cast<int>(out[0]);
-  g.out_w = static_cast<int>(out[1]);
-  g.kernel_h = static_cast<int>(window[0].kernel);
-  g.kernel_w = static_cast<int>(window[1].kernel);
-  g.stride_h = static_cast<int>(window[0].stride);
-  g.stride_w = static_cast<int>(window[1].stride);
-  g.pad_h = static_cast<int>(window[0].pad);
-  g.pad_w = static_cast<int>(window[1].pad);
-  g.dilation_h = static_cast<int>(window[0].dilation);
-  g.dilation_w = static_cast<int>(window[1].dilation);
+  const auto narrow = [](int64_t v) { return static_cast<int>(v); };
+  g.in_d = narrow(in[0]), g.in_h = narrow(in[1]), g.in_w = narrow(in[2]);
+  g.out_d = narrow(out[0]), g.out_h = narrow(out[1]), g.out_w = narrow(out[2]);
+  g.kernel_d = narrow(window[0].kernel), g.kernel_h = narrow(window[1].kernel), g.kernel_w = narrow(window[2].kernel);
+  g.stride_d = narrow(window[0].stride), g.stride_h = narrow(window[1].stride), g.stride_w = narrow(window[2].stride);
+  g.pad_d = narrow(window[0].pad), g.pad_h = narrow(window[1].pad), g.pad_w = narrow(window[2].pad);
+  g.dilation_d = narrow(window[0].dilation), g.dilation_h = narrow(window[1].dilation);
+  g.dilation_w = narrow(window[2].dilation);
   return g;
 }
 
@@ -122,7 +120,8 @@ std::vector<int64_t> PoolGeometry::output_shape() const {
   std::vector<int64_t> shape;
   if (batched) shape.push_back(batch);
   shape.push_back(channels);
-  if (spatial_rank == 2) shape.push_back(out_h);
+  if (spatial_rank == 3) shape.push_back(out_d);
+  if (spatial_rank >= 2) shape.push_back(out_h);
   shape.push_back(out_w);
   return shape;
 }
@@ -136,13 +135,22 @@ PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const in
   return g;
 }
 
-PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
-                            const Pool2d& p) {
-  const std::array<int64_t, 2> stride = p.stride.value_or(p.kernel_size);
-  const std::array<AxisWindow, 2> axes = {
-      AxisWindow{p.kernel_size[0], stride[0], p.padding[0], p.dilation[0], "[0]", "H"},
-      AxisWindow{p.kernel_size[1], stride[1], p.padding[1], p.dilation[1], "[1]", "W"}};
-  PoolGeometry g = resolve_axes(op, kind, x_shape, axes, p.ceil_mode, "3-D [C, H, W] or 4-D [N, C, H, W]");
+namespace {
+
+// The per-axis window of a 2-D or 3-D pool's parameters; labels "[0]", "[1]", ... name its axes.
+template <size_t kAxes>
+std::array<AxisWindow, kAxes> axis_windows(const auto& p, const std::array<const char*, kAxes>& names) {
+  static constexpr const char* kLabels[] = {"[0]", "[1]", "[2]"};
+  const auto stride = p.stride.value_or(p.kernel_size);
+  std::array<AxisWindow, kAxes> axes;
+  for (size_t a = 0; a < kAxes; ++a) {
+    axes[a] = {p.kernel_size[a], stride[a], p.padding[a], p.dilation[a], kLabels[a], names[a]};
+  }
+  return axes;
+}
+
+// count_include_pad and divisor_override, shared by the 2-D and 3-D resolvers.
+void set_divisor(std::string_view op, PoolKind kind, const auto& p, PoolGeometry& g) {
   g.count_include_pad = p.count_include_pad;
   if (kind == PoolKind::avg && p.divisor_override) {
     require(*p.divisor_override != 0, op, "divisor_override must not be zero");
@@ -150,6 +158,23 @@ PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const in
             "divisor_override ", *p.divisor_override, " does not fit in 32 bits");
     g.divisor_override = static_cast<int>(*p.divisor_override);
   }
+}
+
+}  // namespace
+
+PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
+                          const Pool2d& p) {
+  PoolGeometry g = resolve_axes(op, kind, x_shape, axis_windows<2>(p, {"H", "W"}), p.ceil_mode,
+                                "3-D [C, H, W] or 4-D [N, C, H, W]");
+  set_divisor(op, kind, p, g);
+  return g;
+}
+
+PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape,
+                          const Pool3d& p) {
+  PoolGeometry g = resolve_axes(op, kind, x_shape, axis_windows<3>(p, {"D", "H", "W"}), p.ceil_mode,
+                                "4-D [C, D, H, W] or 5-D [N, C, D, H, W]");
+  set_divisor(op, kind, p, g);
   return g;
 }
 
@@ -165,10 +190,16 @@ PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement pl
   return validate_pool_tensors(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
 }
 
+PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
+                                const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                                const Pool3d& p) {
+  return validate_pool_tensors(op, placement, x, y, indices, [&] { return resolve_pool(op, kind, x.sizes(), p); });
+}
+
 Cost pool_cost(const PoolGeometry& g, DType dtype, int64_t index_bytes) {
   const double outputs = static_cast<double>(g.outputs());
-  const double inputs = static_cast<double>(g.planes) * g.in_h * g.in_w;
-  return {outputs * g.kernel_h * g.kernel_w,
+  const double inputs = static_cast<double>(g.planes) * g.in_d * g.in_h * g.in_w;
+  return {outputs * g.kernel_d * g.kernel_h * g.kernel_w,
           (inputs + outputs) * static_cast<double>(dtype_size(dtype)) + outputs * index_bytes};
 }
 
