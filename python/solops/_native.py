@@ -56,6 +56,20 @@ class Pool2dParams(ctypes.Structure):
     ]
 
 
+class Pool3dParams(ctypes.Structure):
+    _fields_ = [
+        ("kernel_size", ctypes.c_int64 * 3),
+        ("has_stride", ctypes.c_int32),
+        ("stride", ctypes.c_int64 * 3),
+        ("padding", ctypes.c_int64 * 3),
+        ("dilation", ctypes.c_int64 * 3),
+        ("ceil_mode", ctypes.c_int32),
+        ("count_include_pad", ctypes.c_int32),
+        ("has_divisor_override", ctypes.c_int32),
+        ("divisor_override", ctypes.c_int64),
+    ]
+
+
 class AdaptivePool2dParams(ctypes.Structure):
     _fields_ = [("has_output_size", ctypes.c_int32 * 2), ("output_size", ctypes.c_int64 * 2)]
 
@@ -89,7 +103,7 @@ def _load():
         "solops_last_error": (ctypes.c_char_p, []),
         "solops_version": (ctypes.c_char_p, []),
     }
-    for dims, params in (("1d", Pool1dParams), ("2d", Pool2dParams)):
+    for dims, params in (("1d", Pool1dParams), ("2d", Pool2dParams), ("3d", Pool3dParams)):
         signatures.update({
             f"solops_max_pool{dims}_output_shape": (
                 status, [ctypes.c_int32, P(ctypes.c_int64), P(params), P(ctypes.c_int32), P(ctypes.c_int64)]),
@@ -140,16 +154,17 @@ def shape_array(shape):
     return (ctypes.c_int64 * MAX_RANK)(*shape)
 
 
-def pair(value, name):
-    """An int or a 1- or 2-sequence, as torch.nn.functional takes them, as an (H, W) pair."""
+def per_axis(value, name, axes):
+    """An int or a 1- or `axes`-sequence, as torch.nn.functional takes them, as an `axes`-tuple."""
     if isinstance(value, int):
-        return (value, value)
+        return (value,) * axes
     value = tuple(int(v) for v in value)
     if len(value) == 1:
-        return (value[0], value[0])
-    if len(value) != 2:
-        raise SolopsError(INVALID_ARGUMENT, f"{name} must be an int or a pair, got {value}")
+        return value * axes
+    if len(value) != axes:
+        raise SolopsError(INVALID_ARGUMENT, f"{name} must be an int or a {axes}-tuple, got {value}")
     return value
+
 
 
 def single(value, name):
@@ -182,13 +197,24 @@ def pool1d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
 
 def pool2d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
                   count_include_pad=True, divisor_override=None):
-    p = Pool2dParams()
-    p.kernel_size[:] = pair(kernel_size, "kernel_size")
+    return _window_params(Pool2dParams(), 2, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def pool3d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+                  count_include_pad=True, divisor_override=None):
+    return _window_params(Pool3dParams(), 3, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
+                          divisor_override)
+
+
+def _window_params(p, axes, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
+                   divisor_override):
+    p.kernel_size[:] = per_axis(kernel_size, "kernel_size", axes)
     p.has_stride = int(_stride_given(stride))
     if p.has_stride:
-        p.stride[:] = pair(stride, "stride")
-    p.padding[:] = pair(padding, "padding")
-    p.dilation[:] = pair(dilation, "dilation")
+        p.stride[:] = per_axis(stride, "stride", axes)
+    p.padding[:] = per_axis(padding, "padding", axes)
+    p.dilation[:] = per_axis(dilation, "dilation", axes)
     p.ceil_mode = int(bool(ceil_mode))
     p.count_include_pad = int(bool(count_include_pad))
     p.has_divisor_override = int(divisor_override is not None)
@@ -215,7 +241,8 @@ def function_name(kind, params, prefix="solops_", suffix=""):
     ("avg", AdaptivePool2dParams, suffix="_cost") -> solops_adaptive_avg_pool2d_cost."""
     if isinstance(params, AdaptivePool2dParams):
         return f"{prefix}adaptive_{kind}_pool2d{suffix}"
-    return f"{prefix}{kind}_pool{'1d' if isinstance(params, Pool1dParams) else '2d'}{suffix}"
+    dims = {Pool1dParams: "1d", Pool2dParams: "2d", Pool3dParams: "3d"}[type(params)]
+    return f"{prefix}{kind}_pool{dims}{suffix}"
 
 
 def pool_function(kind, params, suffix=""):

@@ -38,6 +38,18 @@ def avg_pool2d(x_shape, dtype, kernel_size, stride=None, padding=0, ceil_mode=Fa
                                                                count_include_pad, divisor_override))
 
 
+def max_pool3d(x_shape, dtype, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False,
+               return_indices=False):
+    params = _native.pool3d_params(kernel_size, stride, padding, dilation, ceil_mode)
+    return _cost("max", x_shape, dtype, params, int(bool(return_indices)))
+
+
+def avg_pool3d(x_shape, dtype, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _cost("avg", x_shape, dtype, _native.pool3d_params(kernel_size, stride, padding, 1, ceil_mode,
+                                                               count_include_pad, divisor_override))
+
+
 def adaptive_max_pool2d(x_shape, dtype, output_size, return_indices=False):
     return _cost("max", x_shape, dtype, _native.adaptive_pool2d_params(output_size), int(bool(return_indices)))
 

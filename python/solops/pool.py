@@ -117,6 +117,50 @@ def _(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_ove
     return _fake(x, _avg2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)[1])
 
 
+def _max3d(x, kernel_size, stride, padding, dilation, ceil_mode):
+    params = _native.pool3d_params(kernel_size, stride, padding, dilation, ceil_mode)
+    return params, _native.pool_output_shape("max", list(x.shape), params)
+
+
+def _avg3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    params = _native.pool3d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad, divisor_override)
+    return params, _native.pool_output_shape("avg", list(x.shape), params)
+
+
+@torch.library.custom_op("solops::max_pool3d", mutates_args=())
+def _max_pool3d(x: torch.Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
+                dilation: List[int], ceil_mode: bool) -> torch.Tensor:
+    return _run("max", "max_pool3d", x, *_max3d(x, kernel_size, stride, padding, dilation, ceil_mode))
+
+
+@_max_pool3d.register_fake
+def _(x, kernel_size, stride, padding, dilation, ceil_mode):
+    return _fake(x, _max3d(x, kernel_size, stride, padding, dilation, ceil_mode)[1])
+
+
+@torch.library.custom_op("solops::max_pool3d_with_indices", mutates_args=())
+def _max_pool3d_with_indices(x: torch.Tensor, kernel_size: List[int], stride: List[int], padding: List[int],
+                             dilation: List[int], ceil_mode: bool) -> Tuple[torch.Tensor, torch.Tensor]:
+    return _run("max", "max_pool3d", x, *_max3d(x, kernel_size, stride, padding, dilation, ceil_mode), True)
+
+
+@_max_pool3d_with_indices.register_fake
+def _(x, kernel_size, stride, padding, dilation, ceil_mode):
+    return _fake(x, _max3d(x, kernel_size, stride, padding, dilation, ceil_mode)[1], True)
+
+
+@torch.library.custom_op("solops::avg_pool3d", mutates_args=())
+def _avg_pool3d(x: torch.Tensor, kernel_size: List[int], stride: List[int], padding: List[int], ceil_mode: bool,
+                count_include_pad: bool, divisor_override: Optional[int]) -> torch.Tensor:
+    return _run("avg", "avg_pool3d", x,
+                *_avg3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override))
+
+
+@_avg_pool3d.register_fake
+def _(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
+    return _fake(x, _avg3d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)[1])
+
+
 def _adaptive(x, output_size):
     params = _native.adaptive_pool2d_params(output_size)
     return params, _native.pool_output_shape("max", list(x.shape), params)
@@ -180,8 +224,8 @@ def adaptive_avg_pool2d(input, output_size):
     return torch.ops.solops.adaptive_avg_pool2d(input, _size_list(output_size))
 
 
-def _pair_list(value, name):
-    return list(_native.pair(value, name))
+def _axes_list(value, name, axes):
+    return list(_native.per_axis(value, name, axes))
 
 
 def _stride_given(stride):
@@ -207,11 +251,15 @@ def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                                        bool(count_include_pad))
 
 
+def _window_args(axes, kernel_size, stride, padding):
+    kernel = _axes_list(kernel_size, "kernel_size", axes)
+    return kernel, _axes_list(stride, "stride", axes) if _stride_given(stride) else kernel, \
+        _axes_list(padding, "padding", axes)
+
+
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool2d, computed by solops (indices are int64 in-plane positions)."""
-    kernel = _pair_list(kernel_size, "kernel_size")
-    args = (kernel, _pair_list(stride, "stride") if _stride_given(stride) else kernel,
-            _pair_list(padding, "padding"), _pair_list(dilation, "dilation"), bool(ceil_mode))
+    args = (*_window_args(2, kernel_size, stride, padding), _axes_list(dilation, "dilation", 2), bool(ceil_mode))
     if return_indices:
         return torch.ops.solops.max_pool2d_with_indices(input, *args)
     return torch.ops.solops.max_pool2d(input, *args)
@@ -220,7 +268,20 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """torch.nn.functional.avg_pool2d, computed by solops."""
-    kernel = _pair_list(kernel_size, "kernel_size")
-    return torch.ops.solops.avg_pool2d(input, kernel, _pair_list(stride, "stride") if _stride_given(stride)
-                                       else kernel, _pair_list(padding, "padding"), bool(ceil_mode),
+    return torch.ops.solops.avg_pool2d(input, *_window_args(2, kernel_size, stride, padding), bool(ceil_mode),
+                                       bool(count_include_pad), divisor_override)
+
+
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    """torch.nn.functional.max_pool3d, computed by solops (indices: (d * H + h) * W + w)."""
+    args = (*_window_args(3, kernel_size, stride, padding), _axes_list(dilation, "dilation", 3), bool(ceil_mode))
+    if return_indices:
+        return torch.ops.solops.max_pool3d_with_indices(input, *args)
+    return torch.ops.solops.max_pool3d(input, *args)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    """torch.nn.functional.avg_pool3d, computed by solops."""
+    return torch.ops.solops.avg_pool3d(input, *_window_args(3, kernel_size, stride, padding), bool(ceil_mode),
                                        bool(count_include_pad), divisor_override)

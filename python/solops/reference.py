@@ -45,6 +45,16 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
                                              divisor_override))
 
 
+def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
+    return _max(input, _native.pool3d_params(kernel_size, stride, padding, dilation, ceil_mode), return_indices)
+
+
+def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
+               divisor_override=None):
+    return _avg(input, _native.pool3d_params(kernel_size, stride, padding, 1, ceil_mode, count_include_pad,
+                                             divisor_override))
+
+
 def adaptive_max_pool2d(input, output_size, return_indices=False):
     return _max(input, _native.adaptive_pool2d_params(output_size), return_indices)
 

@@ -22,10 +22,25 @@ Cost cost(std::string_view op, PoolKind kind, std::span<const int64_t> x_shape, 
   return detail::pool_cost(detail::resolve_pool(op, kind, x_shape, p), dtype, index_bytes);
 }
 
+// A 3-D window one tap deep with stride 1 and no depth padding pools every depth slice on its own:
+// the 2-D kernels run it on N*C*D planes. (Positions are not per slice, so max with positions
+// stays on the 3-D kernel.)
+bool pools_depth_slices(const detail::PoolGeometry& g) {
+  return g.spatial_rank == 3 && g.kernel_d == 1 && g.stride_d == 1 && g.pad_d == 0;
+}
+
+detail::PoolGeometry as_depth_slices(detail::PoolGeometry g) {
+  g.spatial_rank = 2;
+  g.planes *= g.in_d;
+  g.in_d = g.out_d = 1;
+  return g;
+}
+
 template <class Params>
 void max_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
               const Params& p, cudaStream_t stream) {
   const auto g = detail::validate_pool_call(op, PoolKind::max, detail::Placement::device, x, y, indices, p);
+  if (pools_depth_slices(g) && !indices) return detail::launch_max_pool(op, as_depth_slices(g), x, y, nullptr, stream);
   if (g.spatial_rank == 3) return detail::launch_max_pool3d(op, g, x, y, indices, stream);
   detail::launch_max_pool(op, g, x, y, indices, stream);
 }
@@ -34,6 +49,7 @@ template <class Params>
 void avg_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const Params& p,
               cudaStream_t stream) {
   const auto g = detail::validate_pool_call(op, PoolKind::avg, detail::Placement::device, x, y, nullptr, p);
+  if (pools_depth_slices(g)) return detail::launch_avg_pool(op, as_depth_slices(g), x, y, stream);
   if (g.spatial_rank == 3) return detail::launch_avg_pool3d(op, g, x, y, stream);
   detail::launch_avg_pool(op, g, x, y, stream);
 }

@@ -1,4 +1,4 @@
-// What the pooling GPU tests share: each op kind for 1-D, 2-D and adaptive pools, the comparison of our
+// What the pooling GPU tests share: each op kind for 1-D, 2-D, 3-D and adaptive pools, the comparison of our
 // kernel with the CPU reference on poisoned outputs, and random inputs with special values.
 #pragma once
 
@@ -28,6 +28,9 @@ inline std::vector<int64_t> output_shape(Op op, const std::vector<int64_t>& x_sh
   return op == Op::avg ? avg_pool2d_output_shape(x_shape, p) : max_pool2d_output_shape(x_shape, p);
 }
 
+inline std::vector<int64_t> output_shape(Op op, const std::vector<int64_t>& x_shape, const Pool3d& p) {
+  return op == Op::avg ? avg_pool3d_output_shape(x_shape, p) : max_pool3d_output_shape(x_shape, p);
+}
 inline std::vector<int64_t> output_shape(Op, const std::vector<int64_t>& x_shape, const AdaptivePool2d& p) {
   return adaptive_pool2d_output_shape(x_shape, p);
 }
@@ -43,6 +46,11 @@ inline void run_reference(Op op, const TensorRef& x, const TensorRef& y, const T
   else reference::max_pool2d(x, y, indices, p);
 }
 
+inline void run_reference(Op op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                          const Pool3d& p) {
+  if (op == Op::avg) reference::avg_pool3d(x, y, p);
+  else reference::max_pool3d(x, y, indices, p);
+}
 inline void run_reference(Op op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                           const AdaptivePool2d& p) {
   if (op == Op::avg) reference::adaptive_avg_pool2d(x, y, p);
@@ -66,6 +74,14 @@ inline void run_device(Op op, const TensorRef& x, const TensorRef& y, const Tens
   }
 }
 
+inline void run_device(Op op, const TensorRef& x, const TensorRef& y, const TensorRef& indices,
+                       const Pool3d& p) {
+  switch (op) {
+    case Op::max: max_pool3d(x, y, p); break;
+    case Op::max_with_indices: max_pool3d_with_indices(x, y, indices, p); break;
+    case Op::avg: avg_pool3d(x, y, p); break;
+  }
+}
 inline void run_device(Op op, const TensorRef& x, const TensorRef& y, const TensorRef& indices,
                        const AdaptivePool2d& p) {
   switch (op) {

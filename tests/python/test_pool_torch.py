@@ -46,6 +46,14 @@ AVG1D_CASES = [
     ((2, 128, 2048), 4, 2, 1, True, False),
     ((5, 17), 3, None, 1, True, True),
 ]
+POOL3D_CASES = [
+    # shape, kernel_size, stride, padding, dilation (max) / divisor_override (avg), ceil_mode
+    ((8, 4, 16, 28, 28), (1, 2, 2), (1, 2, 2), 0, None, False),
+    ((2, 8, 8, 28, 28), (2, 3, 3), 2, 1, None, True),
+    ((2, 24, 10, 20, 22), (2, 2, 3), 2, (0, 1, 1), 7, False),
+    ((3, 9, 11, 7), 3, None, 1, None, True),
+]
+
 ADAPTIVE_CASES = [
     # shape, output_size
     ((8, 2048, 7, 7), 1),
@@ -112,6 +120,22 @@ def test_avg_pool1d_equals_pytorch(case, dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", POOL3D_CASES)
+def test_pool3d_equals_pytorch(case, dtype):
+    shape, k, s, p, divisor, ceil = case
+    x = random_input(shape, dtype, seed=6)
+    x.view(-1)[::97] = float("nan")
+    want, want_indices = F.max_pool3d(x, k, s, p, 1, ceil, return_indices=True)
+    got, got_indices = solops.max_pool3d(x, k, s, p, 1, ceil, return_indices=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_indices, want_indices)
+    x = random_input(shape, dtype, seed=7)
+    tol = AVG_TOLERANCE[dtype]
+    want = F.avg_pool3d(x.float(), k, s, p, ceil, False, divisor).to(dtype)
+    torch.testing.assert_close(solops.avg_pool3d(x, k, s, p, ceil, False, divisor), want, rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", ADAPTIVE_CASES)
 def test_adaptive_pools_equal_pytorch(case, dtype):
     shape, size = case
@@ -171,7 +195,8 @@ def test_cuda_graph_capture_and_replay():
 
 def test_ops_are_registered_with_torch():
     for name in ("max_pool1d", "max_pool1d_with_indices", "avg_pool1d", "max_pool2d", "max_pool2d_with_indices",
-                 "avg_pool2d", "adaptive_max_pool2d", "adaptive_max_pool2d_with_indices", "adaptive_avg_pool2d"):
+                 "avg_pool2d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_max_pool2d",
+                 "adaptive_max_pool2d_with_indices", "adaptive_avg_pool2d"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -192,6 +217,8 @@ def test_ops_are_registered_with_torch():
     (lambda: solops.max_pool1d(torch.randn(1, 1, 4, device="cuda"), 7, padding=1), "larger than the padded"),
     (lambda: solops.max_pool1d(torch.randn(1, 1, 8, device="cuda"), (2, 2)), "must be an int or a 1-tuple"),
     (lambda: solops.adaptive_avg_pool2d(torch.randn(7, 7, device="cuda"), 1), "3-D [C, H, W] or 4-D"),
+    (lambda: solops.max_pool3d(torch.randn(1, 8, 8, device="cuda"), 2), "4-D [C, D, H, W] or 5-D"),
+    (lambda: solops.avg_pool3d(torch.randn(1, 1, 4, 8, 8, device="cuda"), (2, 2, 0)), "kernel_size[2] = 0"),
     (lambda: solops.adaptive_max_pool2d(torch.randn(1, 2, 7, 7, device="cuda"), 0), "sizes must be >= 1"),
     (lambda: solops.adaptive_avg_pool2d(torch.randn(1, 2, 7, 7), 1), "must be a CUDA tensor"),
 ])

@@ -1,14 +1,14 @@
-"""Pool family benchmark entries: the 1-D and 2-D sliding-window pools and the adaptive 2-D pools
-(max, max with indices, avg).
+"""Pool family benchmark entries: the 1-D, 2-D and 3-D sliding-window pools and the adaptive 2-D
+pools (max, max with indices, avg).
 
 Each manifest row becomes a run.Case: a random normal NCL / NCHW input (fixed seed, the row's
 dtype), the solops call, the CPU reference, the cost model, the spec's tolerance (spec/ops.md
 4.1-4.3) and the alternatives:
-    torch          F.max_pool{1,2}d / F.avg_pool{1,2}d, eager
+    torch          F.max_pool{1,2,3}d / F.avg_pool{1,2,3}d / F.adaptive_*_pool2d, eager
     torch-compile  the same call under torch.compile (default mode, static shapes)
     cudnn          legacy cudnnPoolingForward (no indices, no dilation, no divisor override, no
-                   adaptive bins); 1-D rows run as 2-D pools of one-row planes, as PyTorch's own
-                   1-D pools do
+                   adaptive bins; the baseline library has 2-D pooling only, so no 3-D rows);
+                   1-D rows run as 2-D pools of one-row planes, as PyTorch's own 1-D pools do
     flaggems       FlagGems' own pooling functions where it has them, called directly (no global
                    aten patching)
 """
@@ -27,7 +27,7 @@ from solops.bench.run import Case, Impl, UnsupportedRow
 @dataclass(frozen=True)
 class PoolOp:
     kind: str  # "max" or "avg"
-    dims: int  # spatial dims: 1 or 2
+    dims: int  # spatial dims: 1, 2 or 3
     with_indices: bool = False
     adaptive: bool = False  # bins from output_size instead of a sliding window
 
@@ -43,6 +43,9 @@ POOL_OPS = {
     "MaxPool2dFwd": PoolOp("max", 2),
     "MaxPool2dIndicesFwd": PoolOp("max", 2, with_indices=True),
     "AvgPool2dFwd": PoolOp("avg", 2),
+    "MaxPool3dFwd": PoolOp("max", 3),
+    "MaxPool3dIndicesFwd": PoolOp("max", 3, with_indices=True),
+    "AvgPool3dFwd": PoolOp("avg", 3),
     "AdaptiveAvgPool2dFwd": PoolOp("avg", 2, adaptive=True),
     "AdaptiveMaxPool2dFwd": PoolOp("max", 2, adaptive=True),
     "AdaptiveMaxPool2dIndicesFwd": PoolOp("max", 2, with_indices=True, adaptive=True),
@@ -149,6 +152,8 @@ def cudnn_function(op: PoolOp, params: dict, x_shape: list[int]):
     """The cuDNN call, or a string saying why cuDNN cannot compute this op."""
     if op.adaptive:
         return "cuDNN pooling has no adaptive bins"
+    if op.dims == 3:
+        return "the cuDNN baseline has 2-D pooling only"
     if len(x_shape) != op.dims + 2:
         return "the cuDNN baseline takes batched input"
     if op.with_indices:
@@ -210,7 +215,7 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["input"]
     if len(shape) not in (op.dims + 1, op.dims + 2):
-        raise UnsupportedRow(f"input {shape} is not {'(N)CL' if op.dims == 1 else '(N)CHW'}")
+        raise UnsupportedRow(f"input {shape} is not {['(N)CL', '(N)CHW', '(N)CDHW'][op.dims - 1]}")
     params = pool_params(op, row)
     x_cpu = run.random_normal(shape, dtype)
     x = x_cpu.cuda()
