@@ -5,6 +5,9 @@
 # Usage (from the repo root on the GPU machine): scripts/device-check.sh FAMILY [GPU_NAME]
 # SOLOPS_DIAGNOSE=1 adds compute-sanitizer over the GPU tests (SOLOPS_MEMCHECK_FILTER picks them)
 # and an ncu profile of every row's kernels (logs/memcheck.log, logs/ncu.log).
+# A family too large for one call splits: SOLOPS_SKIP_TESTS=1 runs only calibration, benchmark and
+# report; SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops (the other ops' earlier lines in
+# bench/results/<gpu>/<family>.jsonl are kept).
 set -uo pipefail
 family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
 gpu=${2:-h200}
@@ -35,10 +38,12 @@ diagnose() {  # like step, for tools some machines lack (ncu, compute-sanitizer)
   status=$saved
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$logs/nvidia-smi.log" 2>&1
-step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
-step gpu-tests "$build/tests/solops_gpu_tests" --gtest_brief=1
-# The manifest tests need ../shared, which only the CPU machines have; CI runs them there.
-step python-tests python3 -m pytest -q tests/python/test_pool_torch.py
+if [ "${SOLOPS_SKIP_TESTS:-0}" != 1 ]; then
+  step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
+  step gpu-tests "$build/tests/solops_gpu_tests" --gtest_brief=1
+  # The manifest tests need ../shared, which only the CPU machines have; CI runs them there.
+  step python-tests python3 -m pytest -q tests/python/test_pool_torch.py
+fi
 if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
   # Out-of-bounds accesses of the kernels on the GPU tests' shapes, and hardware counters of
   # every catalogue row's kernels (clocks left alone, as the timing method does).
@@ -50,7 +55,9 @@ if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
 fi
 mkdir -p "bench/results/$gpu"
 step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
-step bench python3 -m solops.bench.run --family "$family" --out "bench/results/$gpu/$family.jsonl"
+# shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
+step bench python3 -m solops.bench.run --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
+  --out "bench/results/$gpu/$family.jsonl"
 step report python3 -m solops.bench.report --results "bench/results/$gpu" --out docs
 tar czf "$out/bundle.tar.gz" "$logs" "bench/results/$gpu" docs/benchmarks.md docs/benchmarks.html 2>/dev/null
 exit $status
