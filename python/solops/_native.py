@@ -177,15 +177,15 @@ def single(value, name):
     return value[0]
 
 
-def _stride_given(stride):
-    # PyTorch treats stride=None and stride=[] alike: stride = kernel_size.
+def stride_given(stride):
+    """False for stride=None or stride=[], which PyTorch both read as stride = kernel_size."""
     return stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0)
 
 
 def pool1d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, count_include_pad=True):
     p = Pool1dParams()
     p.kernel_size = single(kernel_size, "kernel_size")
-    p.has_stride = int(_stride_given(stride))
+    p.has_stride = int(stride_given(stride))
     if p.has_stride:
         p.stride = single(stride, "stride")
     p.padding = single(padding, "padding")
@@ -210,7 +210,7 @@ def pool3d_params(kernel_size, stride=None, padding=0, dilation=1, ceil_mode=Fal
 def _window_params(p, axes, kernel_size, stride, padding, dilation, ceil_mode, count_include_pad,
                    divisor_override):
     p.kernel_size[:] = per_axis(kernel_size, "kernel_size", axes)
-    p.has_stride = int(_stride_given(stride))
+    p.has_stride = int(stride_given(stride))
     if p.has_stride:
         p.stride[:] = per_axis(stride, "stride", axes)
     p.padding[:] = per_axis(padding, "padding", axes)
@@ -222,15 +222,20 @@ def _window_params(p, axes, kernel_size, stride, padding, dilation, ceil_mode, c
     return p
 
 
-def adaptive_pool2d_params(output_size):
-    """output_size: an int, or a pair whose entries may be None (keep the input's size)."""
-    p = AdaptivePool2dParams()
+def output_sizes(output_size):
+    """An adaptive pool's output_size (an int, or a 1- or 2-sequence whose entries may be None,
+    meaning the input's size) as an (H, W) pair."""
     sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
     if len(sizes) == 1:
         sizes = sizes * 2
     if len(sizes) != 2:
         raise SolopsError(INVALID_ARGUMENT, f"output_size must be an int or a pair, got {output_size}")
-    for axis, size in enumerate(sizes):
+    return sizes
+
+
+def adaptive_pool2d_params(output_size):
+    p = AdaptivePool2dParams()
+    for axis, size in enumerate(output_sizes(output_size)):
         p.has_output_size[axis] = int(size is not None)
         p.output_size[axis] = int(size) if size is not None else 0
     return p

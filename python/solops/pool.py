@@ -202,10 +202,7 @@ def _(x, output_size):
 
 
 def _size_list(output_size):
-    sizes = (output_size, output_size) if isinstance(output_size, int) else tuple(output_size)
-    sizes = sizes * 2 if len(sizes) == 1 else sizes
-    if len(sizes) != 2:
-        raise _native.SolopsError(_native.INVALID_ARGUMENT, f"output_size must be an int or a pair, got {output_size}")
+    sizes = _native.output_sizes(output_size)
     # A negative size would read as None: reject it here, as the library rejects sizes below 1.
     if any(size is not None and size < 1 for size in sizes):
         raise _native.SolopsError(_native.INVALID_ARGUMENT, f"output_size {tuple(sizes)}: sizes must be >= 1")
@@ -224,20 +221,21 @@ def adaptive_avg_pool2d(input, output_size):
     return torch.ops.solops.adaptive_avg_pool2d(input, _size_list(output_size))
 
 
-def _axes_list(value, name, axes):
-    return list(_native.per_axis(value, name, axes))
+def _axis_values(value, name, axes):
+    """A window parameter as its custom op takes it: an int for 1-D pools, a list per axis else."""
+    return _native.single(value, name) if axes == 1 else list(_native.per_axis(value, name, axes))
 
 
-def _stride_given(stride):
-    """stride=None (or []) means kernel_size, as in torch.nn.functional."""
-    return stride is not None and not (isinstance(stride, (list, tuple)) and len(stride) == 0)
+def _window_args(axes, kernel_size, stride, padding):
+    """kernel_size, stride (None or [] means kernel_size) and padding, as the custom ops take them."""
+    kernel = _axis_values(kernel_size, "kernel_size", axes)
+    stride = _axis_values(stride, "stride", axes) if _native.stride_given(stride) else kernel
+    return kernel, stride, _axis_values(padding, "padding", axes)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool1d, computed by solops (indices are int64 positions along L)."""
-    kernel = _native.single(kernel_size, "kernel_size")
-    args = (kernel, _native.single(stride, "stride") if _stride_given(stride) else kernel,
-            _native.single(padding, "padding"), _native.single(dilation, "dilation"), bool(ceil_mode))
+    args = (*_window_args(1, kernel_size, stride, padding), _axis_values(dilation, "dilation", 1), bool(ceil_mode))
     if return_indices:
         return torch.ops.solops.max_pool1d_with_indices(input, *args)
     return torch.ops.solops.max_pool1d(input, *args)
@@ -245,21 +243,13 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """torch.nn.functional.avg_pool1d, computed by solops."""
-    kernel = _native.single(kernel_size, "kernel_size")
-    return torch.ops.solops.avg_pool1d(input, kernel, _native.single(stride, "stride") if _stride_given(stride)
-                                       else kernel, _native.single(padding, "padding"), bool(ceil_mode),
+    return torch.ops.solops.avg_pool1d(input, *_window_args(1, kernel_size, stride, padding), bool(ceil_mode),
                                        bool(count_include_pad))
-
-
-def _window_args(axes, kernel_size, stride, padding):
-    kernel = _axes_list(kernel_size, "kernel_size", axes)
-    return kernel, _axes_list(stride, "stride", axes) if _stride_given(stride) else kernel, \
-        _axes_list(padding, "padding", axes)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool2d, computed by solops (indices are int64 in-plane positions)."""
-    args = (*_window_args(2, kernel_size, stride, padding), _axes_list(dilation, "dilation", 2), bool(ceil_mode))
+    args = (*_window_args(2, kernel_size, stride, padding), _axis_values(dilation, "dilation", 2), bool(ceil_mode))
     if return_indices:
         return torch.ops.solops.max_pool2d_with_indices(input, *args)
     return torch.ops.solops.max_pool2d(input, *args)
@@ -274,7 +264,7 @@ def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
     """torch.nn.functional.max_pool3d, computed by solops (indices: (d * H + h) * W + w)."""
-    args = (*_window_args(3, kernel_size, stride, padding), _axes_list(dilation, "dilation", 3), bool(ceil_mode))
+    args = (*_window_args(3, kernel_size, stride, padding), _axis_values(dilation, "dilation", 3), bool(ceil_mode))
     if return_indices:
         return torch.ops.solops.max_pool3d_with_indices(input, *args)
     return torch.ops.solops.max_pool3d(input, *args)
