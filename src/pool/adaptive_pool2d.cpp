@@ -15,17 +15,11 @@ std::vector<int64_t> AdaptiveGeometry::output_shape() const {
 AdaptiveGeometry resolve_adaptive_pool2d(std::string_view op, std::span<const int64_t> x_shape,
                                          const AdaptivePool2d& p) {
   const auto rank = static_cast<int64_t>(x_shape.size());
-  require(rank == 3 || rank == 4, op, "input must be 3-D [C, H, W] or 4-D [N, C, H, W], got ", rank,
-          "-D ", shape_string(x_shape));
+  const PoolLayout layout = resolve_layout(op, x_shape, 2, "3-D [C, H, W] or 4-D [N, C, H, W]");
   AdaptiveGeometry g;
-  g.batched = rank == 4;
-  g.batch = g.batched ? x_shape[0] : 1;
-  g.channels = x_shape[rank - 3];
-  require(g.batch >= 0, op, "input batch size ", g.batch, " is negative");
-  for (int64_t d = rank - 3; d < rank; ++d) {
-    require(x_shape[d] > 0, op, "input ", shape_string(x_shape), " has an empty dim ", d,
-            " (only the batch dim may be 0)");
-  }
+  g.batched = layout.batched;
+  g.batch = layout.batch;
+  g.channels = layout.channels;
   const int64_t in[2] = {x_shape[rank - 2], x_shape[rank - 1]};
   int64_t out[2];
   for (int axis = 0; axis < 2; ++axis) {

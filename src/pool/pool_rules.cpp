@@ -74,18 +74,12 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
                           std::span<const AxisWindow> axes, bool ceil_mode, std::string_view layouts) {
   const auto spatial = static_cast<int64_t>(axes.size());
   const auto rank = static_cast<int64_t>(x_shape.size());
-  require(rank == spatial + 1 || rank == spatial + 2, op, "input must be ", layouts, ", got ", rank,
-          "-D ", shape_string(x_shape));
+  const PoolLayout layout = resolve_layout(op, x_shape, spatial, layouts);
   PoolGeometry g;
   g.spatial_rank = static_cast<int>(spatial);
-  g.batched = rank == spatial + 2;
-  g.batch = g.batched ? x_shape[0] : 1;
-  g.channels = x_shape[rank - spatial - 1];
-  require(g.batch >= 0, op, "input batch size ", g.batch, " is negative");
-  for (int64_t d = rank - spatial - 1; d < rank; ++d) {
-    require(x_shape[d] > 0, op, "input ", shape_string(x_shape), " has an empty dim ", d,
-            " (only the batch dim may be 0)");
-  }
+  g.batched = layout.batched;
+  g.batch = layout.batch;
+  g.channels = layout.channels;
   // Missing leading axes (the D of a 2-D pool, D and H of a 1-D pool) are one element with a
   // window of one tap.
   std::array<int64_t, 3> in = {1, 1, 1}, out = {1, 1, 1};
@@ -115,6 +109,21 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
 }
 
 }  // namespace
+
+PoolLayout resolve_layout(std::string_view op, std::span<const int64_t> x_shape, int64_t spatial,
+                          std::string_view layouts) {
+  const auto rank = static_cast<int64_t>(x_shape.size());
+  require(rank == spatial + 1 || rank == spatial + 2, op, "input must be ", layouts, ", got ", rank,
+          "-D ", shape_string(x_shape));
+  const bool batched = rank == spatial + 2;
+  const PoolLayout layout{batched, batched ? x_shape[0] : 1, x_shape[rank - spatial - 1]};
+  require(layout.batch >= 0, op, "input batch size ", layout.batch, " is negative");
+  for (int64_t d = rank - spatial - 1; d < rank; ++d) {
+    require(x_shape[d] > 0, op, "input ", shape_string(x_shape), " has an empty dim ", d,
+            " (only the batch dim may be 0)");
+  }
+  return layout;
+}
 
 std::vector<int64_t> PoolGeometry::output_shape() const {
   std::vector<int64_t> shape;

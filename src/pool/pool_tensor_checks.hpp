@@ -1,6 +1,8 @@
-// The tensor checks every pooling entry point makes, for any kind of pooling geometry.
+// The input layout rule and the tensor checks every pooling entry point makes, for any kind of
+// pooling geometry.
 #pragma once
 
+#include <span>
 #include <string_view>
 
 #include "core/check.hpp"
@@ -8,6 +10,15 @@
 namespace solops::detail {
 
 enum class Placement { device, host };
+
+// The [N, C, *spatial] or unbatched [C, *spatial] input every pool takes (spec §4.0): the rank,
+// a non-negative batch, every other dim non-empty. `layouts` names the accepted ranks in messages.
+struct PoolLayout {
+  bool batched;
+  int64_t batch, channels;
+};
+PoolLayout resolve_layout(std::string_view op, std::span<const int64_t> x_shape, int64_t spatial,
+                          std::string_view layouts);
 
 // The tensor checks of every pooling call, around the geometry `resolve` computes from x's shape
 // (any geometry with output_shape()): x on the placement's memory with a float dtype, then y of

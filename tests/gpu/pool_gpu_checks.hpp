@@ -2,6 +2,7 @@
 // kernel with the CPU reference on poisoned outputs, and random inputs with special values.
 #pragma once
 
+#include <array>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -9,6 +10,7 @@
 #include <random>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 
 #include "core/check.hpp"
 #include "gpu/gpu_support.hpp"
@@ -157,6 +159,32 @@ inline DType parse_dtype(const std::string& name) {
   if (name == "f16") return DType::f16;
   if (name == "bf16") return DType::bf16;
   throw std::runtime_error("unexpected dtype " + name);
+}
+
+// A 2-D or 3-D window (Pool2d, Pool3d) from a manifest row's params: PyTorch's keyword arguments,
+// each an int or a per-axis list; absent keys take PyTorch's defaults.
+template <class Window>
+Window window_from_manifest(const nlohmann::json& params) {
+  constexpr size_t kAxes = std::tuple_size_v<decltype(Window::kernel_size)>;
+  const auto given = [&](const char* key) { return params.contains(key) && !params[key].is_null(); };
+  const auto per_axis = [&](const char* key, int64_t fallback) {
+    std::array<int64_t, kAxes> values;
+    values.fill(fallback);
+    if (given(key)) {
+      const auto& v = params[key];
+      for (size_t a = 0; a < kAxes; ++a) values[a] = (v.is_number() ? v : v[a]).template get<int64_t>();
+    }
+    return values;
+  };
+  Window p;
+  p.kernel_size = per_axis("kernel_size", 1);
+  if (given("stride")) p.stride = per_axis("stride", 1);
+  p.padding = per_axis("padding", 0);
+  p.dilation = per_axis("dilation", 1);
+  p.ceil_mode = params.value("ceil_mode", false);
+  p.count_include_pad = params.value("count_include_pad", true);
+  if (given("divisor_override")) p.divisor_override = params["divisor_override"].template get<int64_t>();
+  return p;
 }
 
 // Calls visit(row, x) for every manifest row of `op`, with x filled with random normal values of

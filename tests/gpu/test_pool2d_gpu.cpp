@@ -3,7 +3,6 @@
 #include <gtest/gtest.h>
 
 #include <limits>
-#include <nlohmann/json.hpp>
 #include <functional>
 #include <random>
 
@@ -24,27 +23,6 @@ const char* op_name(Op op) {
   return op == Op::avg ? "AvgPool2dFwd" : op == Op::max ? "MaxPool2dFwd" : "MaxPool2dIndicesFwd";
 }
 
-std::array<int64_t, 2> pair_param(const nlohmann::json& params, const char* key, int64_t fallback) {
-  if (!params.contains(key)) return {fallback, fallback};
-  const auto& v = params[key];
-  if (v.is_number()) return {v.get<int64_t>(), v.get<int64_t>()};
-  return {v[0].get<int64_t>(), v[1].get<int64_t>()};
-}
-
-Pool2d pool_from_manifest(const nlohmann::json& params) {
-  Pool2d p;
-  p.kernel_size = pair_param(params, "kernel_size", 1);
-  if (params.contains("stride") && !params["stride"].is_null()) p.stride = pair_param(params, "stride", 1);
-  p.padding = pair_param(params, "padding", 0);
-  p.dilation = pair_param(params, "dilation", 1);
-  p.ceil_mode = params.value("ceil_mode", false);
-  p.count_include_pad = params.value("count_include_pad", true);
-  if (params.contains("divisor_override") && !params["divisor_override"].is_null()) {
-    p.divisor_override = params["divisor_override"].get<int64_t>();
-  }
-  return p;
-}
-
 class Pool2dGpu : public ::testing::TestWithParam<Op> {
  protected:
   void SetUp() override { SOLOPS_REQUIRE_GPU(); }
@@ -53,7 +31,7 @@ class Pool2dGpu : public ::testing::TestWithParam<Op> {
 TEST_P(Pool2dGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2026);
   const int rows = testing::for_each_catalogue_row(op_name(GetParam()), rng, [&](const auto& row, HostTensor& x) {
-    const Pool2d p = pool_from_manifest(row["params"]);
+    const auto p = testing::window_from_manifest<Pool2d>(row["params"]);
     EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
         << row["workload"] << " " << row["dtype"] << " " << testing::describe(p);
   });

@@ -3,7 +3,6 @@
 // tie inputs. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
-#include <nlohmann/json.hpp>
 #include <random>
 
 #include "gpu/pool_gpu_checks.hpp"
@@ -22,27 +21,6 @@ const char* op_name(Op op) {
   return op == Op::avg ? "AvgPool3dFwd" : op == Op::max ? "MaxPool3dFwd" : "MaxPool3dIndicesFwd";
 }
 
-std::array<int64_t, 3> triple(const nlohmann::json& params, const char* key, int64_t fallback) {
-  if (!params.contains(key) || params[key].is_null()) return {fallback, fallback, fallback};
-  const auto& v = params[key];
-  if (v.is_number()) return {v.get<int64_t>(), v.get<int64_t>(), v.get<int64_t>()};
-  return {v[0].get<int64_t>(), v[1].get<int64_t>(), v[2].get<int64_t>()};
-}
-
-Pool3d pool_from_manifest(const nlohmann::json& params) {
-  Pool3d p;
-  p.kernel_size = triple(params, "kernel_size", 1);
-  if (params.contains("stride") && !params["stride"].is_null()) p.stride = triple(params, "stride", 1);
-  p.padding = triple(params, "padding", 0);
-  p.dilation = triple(params, "dilation", 1);
-  p.ceil_mode = params.value("ceil_mode", false);
-  p.count_include_pad = params.value("count_include_pad", true);
-  if (params.contains("divisor_override") && !params["divisor_override"].is_null()) {
-    p.divisor_override = params["divisor_override"].get<int64_t>();
-  }
-  return p;
-}
-
 class Pool3dGpu : public ::testing::TestWithParam<Op> {
  protected:
   void SetUp() override { SOLOPS_REQUIRE_GPU(); }
@@ -51,7 +29,7 @@ class Pool3dGpu : public ::testing::TestWithParam<Op> {
 TEST_P(Pool3dGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2029);
   const int rows = testing::for_each_catalogue_row(op_name(GetParam()), rng, [&](const auto& row, HostTensor& x) {
-    EXPECT_EQ(compare_with_reference(GetParam(), x, pool_from_manifest(row["params"])), "")
+    EXPECT_EQ(compare_with_reference(GetParam(), x, testing::window_from_manifest<Pool3d>(row["params"])), "")
         << row["workload"] << " " << row["dtype"];
   });
   EXPECT_GT(rows, 0) << "no catalogue rows for " << op_name(GetParam());
