@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 
 import solops
+from solops import _native
 from solops.bench import cudnn, run
 from solops.bench.run import Case, Impl, UnsupportedRow
 
@@ -98,10 +99,6 @@ def pool_params(op: PoolOp, row: dict) -> dict:
     return {name: tuple(value) if isinstance(value, list) else value for name, value in merged.items()}
 
 
-def per_axis(value, dims: int) -> tuple[int, ...]:
-    return tuple(value) if isinstance(value, (tuple, list)) else (value,) * dims
-
-
 def index_args(op: PoolOp) -> dict:
     return {"return_indices": op.with_indices} if op.kind == "max" else {}
 
@@ -160,7 +157,7 @@ def cudnn_function(op: PoolOp, params: dict, x_shape: list[int]):
         return "cuDNN pooling returns no indices"
     if params.get("divisor_override") is not None:
         return "cuDNN pooling has no divisor override"
-    if op.kind == "max" and set(per_axis(params["dilation"], op.dims)) != {1}:
+    if op.kind == "max" and set(_native.per_axis(params["dilation"], "dilation", op.dims)) != {1}:
         return "cuDNN pooling has no dilation"
     if op.kind == "avg":
         mode = cudnn.MODE_AVG_INCLUDE_PAD if params["count_include_pad"] else cudnn.MODE_AVG_EXCLUDE_PAD
@@ -170,9 +167,9 @@ def cudnn_function(op: PoolOp, params: dict, x_shape: list[int]):
     # windows at that size compute PyTorch's function.
     out_shape = torch_function(op, params)(torch.empty(x_shape, device="meta"))
     out_shape = out_shape[0].shape if op.with_indices else out_shape.shape
-    kernel_size = per_axis(params["kernel_size"], op.dims)
-    stride = kernel_size if params["stride"] is None else per_axis(params["stride"], op.dims)
-    padding = per_axis(params["padding"], op.dims)
+    kernel_size = _native.per_axis(params["kernel_size"], "kernel_size", op.dims)
+    stride = kernel_size if params["stride"] is None else _native.per_axis(params["stride"], "stride", op.dims)
+    padding = _native.per_axis(params["padding"], "padding", op.dims)
     if op.dims == 1:  # one-row planes: (1, k) windows over [N, C, 1, L]
         pool2d = partial(cudnn.pool2d, out_hw=(1, out_shape[-1]), mode=mode, kernel_size=(1, *kernel_size),
                          stride=(1, *stride), padding=(0, *padding))
