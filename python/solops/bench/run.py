@@ -202,11 +202,15 @@ def progress_text(index: int, total: int, lines: list[dict]) -> str:
 
 
 def git_commit() -> str:
+    # The device machine gets a copy of the working tree whose .git may lag behind it, so the
+    # commit named by the caller (scripts/device-check.sh passes SOLOPS_COMMIT) wins over git.
+    if os.environ.get("SOLOPS_COMMIT"):
+        return os.environ["SOLOPS_COMMIT"]
     try:
         result = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
         return result.stdout.strip()
     except (OSError, subprocess.CalledProcessError):
-        return os.environ.get("SOLOPS_COMMIT", "unknown")
+        return "unknown"
 
 
 def load_profile(path: Path) -> dict | None:
