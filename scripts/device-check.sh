@@ -7,7 +7,8 @@
 # and an ncu profile of every row's kernels (logs/memcheck.log, logs/ncu.log).
 # A family too large for one call splits: SOLOPS_SKIP_TESTS=1 runs only calibration, benchmark and
 # report; SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops (the other ops' earlier lines in
-# bench/results/<gpu>/<family>.jsonl are kept).
+# bench/results/<gpu>/<family>.jsonl are kept). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
+# filter).
 set -uo pipefail
 family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
 gpu=${2:-h200}
@@ -37,10 +38,21 @@ diagnose() {  # like step, for tools some machines lack (ncu, compute-sanitizer)
   step "$@"
   status=$saved
 }
+gpu_tests() {  # in parallel shards: the tests' time is mostly their single-threaded CPU references
+  local shards=8 pids=() rc=0
+  for ((i = 0; i < shards; i++)); do
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/tests/solops_gpu_tests" --gtest_brief=1 \
+      --gtest_filter="${SOLOPS_GPU_TEST_FILTER:-*}" >"$logs/gpu-tests.$i.log" 2>&1 &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
+  cat "$logs"/gpu-tests.*.log
+  return $rc
+}
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$logs/nvidia-smi.log" 2>&1
 if [ "${SOLOPS_SKIP_TESTS:-0}" != 1 ]; then
   step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
-  step gpu-tests "$build/tests/solops_gpu_tests" --gtest_brief=1
+  step gpu-tests gpu_tests
   # The manifest tests need ../shared, which only the CPU machines have; CI runs them there.
   step python-tests python3 -m pytest -q tests/python/test_pool_torch.py
 fi

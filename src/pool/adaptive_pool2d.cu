@@ -1,4 +1,5 @@
-// Adaptive 2-D pooling kernel: one warp per output bin.
+// Adaptive 2-D pooling kernel: one warp per output bin. A 1×1 output (global pooling) runs the
+// global kernel (global_pool.cu) instead, which packs several small planes into a warp.
 //
 // The lanes take the bin's taps in turn (flat row-major positions t = lane, lane + 32, ...), so
 // every lane works whatever the bin's width, then the warp combines the lanes' partial results
@@ -10,6 +11,7 @@
 #include "core/device.hpp"
 #include "pool/adaptive_pool2d.hpp"
 #include "pool/pool2d_kernel_common.cuh"
+#include "pool/pool_launch.hpp"
 
 namespace solops::detail {
 namespace {
@@ -21,26 +23,6 @@ struct AdaptiveArgs {
   int in_h, in_w, out_h, out_w;
   int64_t bins;
 };
-
-// The max of a set of taps and its flat position in the bin (-1: no tap). Combining two such
-// results gives the rule of the whole scan (spec §4.2–4.3): the last NaN if either holds one,
-// else the larger value, and of equal values the earlier position.
-struct MaxAt {
-  float value;
-  int at;
-};
-
-__device__ __forceinline__ MaxAt combine(MaxAt a, MaxAt b) {
-  if (a.at < 0) return b;
-  if (b.at < 0) return a;
-  const bool a_nan = isnan(a.value), b_nan = isnan(b.value);
-  if (a_nan || b_nan) {
-    if (a_nan && b_nan) return a.at > b.at ? a : b;
-    return a_nan ? a : b;
-  }
-  if (a.value != b.value) return a.value > b.value ? a : b;
-  return a.at < b.at ? a : b;
-}
 
 template <class T, Reduction kReduction>
 __device__ __forceinline__ void reduce_bin(const T* __restrict__ x, T* __restrict__ y,
@@ -106,6 +88,7 @@ void launch(std::string_view op, const AdaptiveGeometry& g, const TensorRef& x, 
 
 void launch_adaptive_max_pool2d(std::string_view op, const AdaptiveGeometry& g, const TensorRef& x,
                                 const TensorRef& y, const TensorRef* indices, cudaStream_t stream) {
+  if (g.out_h == 1 && g.out_w == 1) return launch_global_max_pool(op, g.planes, g.in_h * g.in_w, x, y, indices, stream);
   if (indices) {
     launch<Reduction::max_with_index>(op, g, x, y, static_cast<int64_t*>(indices->data), stream);
   } else {
@@ -115,6 +98,9 @@ void launch_adaptive_max_pool2d(std::string_view op, const AdaptiveGeometry& g, 
 
 void launch_adaptive_avg_pool2d(std::string_view op, const AdaptiveGeometry& g, const TensorRef& x,
                                 const TensorRef& y, cudaStream_t stream) {
+  if (g.out_h == 1 && g.out_w == 1) {
+    return launch_global_avg_pool(op, g.planes, g.in_h * g.in_w, int64_t{g.in_h} * g.in_w, x, y, stream);
+  }
   launch<Reduction::avg>(op, g, x, y, nullptr, stream);
 }
 

@@ -1,6 +1,8 @@
 // Public entry points of the sliding-window pools: shape rules, cost models and the CUDA calls.
-// The rules live in pool_rules.cpp; 1-D pools run the 2-D kernels on one-row planes, 3-D pools
-// their own kernel (pool3d.cu).
+// The rules live in pool_rules.cpp. Each rank has its kernel (pool1d.cu, pool2d.cu, pool3d.cu);
+// windows that cover whole planes run the global kernel (global_pool.cu).
+#include <algorithm>
+
 #include "pool/pool_launch.hpp"
 #include "pool/pool_geometry.hpp"
 #include "solops/pool.hpp"
@@ -36,10 +38,34 @@ detail::PoolGeometry as_depth_slices(detail::PoolGeometry g) {
   return g;
 }
 
+// One window that reads every element of its plane: one output per axis, whose taps (dilation 1,
+// or a single tap) span the axis.
+bool covers_plane(const detail::PoolGeometry& g) {
+  const auto covers = [](int in, int out, int kernel, int pad, int dilation) {
+    return out == 1 && (dilation == 1 || kernel == 1) && kernel - pad >= in;
+  };
+  return covers(g.in_d, g.out_d, g.kernel_d, g.pad_d, g.dilation_d) &&
+         covers(g.in_h, g.out_h, g.kernel_h, g.pad_h, g.dilation_h) &&
+         covers(g.in_w, g.out_w, g.kernel_w, g.pad_w, g.dilation_w);
+}
+
+int plane_size(const detail::PoolGeometry& g) { return g.in_d * g.in_h * g.in_w; }
+
+// PyTorch's divisor (spec §4.1) of a window that covers its plane: per axis the window clipped to
+// the padded extent with count_include_pad, else the real elements, the whole axis.
+int64_t covering_window_divisor(const detail::PoolGeometry& g) {
+  if (g.divisor_override != 0) return g.divisor_override;
+  if (!g.count_include_pad) return plane_size(g);
+  const auto taps = [](int64_t in, int64_t kernel, int64_t pad) { return std::min(kernel, in + 2 * pad); };
+  return taps(g.in_d, g.kernel_d, g.pad_d) * taps(g.in_h, g.kernel_h, g.pad_h) * taps(g.in_w, g.kernel_w, g.pad_w);
+}
+
 template <class Params>
 void max_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const TensorRef* indices,
               const Params& p, cudaStream_t stream) {
   const auto g = detail::validate_pool_call(op, PoolKind::max, detail::Placement::device, x, y, indices, p);
+  if (covers_plane(g)) return detail::launch_global_max_pool(op, g.planes, plane_size(g), x, y, indices, stream);
+  if (g.spatial_rank == 1) return detail::launch_max_pool1d(op, g, x, y, indices, stream);
   if (pools_depth_slices(g) && !indices) return detail::launch_max_pool(op, as_depth_slices(g), x, y, nullptr, stream);
   if (g.spatial_rank == 3) return detail::launch_max_pool3d(op, g, x, y, indices, stream);
   detail::launch_max_pool(op, g, x, y, indices, stream);
@@ -49,6 +75,10 @@ template <class Params>
 void avg_pool(std::string_view op, const TensorRef& x, const TensorRef& y, const Params& p,
               cudaStream_t stream) {
   const auto g = detail::validate_pool_call(op, PoolKind::avg, detail::Placement::device, x, y, nullptr, p);
+  if (covers_plane(g)) {
+    return detail::launch_global_avg_pool(op, g.planes, plane_size(g), covering_window_divisor(g), x, y, stream);
+  }
+  if (g.spatial_rank == 1) return detail::launch_avg_pool1d(op, g, x, y, stream);
   if (pools_depth_slices(g)) return detail::launch_avg_pool(op, as_depth_slices(g), x, y, stream);
   if (g.spatial_rank == 3) return detail::launch_avg_pool3d(op, g, x, y, stream);
   detail::launch_avg_pool(op, g, x, y, stream);

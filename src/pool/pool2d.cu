@@ -62,8 +62,8 @@ void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const Te
 
 // Two output rows per thread share the input rows between them; one row per thread makes twice
 // the threads. Grids of fewer than two full waves run one row per thread: there, the latency of
-// each thread's chain of work, not bandwidth, sets the time. One-tap-high windows (1-D pools)
-// share no rows, so they always run one row per thread.
+// each thread's chain of work, not bandwidth, sets the time. One-tap-high windows share no rows,
+// so they always run one row per thread.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {
@@ -113,8 +113,8 @@ void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& 
   check_launch(op);
 }
 
-// The windows of the catalogue (kernel, stride, column padding; dilation 1; 1-D windows as (1, k)
-// windows of one-row planes) run the separable kernel, except max with positions on half types: there each partial result holds a value and a
+// The windows of the catalogue (kernel, stride, column padding; dilation 1) run the separable
+// kernel, except max with positions on half types: there each partial result holds a value and a
 // column, ~95 registers per thread, and the staged kernel's one output per thread measured faster
 // (docs/perf-notes.md). Any other window runs the staged kernel's run-time loops.
 template <Reduction kReduction>
@@ -130,14 +130,10 @@ void launch_pool2d(std::string_view op, const PoolGeometry& g, const TensorRef& 
       if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
       if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, 5, 5, 2, 2, 2>(op, g, x, y, indices, stream);
       if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, 3, 5, 2, 2, 2>(op, g, x, y, indices, stream);
-      if (window_is(1, 3, 1, 2, 1)) return launch_separable<T, kReduction, 1, 3, 1, 2, 1>(op, g, x, y, indices, stream);
-      if (window_is(1, 5, 1, 4, 2)) return launch_separable<T, kReduction, 1, 5, 1, 4, 2>(op, g, x, y, indices, stream);
-      if (window_is(1, 4, 1, 2, 1)) return launch_separable<T, kReduction, 1, 4, 1, 2, 1>(op, g, x, y, indices, stream);
     } else if constexpr (kReduction == Reduction::max || sizeof(T) == 4) {
       if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
       if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, 3, 3, 2, 2, 0>(op, g, x, y, indices, stream);
       if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, 2, 2, 2, 2, 0>(op, g, x, y, indices, stream);
-      if (window_is(1, 3, 1, 3, 0)) return launch_separable<T, kReduction, 1, 3, 1, 3, 0>(op, g, x, y, indices, stream);
     } else {
       // The staged kernel clamps taps for any padding and stride: only the kernel size is static.
       const auto size_is = [&](int kh, int kw) {

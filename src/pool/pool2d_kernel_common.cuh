@@ -1,5 +1,5 @@
 // What the pooling kernels share: the reductions, PyTorch's NaN and divisor rules, and the geometry
-// the two sliding-window kernels (pool2d_staged.cuh, pool2d_separable.cuh) receive.
+// the two 2-D sliding-window kernels (pool2d_staged.cuh, pool2d_separable.cuh) receive.
 #pragma once
 
 #include <type_traits>
@@ -36,6 +36,26 @@ __device__ __forceinline__ T max_propagating_nan(T a, T b) {
 // in f32 (one conversion per tap).
 __device__ __forceinline__ bool replaces_best(float value, float best) {
   return value > best || isnan(value);
+}
+
+// The max of a set of taps and its flat position in the window (-1: no tap). Combining two such
+// results gives the rule of the whole scan (spec §4.2–4.3): the last NaN if either holds one,
+// else the larger value, and of equal values the earlier position.
+struct MaxAt {
+  float value;
+  int at;
+};
+
+__device__ __forceinline__ MaxAt combine(MaxAt a, MaxAt b) {
+  if (a.at < 0) return b;
+  if (b.at < 0) return a;
+  const bool a_nan = isnan(a.value), b_nan = isnan(b.value);
+  if (a_nan || b_nan) {
+    if (a_nan && b_nan) return a.at > b.at ? a : b;
+    return a_nan ? a : b;
+  }
+  if (a.value != b.value) return a.value > b.value ? a : b;
+  return a.at < b.at ? a : b;
 }
 
 // Taps of one axis that PyTorch's avg-pool divides by (spec §4.1), for the window starting at

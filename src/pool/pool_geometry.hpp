@@ -2,7 +2,7 @@
 // references and the CUDA launchers. Built only by resolve_pool, which enforces every rule of
 // spec §4.0. Missing leading axes are one element with a one-tap window: a 1-D pool is a 2-D pool
 // of one input row, and 1-D and 2-D pools are 3-D pools of depth 1, so one set of references
-// serves all three and the 2-D kernels serve 1-D pools.
+// serves all three.
 #pragma once
 
 #include <array>
