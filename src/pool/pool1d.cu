@@ -5,8 +5,9 @@
 // that neighbouring windows share are re-read from L1, so every input byte crosses DRAM once
 // without staging. On large rows a thread computes kOutputsPerThread outputs (kThreads apart, so
 // the loads stay coalesced) and, for the catalogue's kernel sizes, issues all their taps' loads
-// before reducing any: enough bytes in flight per SM to cover DRAM latency. Rows too small to
-// fill the GPU that way take one output per thread.
+// before reducing any: enough bytes in flight per SM to cover DRAM latency. Calls whose outputs
+// fit in one wave of threads take one output per thread (one round trip to DRAM each); larger
+// ones take kOutputsPerThread, which fewer waves of block launches and DRAM round trips pay for.
 #include <algorithm>
 #include <climits>
 
@@ -19,7 +20,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kOutputsPerThread = 4;
-constexpr int kBlocksPerSm = 2048 / kThreads;
+constexpr int kThreadsPerSm = 2048;
 constexpr int kMaxGridY = 65535;
 
 struct Pool1dArgs {
@@ -120,8 +121,7 @@ void launch_rows(const Pool1dArgs& args, int device, const T* x, T* y, int64_t* 
                     static_cast<unsigned>(std::min<int64_t>(args.rows, kMaxGridY)));
     pool1d_kernel<T, kReduction, K, V><<<grid, kThreads, 0, stream>>>(x, y, indices, args);
   };
-  const int64_t wide_blocks = args.rows * ((args.out_w + kThreads * kOutputsPerThread - 1) / (kThreads * kOutputsPerThread));
-  if (wide_blocks >= int64_t{kBlocksPerSm} * multiprocessor_count(device)) {
+  if (args.rows * args.out_w > int64_t{kThreadsPerSm} * multiprocessor_count(device)) {
     run.template operator()<kOutputsPerThread>();
   } else {
     run.template operator()<1>();

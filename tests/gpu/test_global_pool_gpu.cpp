@@ -25,11 +25,12 @@ class GlobalPoolGpu : public ::testing::TestWithParam<Op> {
 
   int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
 
-  // A kernel of `in` or a few more taps, padded by at most the extra taps and half the kernel, so
-  // the one window reads the whole axis.
+  // A kernel of `in` or a few more taps, padded enough to fit (kernel <= in + 2 * padding) and by
+  // at most the extra taps (so the one window reads the whole axis) and half the kernel.
   void covering_axis(int64_t in, int64_t& kernel, int64_t& padding) {
-    kernel = in + (uniform(0, 2) == 0 ? uniform(1, 3) : 0);
-    padding = uniform(0, std::min(kernel / 2, kernel - in));
+    const int64_t extra = uniform(0, 2) == 0 ? uniform(1, std::min<int64_t>(3, in)) : 0;
+    kernel = in + extra;
+    padding = uniform((extra + 1) / 2, std::min(kernel / 2, extra));
   }
 
   // Random values (with NaN / -inf / ties in every third case) of `shape`, in dtypes by turn.
