@@ -34,6 +34,12 @@ struct AdaptiveBin {
   int start, end;
 };
 __host__ __device__ inline AdaptiveBin adaptive_bin(int o, int in, int out) {
+  // 32-bit division where the products fit (every plane below 46341 × 46341): a 64-bit division
+  // is a long subroutine on the GPU, and each bin needs two of them per axis.
+  if (int64_t{out} * in + out <= INT32_MAX) {
+    const auto u_in = static_cast<uint32_t>(in), u_out = static_cast<uint32_t>(out), u_o = static_cast<uint32_t>(o);
+    return {static_cast<int>(u_o * u_in / u_out), static_cast<int>(((u_o + 1) * u_in + u_out - 1) / u_out)};
+  }
   const int64_t start = int64_t{o} * in / out;
   const int64_t end = (int64_t{o + 1} * in + out - 1) / out;
   return {static_cast<int>(start), static_cast<int>(end)};

@@ -2,12 +2,14 @@
 // windows whose one output per plane reads every input element, such as a 1-D max over the whole
 // sequence).
 //
-// A group of kLanes adjacent lanes reduces one plane: lane i takes elements i, i + kLanes, ...,
-// so a warp's loads cover 32 / kLanes adjacent planes, one contiguous range, and the group
-// combines its partial results with shuffles. Small planes (7×7 = 49 elements) take groups of 8,
-// so every lane has several taps and no lane idles; larger ones take whole warps.
+// A group of kLanes adjacent lanes reduces one plane: lane i takes loads i, i + kLanes, ... of
+// the plane, so a warp's loads cover 32 / kLanes adjacent planes, one contiguous range, and the
+// group merges its lanes' results with shuffles. Loads are 16 bytes where every plane starts
+// 16-byte aligned, else one element. Planes of few loads (a 7×7 plane: 49) take groups of 8 lanes,
+// so that no lane idles and the shuffle tree stays short; larger ones whole warps.
 #include <algorithm>
 #include <climits>
+#include <cstring>
 
 #include "core/device.hpp"
 #include "pool/pool2d_kernel_common.cuh"
@@ -18,57 +20,68 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
-// Planes of at least this many elements take a whole warp each.
-constexpr int kWarpPlaneSize = 128;
-// Taps of a lane loaded before any of them is reduced.
-constexpr int kTapsInFlight = 4;
+// Planes of at least this many loads take a whole warp each.
+constexpr int kWarpPlaneLoads = 128;
+// Loads of a lane issued before any of them is reduced.
+constexpr int kLoadsInFlight = 4;
 
-template <class T, Reduction kReduction, int kLanes>
+// kElements consecutive elements of a plane, read with one load.
+template <class T, int kElements>
+struct Load {
+  T element[kElements];
+
+  __device__ __forceinline__ static Load at(const T* __restrict__ plane, int index) {
+    Load load;
+    if constexpr (kElements == 1) {
+      load.element[0] = __ldg(plane + index);
+    } else {
+      static_assert(sizeof(Load) == sizeof(uint4));
+      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(plane) + index);
+      memcpy(load.element, &raw, sizeof(raw));
+    }
+    return load;
+  }
+};
+
+template <class T, Reduction kReduction, int kLanes, int kElements>
 __global__ void __launch_bounds__(kThreads)
     global_pool_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
                        int64_t planes, int plane_size, float divisor) {
   constexpr int kGroupsPerBlock = kThreads / kLanes;
   const int lane = threadIdx.x % kLanes;
+  const int plane_loads = plane_size / kElements;
   // Every lane runs the same number of iterations, so the shuffles always see whole warps; the
-  // lanes of planes past the end take no taps.
+  // lanes of planes past the end take no loads.
   for (int64_t first = int64_t{blockIdx.x} * kGroupsPerBlock; first < planes;
        first += int64_t{gridDim.x} * kGroupsPerBlock) {
     const int64_t plane = first + threadIdx.x / kLanes;
-    const int taps = plane < planes ? plane_size : 0;
+    const int loads = plane < planes ? plane_loads : 0;
     const T* const plane_x = x + plane * plane_size;
-    float sum = 0.f;
-    MaxAt best{-INFINITY, -1};
-    for (int t0 = lane; t0 < taps; t0 += kLanes * kTapsInFlight) {
-      float value[kTapsInFlight];
+    Accumulator<kReduction> acc;
+    for (int l0 = lane; l0 < loads; l0 += kLanes * kLoadsInFlight) {
+      Load<T, kElements> load[kLoadsInFlight];
 #pragma unroll
-      for (int i = 0; i < kTapsInFlight; ++i) {
-        const int t = t0 + i * kLanes;
-        value[i] = t < taps ? to_float(__ldg(plane_x + t)) : 0.f;
+      for (int i = 0; i < kLoadsInFlight; ++i) {
+        if (l0 + i * kLanes < loads) load[i] = Load<T, kElements>::at(plane_x, l0 + i * kLanes);
       }
 #pragma unroll
-      for (int i = 0; i < kTapsInFlight; ++i) {
-        const int t = t0 + i * kLanes;
-        if constexpr (kReduction == Reduction::avg) {
-          sum += value[i];
-        } else if (t < taps && (best.at < 0 || replaces_best(value[i], best.value))) {
-          best = {value[i], t};  // a lane's taps come in plane order: the scan rule applies
+      for (int i = 0; i < kLoadsInFlight; ++i) {
+        if (l0 + i * kLanes >= loads) break;
+#pragma unroll
+        for (int e = 0; e < kElements; ++e) {  // a lane's taps come in plane order
+          acc.add(to_float(load[i].element[e]), (l0 + i * kLanes) * kElements + e);
         }
       }
     }
-#pragma unroll
-    for (int offset = kLanes / 2; offset > 0; offset /= 2) {
-      if constexpr (kReduction == Reduction::avg) {
-        sum += __shfl_xor_sync(~0u, sum, offset);
-      } else {
-        best = combine(best, MaxAt{__shfl_xor_sync(~0u, best.value, offset), __shfl_xor_sync(~0u, best.at, offset)});
-      }
-    }
+    acc = merge_lanes<kLanes>(acc);
     if (lane == 0 && plane < planes) {
       if constexpr (kReduction == Reduction::avg) {
-        y[plane] = from_float<T>(sum / divisor);
+        y[plane] = from_float<T>(acc.sum / divisor);
+      } else if constexpr (kReduction == Reduction::max) {
+        y[plane] = from_float<T>(acc.best);
       } else {
-        y[plane] = from_float<T>(best.value);
-        if constexpr (kReduction == Reduction::max_with_index) indices[plane] = best.at;
+        y[plane] = from_float<T>(acc.best.value);
+        indices[plane] = acc.best.at;
       }
     }
   }
@@ -79,17 +92,21 @@ void launch(std::string_view op, int64_t planes, int plane_size, float divisor, 
             const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   if (planes == 0) return;
   dispatch_float(x.dtype, [&]<class T>() {
-    const auto run = [&]<int kLanes>() {
+    constexpr int kVector = 16 / sizeof(T);
+    const auto run = [&]<int kLanes, int kElements>() {
       const int64_t blocks = (planes + kThreads / kLanes - 1) / (kThreads / kLanes);
-      global_pool_kernel<T, kReduction, kLanes>
+      global_pool_kernel<T, kReduction, kLanes, kElements>
           <<<static_cast<unsigned>(std::min<int64_t>(blocks, INT_MAX)), kThreads, 0, stream>>>(
               static_cast<const T*>(x.data), static_cast<T*>(y.data), indices, planes, plane_size, divisor);
     };
-    if (plane_size >= kWarpPlaneSize) {
-      run.template operator()<kWarp>();
-    } else {
-      run.template operator()<8>();
+    const bool vectors = reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && plane_size % kVector == 0;
+    const int plane_loads = vectors ? plane_size / kVector : plane_size;
+    if (vectors) {
+      if (plane_loads >= kWarpPlaneLoads) return run.template operator()<kWarp, kVector>();
+      return run.template operator()<8, kVector>();
     }
+    if (plane_loads >= kWarpPlaneLoads) return run.template operator()<kWarp, 1>();
+    run.template operator()<8, 1>();
   });
   check_launch(op);
 }

@@ -1,17 +1,16 @@
-// 1-D pooling ([N, C, L] rows): consecutive threads compute consecutive outputs of one row,
-// straight from global memory.
+// 1-D pooling ([N, C, L] rows): one block pools a tile of consecutive outputs of one row.
 //
-// A warp's loads of one tap then fall on one or two cache lines whatever the stride, and the taps
-// that neighbouring windows share are re-read from L1, so every input byte crosses DRAM once
-// without staging. On large rows a thread computes kOutputsPerThread outputs (kThreads apart, so
-// the loads stay coalesced) and, for the catalogue's kernel sizes, issues all their taps' loads
-// before reducing any: enough bytes in flight per SM to cover DRAM latency. Calls whose outputs
-// fit in one wave of threads take one output per thread (one round trip to DRAM each); larger
-// ones take kOutputsPerThread, which fewer waves of block launches and DRAM round trips pay for.
+// The block stages the tile's input span (one contiguous range of the row) into shared memory
+// with 16-byte cp.async requests, so every input byte crosses DRAM once in whole sectors whatever
+// the stride, and a block has its whole span in flight at once; then consecutive threads compute
+// consecutive outputs from shared memory and store them coalesced. The catalogue's kernel sizes
+// are compile-time constants (the tap loops unroll); others are read at run time. Spans too long
+// to stage (strides or dilations in the hundreds) read the taps from global memory instead.
 #include <algorithm>
 #include <climits>
 
 #include "core/device.hpp"
+#include "core/stage.cuh"
 #include "pool/pool2d_kernel_common.cuh"
 #include "pool/pool_launch.hpp"
 
@@ -19,107 +18,94 @@ namespace solops::detail {
 namespace {
 
 constexpr int kThreads = 256;
+// Outputs per thread at most: a tile is up to kThreads * kOutputsPerThread outputs, whose span
+// (1024 * stride elements) keeps several blocks' loads in flight per SM.
 constexpr int kOutputsPerThread = 4;
 constexpr int kThreadsPerSm = 2048;
 constexpr int kMaxGridY = 65535;
+// The default dynamic shared-memory limit: no attribute call, so launches stay capture-safe.
+constexpr int64_t kMaxStagedBytes = 48 * 1024;
 
 struct Pool1dArgs {
   int in_w, out_w, kernel, stride, pad, dilation;
   bool count_include_pad;
   int divisor_override;  // 0 = none
+  int tile_outputs;      // outputs of one block's tile, at most kThreads * V
   int64_t rows;
 };
 
-// A tap outside the row as the reduction sees it: nothing to add, nothing to win.
-template <Reduction kReduction, class T>
-__device__ __forceinline__ T neutral_tap() {
-  return from_float<T>(kReduction == Reduction::avg ? 0.f : -INFINITY);
-}
-
-// Reduces the taps of the window starting at `start`; tap(k) reads tap k, the neutral value where
-// it lies outside the row.
+// Pools the window starting at `start`; tap(w) reads input element w of the row (a real one).
 template <Reduction kReduction, int K, class T, class Tap>
 __device__ __forceinline__ void pool_window(const Pool1dArgs& a, int start, Tap tap, T& out, int64_t& out_at) {
   const int kernel = K > 0 ? K : a.kernel;
-  if constexpr (kReduction == Reduction::avg) {
-    float sum = 0.f;
+  Accumulator<kReduction> acc;
 #pragma unroll
-    for (int k = 0; k < kernel; ++k) sum += to_float(tap(k));
+  for (int k = 0; k < kernel; ++k) {
+    const int w = start + k * a.dilation;
+    if (static_cast<unsigned>(w) < static_cast<unsigned>(a.in_w)) acc.add(to_float(tap(w)), w);
+  }
+  if constexpr (kReduction == Reduction::avg) {
     const int divisor = a.divisor_override != 0 ? a.divisor_override
                                                 : avg_window_taps(start, kernel, a.in_w, a.pad, a.count_include_pad);
-    out = from_float<T>(sum / static_cast<float>(divisor));
+    out = from_float<T>(acc.sum / static_cast<float>(divisor));
   } else if constexpr (kReduction == Reduction::max) {
-    T best = tap(0);
-#pragma unroll
-    for (int k = 1; k < kernel; ++k) best = max_propagating_nan(best, tap(k));
-    out = best;
+    out = from_float<T>(acc.best);
   } else {
-    // Real taps in order; the first seeds the scan, so an all -inf window reports it.
-    T best = neutral_tap<kReduction, T>();
-    float best_value = -INFINITY;
-    int best_at = -1;
-#pragma unroll
-    for (int k = 0; k < kernel; ++k) {
-      const int w = start + k * a.dilation;
-      if (static_cast<unsigned>(w) >= static_cast<unsigned>(a.in_w)) continue;
-      const T v = tap(k);
-      const float value = to_float(v);
-      if (best_at < 0 || replaces_best(value, best_value)) {
-        best = v;
-        best_value = value;
-        best_at = w;
-      }
-    }
-    out = best;
-    out_at = best_at;
+    out = from_float<T>(acc.best.value);
+    out_at = acc.best.at;
   }
 }
 
-// K > 0: the kernel size at compile time (the catalogue's); K = 0: read from args.
-template <class T, Reduction kReduction, int K, int V>
+// K > 0: the kernel size at compile time; K = 0: read from args. V: outputs per thread at most.
+template <class T, Reduction kReduction, int K, int V, bool kStaged>
 __global__ void __launch_bounds__(kThreads)
     pool1d_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices, const Pool1dArgs a) {
-  const int first = blockIdx.x * (kThreads * V) + threadIdx.x;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  T* const shared = reinterpret_cast<T*>(shared_bytes);
+  const int o0 = blockIdx.x * a.tile_outputs;
+  if (o0 >= a.out_w) return;  // equal tiles can leave the last block of a row none
+  const int o1 = min(o0 + a.tile_outputs, a.out_w);
+  const int kernel = K > 0 ? K : a.kernel;
   for (int64_t row = blockIdx.y; row < a.rows; row += gridDim.y) {
-    const T* const x_row = x + row * a.in_w;
-    const int64_t out_row = row * a.out_w;
-    const auto load = [&](int w) {
-      return static_cast<unsigned>(w) < static_cast<unsigned>(a.in_w) ? __ldg(x_row + w) : neutral_tap<kReduction, T>();
-    };
-    [[maybe_unused]] T taps[K > 0 ? V : 1][K > 0 ? K : 1];
-    if constexpr (K > 0) {
-#pragma unroll
-      for (int j = 0; j < V; ++j) {
-        const int o = first + j * kThreads;
-        const int start = min(o, a.out_w - 1) * a.stride - a.pad;  // a real window for every thread
-#pragma unroll
-        for (int k = 0; k < K; ++k) taps[j][k] = load(start + k * a.dilation);
-      }
+    const T* band = x + row * a.in_w;
+    int band_offset = 0;  // band[band_offset + w] is input element w of the row
+    if constexpr (kStaged) {
+      const int w0 = max(0, o0 * a.stride - a.pad);
+      const int w1 = min(a.in_w, (o1 - 1) * a.stride - a.pad + (kernel - 1) * a.dilation + 1);
+      if (row != blockIdx.y) __syncthreads();  // the previous row's reads are done
+      band_offset = stage_contiguous(band + w0, w1 - w0, shared) - w0;
+      band = shared;
     }
+    const int64_t out_row = row * a.out_w;
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      const int o = first + j * kThreads;
-      if (o >= a.out_w) break;
+      const int o = o0 + threadIdx.x + j * kThreads;
+      if (o >= o1) break;
       const int start = o * a.stride - a.pad;
       T out;
       int64_t out_at = -1;
-      if constexpr (K > 0) {
-        pool_window<kReduction, K>(a, start, [&](int k) { return taps[j][k]; }, out, out_at);
-      } else {
-        pool_window<kReduction, K>(a, start, [&](int k) { return load(start + k * a.dilation); }, out, out_at);
-      }
+      pool_window<kReduction, K>(a, start, [&](int w) { return band[band_offset + w]; }, out, out_at);
       y[out_row + o] = out;
       if constexpr (kReduction == Reduction::max_with_index) indices[out_row + o] = out_at;
     }
   }
 }
 
+// Calls whose outputs fit in one wave of threads take one output per thread: the most blocks,
+// each one DRAM round trip. Larger ones take up to kOutputsPerThread, in tiles of equal size.
 template <class T, Reduction kReduction, int K>
-void launch_rows(const Pool1dArgs& args, int device, const T* x, T* y, int64_t* indices, cudaStream_t stream) {
+void launch_rows(Pool1dArgs args, int device, const T* x, T* y, int64_t* indices, cudaStream_t stream) {
   const auto run = [&]<int V>() {
-    const dim3 grid(static_cast<unsigned>((args.out_w + kThreads * V - 1) / (kThreads * V)),
-                    static_cast<unsigned>(std::min<int64_t>(args.rows, kMaxGridY)));
-    pool1d_kernel<T, kReduction, K, V><<<grid, kThreads, 0, stream>>>(x, y, indices, args);
+    const int64_t tiles_per_row = (args.out_w + kThreads * V - 1) / (kThreads * V);
+    args.tile_outputs = static_cast<int>((args.out_w + tiles_per_row - 1) / tiles_per_row);
+    const dim3 grid(static_cast<unsigned>(tiles_per_row), static_cast<unsigned>(std::min<int64_t>(args.rows, kMaxGridY)));
+    const int64_t span = int64_t{args.tile_outputs - 1} * args.stride + int64_t{args.kernel - 1} * args.dilation + 1;
+    const int64_t shared = staged_bytes<T>(span);
+    if (shared <= kMaxStagedBytes) {
+      pool1d_kernel<T, kReduction, K, V, true><<<grid, kThreads, shared, stream>>>(x, y, indices, args);
+    } else {
+      pool1d_kernel<T, kReduction, K, V, false><<<grid, kThreads, 0, stream>>>(x, y, indices, args);
+    }
   };
   if (args.rows * args.out_w > int64_t{kThreadsPerSm} * multiprocessor_count(device)) {
     run.template operator()<kOutputsPerThread>();
@@ -132,8 +118,8 @@ template <Reduction kReduction>
 void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
             int64_t* indices, cudaStream_t stream) {
   if (g.outputs() == 0) return;
-  const Pool1dArgs args{g.in_w,     g.out_w,          g.kernel_w, g.stride_w, g.pad_w, g.dilation_w,
-                        g.count_include_pad, g.divisor_override, g.planes};
+  const Pool1dArgs args{g.in_w,    g.out_w,           g.kernel_w,         g.stride_w, g.pad_w,
+                        g.dilation_w, g.count_include_pad, g.divisor_override, 0,          g.planes};
   dispatch_float(x.dtype, [&]<class T>() {
     const auto run = [&]<int K>() {
       launch_rows<T, kReduction, K>(args, x.device, static_cast<const T*>(x.data), static_cast<T*>(y.data), indices, stream);

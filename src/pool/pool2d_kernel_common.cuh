@@ -58,6 +58,53 @@ __device__ __forceinline__ MaxAt combine(MaxAt a, MaxAt b) {
   return a.at < b.at ? a : b;
 }
 
+// The running result of a reduction: add() takes taps in scan order with their flat positions,
+// merge() joins the results of two disjoint sets of taps (for the max with positions, the rule
+// of `combine`), shuffled() is another lane's result. Lanes that see no taps hold the identity.
+template <Reduction kReduction>
+struct Accumulator;
+
+template <>
+struct Accumulator<Reduction::avg> {
+  float sum = 0.f;
+  __device__ __forceinline__ void add(float value, int) { sum += value; }
+  __device__ __forceinline__ void merge(const Accumulator& other) { sum += other.sum; }
+  __device__ __forceinline__ Accumulator shuffled(int lane_mask) const {
+    return {__shfl_xor_sync(~0u, sum, lane_mask)};
+  }
+};
+
+template <>
+struct Accumulator<Reduction::max> {
+  float best = -INFINITY;
+  __device__ __forceinline__ void add(float value, int) { best = max_propagating_nan(best, value); }
+  __device__ __forceinline__ void merge(const Accumulator& other) { best = max_propagating_nan(best, other.best); }
+  __device__ __forceinline__ Accumulator shuffled(int lane_mask) const {
+    return {__shfl_xor_sync(~0u, best, lane_mask)};
+  }
+};
+
+template <>
+struct Accumulator<Reduction::max_with_index> {
+  MaxAt best{-INFINITY, -1};
+  __device__ __forceinline__ void add(float value, int at) {
+    if (best.at < 0 || replaces_best(value, best.value)) best = {value, at};
+  }
+  __device__ __forceinline__ void merge(const Accumulator& other) { best = combine(best, other.best); }
+  __device__ __forceinline__ Accumulator shuffled(int lane_mask) const {
+    return {MaxAt{__shfl_xor_sync(~0u, best.value, lane_mask), __shfl_xor_sync(~0u, best.at, lane_mask)}};
+  }
+};
+
+// Joins the results of kLanes adjacent lanes (a power of two, aligned); every lane of the warp
+// must call it.
+template <int kLanes, Reduction kReduction>
+__device__ __forceinline__ Accumulator<kReduction> merge_lanes(Accumulator<kReduction> acc) {
+#pragma unroll
+  for (int lane_mask = kLanes / 2; lane_mask > 0; lane_mask /= 2) acc.merge(acc.shuffled(lane_mask));
+  return acc;
+}
+
 // Taps of one axis that PyTorch's avg-pool divides by (spec §4.1), for the window starting at
 // `start`: the window end is clipped to the padded extent, so a ceil-mode overhang never counts,
 // and padding counts only with count_include_pad.

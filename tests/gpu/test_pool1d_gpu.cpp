@@ -94,10 +94,10 @@ TEST_P(Pool1dGpu, NaNMinusInfAndTies) {
   EXPECT_EQ(compare_with_reference(GetParam(), all_minus_inf, Pool1d{3, 1, 1, 1, false, true}), "");
 }
 
-// Rows enough to fill the GPU take kOutputsPerThread outputs per thread (src/pool/pool1d.cu), and
-// the catalogue's kernel sizes (max 3 and 5, avg 3, 4 and 5) load all their taps first: cover
-// both on random lengths whose outputs end mid-tile, with the other params random, and tensors
-// that start one element into their allocation.
+// Calls of more outputs than one wave of threads take tiles of up to kOutputsPerThread outputs per
+// thread (src/pool/pool1d.cu), and the catalogue's kernel sizes (max 3 and 5, avg 3, 4 and 5)
+// unroll their taps: cover both on random lengths whose tiles split rows unevenly, with the other
+// params random, and tensors that start one element into their allocation.
 TEST_P(Pool1dGpu, ManyRowsAndCatalogueKernelSizes) {
   std::mt19937_64 rng(41 + static_cast<int>(GetParam()));
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
@@ -128,6 +128,21 @@ TEST_P(Pool1dGpu, ManyRowsAndCatalogueKernelSizes) {
           << " dilation " << p.dilation << " ceil " << p.ceil_mode;
       ++cases;
     }
+  }
+}
+
+// Tiles whose input span does not fit in shared memory read their taps from global memory.
+TEST_P(Pool1dGpu, SpansTooLongToStage) {
+  std::mt19937_64 rng(43);
+  for (const DType dtype : {DType::f32, DType::bf16}) {
+    HostTensor x({2, 3, 150001}, dtype);
+    fill_random(x, rng, true);
+    Pool1d p;
+    p.kernel_size = 3;
+    p.stride = dtype == DType::f32 ? 64 : 130;
+    p.padding = 1;
+    p.ceil_mode = true;
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << dtype_name(dtype);
   }
 }
 
