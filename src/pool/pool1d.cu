@@ -4,8 +4,9 @@
 // with 16-byte cp.async requests, so every input byte crosses DRAM once in whole sectors whatever
 // the stride, and a block has its whole span in flight at once; then consecutive threads compute
 // consecutive outputs from shared memory and store them coalesced. The catalogue's kernel sizes
-// are compile-time constants (the tap loops unroll); others are read at run time. Spans too long
-// to stage (strides or dilations in the hundreds) read the taps from global memory instead.
+// are compile-time constants (the tap loops unroll); others are read at run time. Strides or
+// windows so long that not even a warp's outputs can be staged (hundreds of elements) read the
+// taps from global memory instead.
 #include <algorithm>
 #include <climits>
 
@@ -18,10 +19,11 @@ namespace solops::detail {
 namespace {
 
 constexpr int kThreads = 256;
-// Outputs per thread at most: a tile is up to kThreads * kOutputsPerThread outputs, whose span
-// (1024 * stride elements) keeps several blocks' loads in flight per SM.
-constexpr int kOutputsPerThread = 4;
-constexpr int kThreadsPerSm = 2048;
+constexpr int kWarp = 32;
+constexpr int kBlocksPerSm = 2048 / kThreads;
+// Outputs of a tile at most: its span (2048 * stride elements) keeps tens of KB of loads in flight
+// per SM with the SM's 8 blocks.
+constexpr int kMaxTileOutputs = 2048;
 constexpr int kMaxGridY = 65535;
 // The default dynamic shared-memory limit: no attribute call, so launches stay capture-safe.
 constexpr int64_t kMaxStagedBytes = 48 * 1024;
@@ -30,7 +32,7 @@ struct Pool1dArgs {
   int in_w, out_w, kernel, stride, pad, dilation;
   bool count_include_pad;
   int divisor_override;  // 0 = none
-  int tile_outputs;      // outputs of one block's tile, at most kThreads * V
+  int tile_outputs;      // outputs of one block's tile
   int64_t rows;
 };
 
@@ -56,8 +58,8 @@ __device__ __forceinline__ void pool_window(const Pool1dArgs& a, int start, Tap 
   }
 }
 
-// K > 0: the kernel size at compile time; K = 0: read from args. V: outputs per thread at most.
-template <class T, Reduction kReduction, int K, int V, bool kStaged>
+// K > 0: the kernel size at compile time; K = 0: read from args.
+template <class T, Reduction kReduction, int K, bool kStaged>
 __global__ void __launch_bounds__(kThreads)
     pool1d_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices, const Pool1dArgs a) {
   extern __shared__ __align__(16) unsigned char shared_bytes[];
@@ -77,10 +79,7 @@ __global__ void __launch_bounds__(kThreads)
       band = shared;
     }
     const int64_t out_row = row * a.out_w;
-#pragma unroll
-    for (int j = 0; j < V; ++j) {
-      const int o = o0 + threadIdx.x + j * kThreads;
-      if (o >= o1) break;
+    for (int o = o0 + threadIdx.x; o < o1; o += kThreads) {
       const int start = o * a.stride - a.pad;
       T out;
       int64_t out_at = -1;
@@ -91,26 +90,29 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Calls whose outputs fit in one wave of threads take one output per thread: the most blocks,
-// each one DRAM round trip. Larger ones take up to kOutputsPerThread, in tiles of equal size.
+// Rows split into tiles of at most kMaxTileOutputs outputs (fewer where their span would not fit
+// in shared memory), and into more, equal tiles while the grid is under one wave of blocks: every
+// SM then holds blocks, and each block one DRAM round trip.
 template <class T, Reduction kReduction, int K>
 void launch_rows(Pool1dArgs args, int device, const T* x, T* y, int64_t* indices, cudaStream_t stream) {
-  const auto run = [&]<int V>() {
-    const int64_t tiles_per_row = (args.out_w + kThreads * V - 1) / (kThreads * V);
-    args.tile_outputs = static_cast<int>((args.out_w + tiles_per_row - 1) / tiles_per_row);
-    const dim3 grid(static_cast<unsigned>(tiles_per_row), static_cast<unsigned>(std::min<int64_t>(args.rows, kMaxGridY)));
-    const int64_t span = int64_t{args.tile_outputs - 1} * args.stride + int64_t{args.kernel - 1} * args.dilation + 1;
-    const int64_t shared = staged_bytes<T>(span);
-    if (shared <= kMaxStagedBytes) {
-      pool1d_kernel<T, kReduction, K, V, true><<<grid, kThreads, shared, stream>>>(x, y, indices, args);
-    } else {
-      pool1d_kernel<T, kReduction, K, V, false><<<grid, kThreads, 0, stream>>>(x, y, indices, args);
-    }
-  };
-  if (args.rows * args.out_w > int64_t{kThreadsPerSm} * multiprocessor_count(device)) {
-    run.template operator()<kOutputsPerThread>();
+  const int64_t window = int64_t{args.kernel - 1} * args.dilation + 1;
+  const int64_t staged_elements = (kMaxStagedBytes - staged_bytes<T>(0)) / static_cast<int64_t>(sizeof(T));
+  const int64_t fitting_outputs = staged_elements < window ? 0 : (staged_elements - window) / args.stride + 1;
+  const bool staged = fitting_outputs >= kWarp;
+  const int64_t max_tile = staged ? std::min<int64_t>(kMaxTileOutputs, fitting_outputs) : kMaxTileOutputs;
+  const int64_t wave = int64_t{kBlocksPerSm} * multiprocessor_count(device);
+  const int64_t rows = std::min<int64_t>(args.rows, kMaxGridY);
+  int64_t tiles_per_row = (args.out_w + max_tile - 1) / max_tile;
+  if (rows * tiles_per_row < wave) {
+    tiles_per_row = std::clamp<int64_t>(wave / rows, tiles_per_row, (args.out_w + kWarp - 1) / kWarp);
+  }
+  args.tile_outputs = static_cast<int>((args.out_w + tiles_per_row - 1) / tiles_per_row);
+  const dim3 grid(static_cast<unsigned>(tiles_per_row), static_cast<unsigned>(rows));
+  if (staged) {
+    const auto shared = static_cast<size_t>(staged_bytes<T>(int64_t{args.tile_outputs - 1} * args.stride + window));
+    pool1d_kernel<T, kReduction, K, true><<<grid, kThreads, shared, stream>>>(x, y, indices, args);
   } else {
-    run.template operator()<1>();
+    pool1d_kernel<T, kReduction, K, false><<<grid, kThreads, 0, stream>>>(x, y, indices, args);
   }
 }
 
