@@ -189,9 +189,12 @@ def check_exact(actual, reference) -> None:
     torch.testing.assert_close(actual, reference, rtol=0, atol=0, equal_nan=True)
 
 
-def check_average(dtype: torch.dtype):
-    tolerance = AVG_TOLERANCE[dtype]
+def check_close(tolerance: float):
     return partial(torch.testing.assert_close, rtol=tolerance, atol=tolerance, equal_nan=True)
+
+
+def check_average(dtype: torch.dtype):
+    return check_close(AVG_TOLERANCE[dtype])
 
 
 # ---- the case --------------------------------------------------------------------------------
@@ -210,6 +213,24 @@ def alternative_impl(name: str, op: PoolOp, params: dict, x: torch.Tensor) -> Im
     raise ValueError(f"unknown alternative {name}")
 
 
+def row_case(op_name: str, row: dict, roofline_cost: tuple[float, float], reference, check,
+             impls: list[Impl]) -> Case:
+    """The Case of one manifest row; every op of this family runs on CUDA cores."""
+    flops, bytes_moved = roofline_cost
+    return Case(
+        op=op_name,
+        workload=row["workload"],
+        dtype=row["dtype"],
+        flops=float(flops),
+        bytes=float(bytes_moved),
+        rate_kind=RATE_KIND,
+        reference=reference,
+        check=check,
+        impls=impls,
+        page=row.get("reference"),
+    )
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     if op_name == MEAN_POOLING:
         return build_mean_pooling_case(row, alternatives)
@@ -221,21 +242,10 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     params = pool_params(op, row)
     x_cpu = run.random_normal(shape, dtype)
     x = x_cpu.cuda()
-    flops, bytes_moved = cost(op, shape, dtype, params)
     impls = [Impl("solops", partial(solops_function(op, params), x))]
     impls += [alternative_impl(name, op, params, x) for name in alternatives]
-    return Case(
-        op=op_name,
-        workload=row["workload"],
-        dtype=row["dtype"],
-        flops=float(flops),
-        bytes=float(bytes_moved),
-        rate_kind=RATE_KIND,
-        reference=partial(reference_function(op, params), x_cpu),
-        check=check_average(dtype) if op.kind == "avg" else check_exact,
-        impls=impls,
-        page=row.get("reference"),
-    )
+    return row_case(op_name, row, cost(op, shape, dtype, params), partial(reference_function(op, params), x_cpu),
+                    check_average(dtype) if op.kind == "avg" else check_exact, impls)
 
 
 # ---- mean pooling (spec/ops.md 4.6) ------------------------------------------------------------
@@ -318,19 +328,8 @@ def build_mean_pooling_case(row: dict, alternatives: list[str]) -> Case:
     x = x_cpu.cuda()
     metadata = tuple(tensor.cuda() for tensor in metadata_cpu)
     sizes = {"sequences": metadata_cpu[0].numel() - 1, "chunks": metadata_cpu[1].shape[0]} if metadata_cpu else {}
-    flops, bytes_moved = solops.cost.mean_pooling(shape, dtype, chunk_size, **sizes)
     impls = [Impl("solops", partial(solops.mean_pooling, x, chunk_size, *metadata, check_metadata=False))]
     impls += [mean_pooling_alternative(name, chunk_size, (x, *metadata)) for name in alternatives]
-    tolerance = MEAN_POOLING_TOLERANCE[dtype]
-    return Case(
-        op=MEAN_POOLING,
-        workload=row["workload"],
-        dtype=row["dtype"],
-        flops=float(flops),
-        bytes=float(bytes_moved),
-        rate_kind=RATE_KIND,
-        reference=partial(solops.reference.mean_pooling, x_cpu, chunk_size, *metadata_cpu),
-        check=partial(torch.testing.assert_close, rtol=tolerance, atol=tolerance, equal_nan=True),
-        impls=impls,
-        page=row.get("reference"),
-    )
+    return row_case(MEAN_POOLING, row, solops.cost.mean_pooling(shape, dtype, chunk_size, **sizes),
+                    partial(solops.reference.mean_pooling, x_cpu, chunk_size, *metadata_cpu),
+                    check_close(MEAN_POOLING_TOLERANCE[dtype]), impls)
