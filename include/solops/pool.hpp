@@ -4,6 +4,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <vector>
@@ -51,6 +52,26 @@ struct Pool3d {
 // an axis covers [floor(o * I / O), ceil((o + 1) * I / O)).
 struct AdaptivePool2d {
   std::array<std::optional<int64_t>, 2> output_size;
+};
+
+// Chunked mean along the sequence axis of x [B, S, H, D] (spec §4.6). Uniform mode: output chunk t
+// averages tokens [t * chunk_size, min((t + 1) * chunk_size, S)). Ragged mode (int32 offsets
+// [NS + 1] and indices [NC, 2] on the device): output chunk j = (s, k) = indices[j] averages tokens
+// [offsets[s] + k * chunk_size, min(that + chunk_size, offsets[s + 1])) of every batch row.
+struct MeanPooling {
+  int64_t chunk_size = 0;  // > 0 and a multiple of 32
+  // Ragged mode only. True: before the launch, copy offsets and indices to the host, synchronize
+  // the stream and check them with check_ragged_chunks (a host round trip; refused while the
+  // stream is being captured into a CUDA graph). False: the kernel trusts them, yet never reads or
+  // writes outside the tensors: an output chunk whose (s, k) names no chunk inside x (s out of
+  // range, k < 0, the chunk past its sequence, offsets outside [0, S]) is written as NaN.
+  bool check_ragged_metadata = true;
+};
+
+// Ragged mode's metadata sizes: offsets [sequences + 1], indices [chunks, 2].
+struct RaggedSizes {
+  int64_t sequences = 0;
+  int64_t chunks = 0;
 };
 
 // Output shapes; they validate the parameters against the input shape and throw solops::Error.
@@ -103,5 +124,22 @@ void adaptive_max_pool2d(const TensorRef& x, const TensorRef& y, const AdaptiveP
                          cudaStream_t stream = nullptr);
 void adaptive_max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
                                       const AdaptivePool2d& p, cudaStream_t stream = nullptr);
+
+
+// Mean pooling: output [B, ceil(S / chunk_size), H, D] in uniform mode (ragged = nullopt), else
+// [B, ragged->chunks, H, D]. The metadata check needs the offsets' and indices' contents;
+// check_ragged_chunks does it on host copies, mean_pooling on the device tensors.
+std::vector<int64_t> mean_pooling_output_shape(std::span<const int64_t> x_shape, const MeanPooling& p,
+                                               std::optional<RaggedSizes> ragged = std::nullopt);
+Cost mean_pooling_cost(std::span<const int64_t> x_shape, DType dtype, const MeanPooling& p,
+                       std::optional<RaggedSizes> ragged = std::nullopt);
+// Throws solops::Error unless offsets (NS + 1 values) partition [0, seq_len) (offsets[0] = 0,
+// non-decreasing, offsets[NS] = seq_len) and indices (NC (s, k) pairs, flattened) list every
+// chunk of every sequence exactly once, sequence-major and in order, as spec §4.6 enumerates them.
+void check_ragged_chunks(std::span<const int32_t> offsets, std::span<const int32_t> indices, int64_t seq_len,
+                         int64_t chunk_size);
+// offsets and indices: both null (uniform mode) or both given (ragged mode).
+void mean_pooling(const TensorRef& x, const TensorRef& y, const TensorRef* offsets, const TensorRef* indices,
+                  const MeanPooling& p, cudaStream_t stream = nullptr);
 
 }  // namespace solops

@@ -15,5 +15,8 @@ void avg_pool3d(const TensorRef& x, const TensorRef& y, const Pool3d& p);
 void adaptive_max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                          const AdaptivePool2d& p);
 void adaptive_avg_pool2d(const TensorRef& x, const TensorRef& y, const AdaptivePool2d& p);
+// Ragged metadata is always checked (check_ragged_chunks); p.check_ragged_metadata is ignored.
+void mean_pooling(const TensorRef& x, const TensorRef& y, const TensorRef* offsets, const TensorRef* indices,
+                  const MeanPooling& p);
 
 }  // namespace solops::reference

@@ -82,6 +82,21 @@ typedef struct {
   int64_t output_size[2];
 } solops_adaptive_pool2d_params;
 
+/* Mean pooling (spec §4.6). check_ragged_metadata, ragged mode only: nonzero copies offsets and
+ * indices to the host and synchronizes the stream before the launch to check them (refused while
+ * the stream is being captured into a CUDA graph); zero trusts them (an output chunk they place
+ * outside x is written as NaN). The shape, cost and reference functions ignore it. */
+typedef struct {
+  int64_t chunk_size;
+  int32_t check_ragged_metadata;
+} solops_mean_pooling_params;
+
+/* Ragged mode's metadata sizes: offsets [sequences + 1], indices [chunks, 2]. */
+typedef struct {
+  int64_t sequences;
+  int64_t chunks;
+} solops_ragged_sizes;
+
 typedef struct {
   double flops;
   double bytes;
@@ -113,6 +128,11 @@ solops_status solops_avg_pool3d_output_shape(int32_t x_rank, const int64_t* x_sh
 solops_status solops_adaptive_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
                                                   const solops_adaptive_pool2d_params* p,
                                                   int32_t* out_rank, int64_t* out_shape);
+/* ragged = NULL: uniform mode. */
+solops_status solops_mean_pooling_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                               const solops_mean_pooling_params* p,
+                                               const solops_ragged_sizes* ragged, int32_t* out_rank,
+                                               int64_t* out_shape);
 
 /* indices may be NULL (values only). stream is a cudaStream_t (NULL = legacy default stream). */
 solops_status solops_max_pool1d(const solops_tensor* x, const solops_tensor* y,
@@ -135,6 +155,10 @@ solops_status solops_adaptive_max_pool2d(const solops_tensor* x, const solops_te
                                          const solops_adaptive_pool2d_params* p, void* stream);
 solops_status solops_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                          const solops_adaptive_pool2d_params* p, void* stream);
+/* offsets and indices (int32): both NULL (uniform mode) or both given (ragged mode). */
+solops_status solops_mean_pooling(const solops_tensor* x, const solops_tensor* y,
+                                  const solops_tensor* offsets, const solops_tensor* indices,
+                                  const solops_mean_pooling_params* p, void* stream);
 
 /* CPU references on host tensors (float64 accumulation). */
 solops_status solops_reference_max_pool1d(const solops_tensor* x, const solops_tensor* y,
@@ -157,6 +181,10 @@ solops_status solops_reference_adaptive_max_pool2d(const solops_tensor* x, const
                                                    const solops_adaptive_pool2d_params* p);
 solops_status solops_reference_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                                    const solops_adaptive_pool2d_params* p);
+/* Always checks the ragged metadata. */
+solops_status solops_reference_mean_pooling(const solops_tensor* x, const solops_tensor* y,
+                                            const solops_tensor* offsets, const solops_tensor* indices,
+                                            const solops_mean_pooling_params* p);
 
 /* Roofline cost of one call (x_dtype: solops_dtype). */
 solops_status solops_max_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
@@ -179,6 +207,10 @@ solops_status solops_adaptive_max_pool2d_cost(int32_t x_rank, const int64_t* x_s
                                               int32_t with_indices, solops_cost* cost);
 solops_status solops_adaptive_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                               const solops_adaptive_pool2d_params* p, solops_cost* cost);
+/* ragged = NULL: uniform mode. */
+solops_status solops_mean_pooling_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                       const solops_mean_pooling_params* p,
+                                       const solops_ragged_sizes* ragged, solops_cost* cost);
 
 #ifdef __cplusplus
 }

@@ -74,6 +74,14 @@ class AdaptivePool2dParams(ctypes.Structure):
     _fields_ = [("has_output_size", ctypes.c_int32 * 2), ("output_size", ctypes.c_int64 * 2)]
 
 
+class MeanPoolingParams(ctypes.Structure):
+    _fields_ = [("chunk_size", ctypes.c_int64), ("check_ragged_metadata", ctypes.c_int32)]
+
+
+class RaggedSizes(ctypes.Structure):
+    _fields_ = [("sequences", ctypes.c_int64), ("chunks", ctypes.c_int64)]
+
+
 class Cost(ctypes.Structure):
     _fields_ = [("flops", ctypes.c_double), ("bytes", ctypes.c_double)]
 
@@ -132,6 +140,16 @@ def _load():
                      P(Cost)]),
         "solops_adaptive_avg_pool2d_cost": (
             status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(AdaptivePool2dParams), P(Cost)]),
+    })
+    signatures.update({
+        "solops_mean_pooling_output_shape": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(MeanPoolingParams), P(RaggedSizes), P(ctypes.c_int32),
+                     P(ctypes.c_int64)]),
+        "solops_mean_pooling": (
+            status, [P(Tensor), P(Tensor), P(Tensor), P(Tensor), P(MeanPoolingParams), ctypes.c_void_p]),
+        "solops_reference_mean_pooling": (status, [P(Tensor), P(Tensor), P(Tensor), P(Tensor), P(MeanPoolingParams)]),
+        "solops_mean_pooling_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(MeanPoolingParams), P(RaggedSizes), P(Cost)]),
     })
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
@@ -260,4 +278,39 @@ def pool_output_shape(kind, x_shape, params):
     name = "solops_adaptive_pool2d_output_shape" if isinstance(params, AdaptivePool2dParams) \
         else function_name(kind, params, suffix="_output_shape")
     check(getattr(lib, name)(len(x_shape), shape_array(x_shape), ctypes.byref(params), ctypes.byref(rank), shape))
+    return [shape[i] for i in range(rank.value)]
+
+
+def mean_pooling_params(chunk_size, check_metadata=True):
+    p = MeanPoolingParams()
+    p.chunk_size = int(chunk_size)
+    p.check_ragged_metadata = int(bool(check_metadata))
+    return p
+
+
+def ragged_sizes(sequences, chunks):
+    """Ragged mode's metadata sizes (offsets [sequences + 1], indices [chunks, 2]); None when neither
+    is given (uniform mode)."""
+    if sequences is None and chunks is None:
+        return None
+    if sequences is None or chunks is None:
+        raise SolopsError(INVALID_ARGUMENT, "ragged mode needs both sequences and chunks")
+    return RaggedSizes(int(sequences), int(chunks))
+
+
+def metadata_sizes(offsets, indices):
+    """ragged_sizes of an offsets [NS + 1] and indices [NC, 2] pair of tensors (or None, None); a
+    lone one leaves the shape at uniform mode's, and the op itself then reports it."""
+    if offsets is None or indices is None:
+        return None
+    # Leading sizes only: the op itself then names a wrong rank.
+    return RaggedSizes(offsets.shape[0] - 1 if offsets.dim() else -1, indices.shape[0] if indices.dim() else 0)
+
+
+def mean_pooling_output_shape(x_shape, params, ragged):
+    rank = ctypes.c_int32()
+    shape = (ctypes.c_int64 * MAX_RANK)()
+    check(lib.solops_mean_pooling_output_shape(len(x_shape), shape_array(x_shape), ctypes.byref(params),
+                                               ctypes.byref(ragged) if ragged is not None else None,
+                                               ctypes.byref(rank), shape))
     return [shape[i] for i in range(rank.value)]

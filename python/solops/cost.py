@@ -56,3 +56,14 @@ def adaptive_max_pool2d(x_shape, dtype, output_size, return_indices=False):
 
 def adaptive_avg_pool2d(x_shape, dtype, output_size):
     return _cost("avg", x_shape, dtype, _native.adaptive_pool2d_params(output_size))
+
+
+def mean_pooling(x_shape, dtype, chunk_size, sequences=None, chunks=None):
+    """Ragged mode when sequences and chunks (offsets [sequences + 1], indices [chunks, 2]) are given."""
+    cost = _native.Cost()
+    ragged = _native.ragged_sizes(sequences, chunks)
+    _native.check(_native.lib.solops_mean_pooling_cost(
+        len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, "cost.mean_pooling"),
+        ctypes.byref(_native.mean_pooling_params(chunk_size)), ctypes.byref(ragged) if ragged is not None else None,
+        ctypes.byref(cost)))
+    return cost.flops, cost.bytes

@@ -1,4 +1,5 @@
-"""Pooling ops with torch.nn.functional signatures, registered as torch.ops.solops.*.
+"""Pooling ops with torch.nn.functional signatures (and mean_pooling, which PyTorch lacks),
+registered as torch.ops.solops.*.
 
 Each op runs a solops kernel through the C ABI on the current CUDA stream; the fake
 implementations give torch.compile the output shapes without running anything.
@@ -275,3 +276,54 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
     """torch.nn.functional.avg_pool3d, computed by solops."""
     return torch.ops.solops.avg_pool3d(input, *_window_args(3, kernel_size, stride, padding), bool(ceil_mode),
                                        bool(count_include_pad), divisor_override)
+
+
+def _mean_pooling_shape(x, chunk_size, offsets, indices):
+    params = _native.mean_pooling_params(chunk_size)
+    return _native.mean_pooling_output_shape(list(x.shape), params, _native.metadata_sizes(offsets, indices))
+
+
+@torch.library.custom_op("solops::mean_pooling", mutates_args=())
+def _mean_pooling(x: torch.Tensor, chunk_size: int, offsets: Optional[torch.Tensor], indices: Optional[torch.Tensor],
+                  check_metadata: bool) -> torch.Tensor:
+    name = "mean_pooling"
+    y = torch.empty(_mean_pooling_shape(x, chunk_size, offsets, indices), dtype=x.dtype, device=x.device)
+    metadata = [ctypes.byref(describe(t, name)) if t is not None else None for t in (offsets, indices)]
+    params = _native.mean_pooling_params(chunk_size, check_metadata)
+    with torch.cuda.device(x.device if x.is_cuda else None):
+        _native.check(_native.lib.solops_mean_pooling(ctypes.byref(describe(x, name)), ctypes.byref(describe(y, name)),
+                                                      *metadata, ctypes.byref(params), stream_of(x)))
+    return y
+
+
+@_mean_pooling.register_fake
+def _(x, chunk_size, offsets, indices, check_metadata):
+    # Ragged mode's output has indices.shape[0] chunks: the shape needs no metadata contents.
+    return _fake(x, _mean_pooling_shape(x, chunk_size, offsets, indices))
+
+
+def mean_pooling(x, chunk_size, offsets=None, indices=None, *, check_metadata=True):
+    """Chunked mean along the sequence axis of x [B, S, H, D] (f32/f16/bf16, contiguous, CUDA).
+
+    Uniform mode (no offsets/indices): output [B, ceil(S / chunk_size), H, D], the last chunk
+    averaged over its real length. Ragged mode: int32 offsets [NS + 1] (sequence boundaries on the
+    S axis, shared by every batch row) and int32 indices [NC, 2] of (sequence, chunk) pairs, as
+    prepare_chunk_indices builds them; output [B, NC, H, D]. chunk_size: > 0, a multiple of 32.
+
+    check_metadata (ragged mode): True copies offsets and indices to the host and synchronizes
+    the stream to check them against the enumeration (SolopsError on a mismatch; refused while a
+    CUDA graph is being captured). False trusts them; a chunk they place outside x comes out NaN.
+    Op: torch.ops.solops.mean_pooling.
+    """
+    return torch.ops.solops.mean_pooling(x, int(chunk_size), offsets, indices, bool(check_metadata))
+
+
+def prepare_chunk_indices(offsets, chunk_size):
+    """The indices [NC, 2] (int32, on offsets' device) of every chunk of every sequence, sequence-major
+    and in order: (s, k) for k < ceil(len_s / chunk_size); empty sequences have none."""
+    lengths = (offsets[1:] - offsets[:-1]).long()
+    counts = (lengths + chunk_size - 1) // chunk_size
+    sequences = torch.repeat_interleave(torch.arange(counts.numel(), device=offsets.device), counts)
+    first_chunks = torch.cumsum(counts, 0) - counts
+    chunks = torch.arange(sequences.numel(), device=offsets.device) - torch.repeat_interleave(first_chunks, counts)
+    return torch.stack([sequences, chunks], 1).to(torch.int32)

@@ -1,4 +1,4 @@
-"""The CPU references (float64 accumulation), with torch.nn.functional signatures, on CPU tensors."""
+"""The CPU references (float64 accumulation), with the signatures of the ops, on CPU tensors."""
 
 import ctypes
 
@@ -61,3 +61,15 @@ def adaptive_max_pool2d(input, output_size, return_indices=False):
 
 def adaptive_avg_pool2d(input, output_size):
     return _avg(input, _native.adaptive_pool2d_params(output_size))
+
+
+def mean_pooling(x, chunk_size, offsets=None, indices=None):
+    """The ragged metadata is always checked."""
+    name = "reference.mean_pooling"
+    params = _native.mean_pooling_params(chunk_size)
+    y = torch.empty(_native.mean_pooling_output_shape(list(x.shape), params, _native.metadata_sizes(offsets, indices)),
+                    dtype=x.dtype)
+    metadata = [ctypes.byref(describe(t, name)) if t is not None else None for t in (offsets, indices)]
+    _native.check(_native.lib.solops_reference_mean_pooling(
+        ctypes.byref(describe(x, name)), ctypes.byref(describe(y, name)), *metadata, ctypes.byref(params)))
+    return y

@@ -56,6 +56,11 @@ solops::TensorRef to_tensor(const solops_tensor* t, const char* function, const 
   return ref;
 }
 
+// A tensor the caller may leave out (NULL).
+std::optional<solops::TensorRef> optional_tensor(const solops_tensor* t, const char* function, const char* name) {
+  return t ? std::optional(to_tensor(t, function, name)) : std::nullopt;
+}
+
 std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char* function) {
   require_pointer(shape, function, "x_shape");
   if (rank < 0 || rank > SOLOPS_MAX_RANK) {
@@ -113,6 +118,16 @@ solops::AdaptivePool2d to_pool(const solops_adaptive_pool2d_params* p, const cha
   return pool;
 }
 
+solops::MeanPooling to_pool(const solops_mean_pooling_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  return {p->chunk_size, p->check_ragged_metadata != 0};
+}
+
+std::optional<solops::RaggedSizes> to_ragged(const solops_ragged_sizes* ragged) {
+  if (!ragged) return std::nullopt;
+  return solops::RaggedSizes{ragged->sequences, ragged->chunks};
+}
+
 void write_shape(const std::vector<int64_t>& shape, int32_t* out_rank, int64_t* out_shape,
                  const char* function) {
   require_pointer(out_rank, function, "out_rank");
@@ -167,9 +182,25 @@ template <class Op, class Params>
 solops_status reference_max_pool(const char* function, Op op, const solops_tensor* x,
                                  const solops_tensor* y, const solops_tensor* indices, const Params* p) {
   return guarded(function, [&] {
-    const auto indices_ref = indices ? std::optional(to_tensor(indices, function, "indices")) : std::nullopt;
+    const auto indices_ref = optional_tensor(indices, function, "indices");
     op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), indices_ref ? &*indices_ref : nullptr,
        to_pool(p, function));
+  });
+}
+
+// The device call and the reference of mean pooling: the reference takes no stream.
+template <class Op, class... Stream>
+solops_status mean_pooling(const char* function, Op op, const solops_tensor* x, const solops_tensor* y,
+                           const solops_tensor* offsets, const solops_tensor* indices,
+                           const solops_mean_pooling_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    // Named in argument order, so that the first bad argument is the one reported.
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto y_ref = to_tensor(y, function, "y");
+    const auto offsets_ref = optional_tensor(offsets, function, "offsets");
+    const auto indices_ref = optional_tensor(indices, function, "indices");
+    op(x_ref, y_ref, offsets_ref ? &*offsets_ref : nullptr, indices_ref ? &*indices_ref : nullptr,
+       to_pool(p, function), static_cast<cudaStream_t>(stream)...);
   });
 }
 
@@ -240,6 +271,17 @@ solops_status solops_adaptive_pool2d_output_shape(int32_t x_rank, const int64_t*
   return output_shape(__func__, solops::adaptive_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
 }
 
+solops_status solops_mean_pooling_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                               const solops_mean_pooling_params* p,
+                                               const solops_ragged_sizes* ragged, int32_t* out_rank,
+                                               int64_t* out_shape) {
+  return guarded(__func__, [&] {
+    write_shape(solops::mean_pooling_output_shape(to_shape(x_rank, x_shape, __func__), to_pool(p, __func__),
+                                                  to_ragged(ragged)),
+                out_rank, out_shape, __func__);
+  });
+}
+
 solops_status solops_max_pool1d(const solops_tensor* x, const solops_tensor* y,
                                 const solops_tensor* indices, const solops_pool1d_params* p,
                                 void* stream) {
@@ -285,6 +327,12 @@ solops_status solops_adaptive_avg_pool2d(const solops_tensor* x, const solops_te
   return avg_pool(__func__, solops::adaptive_avg_pool2d, x, y, p, stream);
 }
 
+solops_status solops_mean_pooling(const solops_tensor* x, const solops_tensor* y,
+                                  const solops_tensor* offsets, const solops_tensor* indices,
+                                  const solops_mean_pooling_params* p, void* stream) {
+  return mean_pooling(__func__, solops::mean_pooling, x, y, offsets, indices, p, stream);
+}
+
 solops_status solops_reference_max_pool1d(const solops_tensor* x, const solops_tensor* y,
                                           const solops_tensor* indices,
                                           const solops_pool1d_params* p) {
@@ -327,6 +375,12 @@ solops_status solops_reference_adaptive_max_pool2d(const solops_tensor* x, const
 solops_status solops_reference_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
                                                    const solops_adaptive_pool2d_params* p) {
   return reference_avg_pool(__func__, solops::reference::adaptive_avg_pool2d, x, y, p);
+}
+
+solops_status solops_reference_mean_pooling(const solops_tensor* x, const solops_tensor* y,
+                                            const solops_tensor* offsets, const solops_tensor* indices,
+                                            const solops_mean_pooling_params* p) {
+  return mean_pooling(__func__, solops::reference::mean_pooling, x, y, offsets, indices, p);
 }
 
 solops_status solops_max_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
@@ -376,6 +430,16 @@ solops_status solops_adaptive_max_pool2d_cost(int32_t x_rank, const int64_t* x_s
 solops_status solops_adaptive_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                               const solops_adaptive_pool2d_params* p, solops_cost* out) {
   return cost(__func__, solops::adaptive_avg_pool2d_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_mean_pooling_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                       const solops_mean_pooling_params* p,
+                                       const solops_ragged_sizes* ragged, solops_cost* out) {
+  return guarded(__func__, [&] {
+    write_cost(solops::mean_pooling_cost(to_shape(x_rank, x_shape, __func__), static_cast<solops::DType>(x_dtype),
+                                         to_pool(p, __func__), to_ragged(ragged)),
+               out, __func__);
+  });
 }
 
 }  // extern "C"

@@ -41,11 +41,16 @@ class DeviceBuffer {
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
   void* data() const { return data_; }
-  void upload(const void* host) { cuda_ok(cudaMemcpy(data_, host, bytes_, cudaMemcpyHostToDevice), "upload"); }
-  void download(void* host) const {
-    cuda_ok(cudaMemcpy(host, data_, bytes_, cudaMemcpyDeviceToHost), "download");
+  // Empty buffers (an empty batch) have no allocation to copy to or from.
+  void upload(const void* host) {
+    if (bytes_) cuda_ok(cudaMemcpy(data_, host, bytes_, cudaMemcpyHostToDevice), "upload");
   }
-  void poison() { cuda_ok(cudaMemset(data_, 0xFF, bytes_), "poison"); }
+  void download(void* host) const {
+    if (bytes_) cuda_ok(cudaMemcpy(host, data_, bytes_, cudaMemcpyDeviceToHost), "download");
+  }
+  void poison() {
+    if (bytes_) cuda_ok(cudaMemset(data_, 0xFF, bytes_), "poison");
+  }
 
  private:
   void* allocation_ = nullptr;

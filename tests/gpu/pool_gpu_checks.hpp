@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <vector>
 
 #include "core/check.hpp"
 #include "gpu/gpu_support.hpp"
@@ -187,24 +188,29 @@ Window window_from_manifest(const nlohmann::json& params) {
   return p;
 }
 
+// The manifest rows of `op`.
+inline std::vector<nlohmann::json> catalogue_rows(std::string_view op) {
+  std::ifstream file(source_path("manifest/workloads.json"));
+  if (!file) throw std::runtime_error("cannot open the manifest under " + source_path(""));
+  const auto manifest = nlohmann::json::parse(file);
+  std::vector<nlohmann::json> rows;
+  for (const auto& entry : manifest["ops"]) {
+    if (entry["op"] == op) rows.insert(rows.end(), entry["rows"].begin(), entry["rows"].end());
+  }
+  return rows;
+}
+
 // Calls visit(row, x) for every manifest row of `op`, with x filled with random normal values of
 // the row's input shape and dtype; returns how many rows there were.
 template <class Visit>
 int for_each_catalogue_row(std::string_view op, std::mt19937_64& rng, Visit&& visit) {
-  std::ifstream file(source_path("manifest/workloads.json"));
-  if (!file) throw std::runtime_error("cannot open the manifest under " + source_path(""));
-  const auto manifest = nlohmann::json::parse(file);
-  int rows = 0;
-  for (const auto& entry : manifest["ops"]) {
-    if (entry["op"] != op) continue;
-    for (const auto& row : entry["rows"]) {
-      HostTensor x(row["tensors"]["input"].template get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
-      fill_random(x, rng, false);
-      visit(row, x);
-      ++rows;
-    }
+  const std::vector<nlohmann::json> rows = catalogue_rows(op);
+  for (const auto& row : rows) {
+    HostTensor x(row["tensors"]["input"].template get<std::vector<int64_t>>(), parse_dtype(row["dtype"]));
+    fill_random(x, rng, false);
+    visit(row, x);
   }
-  return rows;
+  return static_cast<int>(rows.size());
 }
 
 }  // namespace solops::testing

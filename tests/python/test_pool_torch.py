@@ -1,6 +1,9 @@
-"""solops pooling ops as PyTorch users meet them: equal to torch.nn.functional, traced by
-torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input.
+"""solops pooling ops as PyTorch users meet them: equal to torch.nn.functional (mean pooling: to a
+PyTorch formula), traced by torch.compile(fullgraph=True), captured and replayed in CUDA graphs,
+clear errors on bad input.
 Needs PyTorch and a CUDA device; skips loudly without them."""
+
+import itertools
 
 import pytest
 
@@ -62,6 +65,20 @@ ADAPTIVE_CASES = [
     ((2048, 7, 7), (1, 1)),
     ((3, 5, 4), (7, None)),
 ]
+
+
+MEAN_POOLING_CASES = [
+    # x shape [B, S, H, D], chunk_size, seq_lens (None: uniform mode)
+    ((1, 8192, 64, 128), 64, None),
+    ((2, 2048, 64, 128), 64, [1024, 1024]),
+    ((1, 1000, 64, 128), 32, [100, 200, 300, 400]),
+    ((2, 70, 3, 11), 32, None),  # a short last chunk, odd rows
+    ((3, 5, 2, 3), 64, None),  # one chunk longer than S
+    ((1, 78, 4, 8), 32, [0, 40, 0, 5, 33]),  # empty and short sequences
+    ((2, 300, 5, 7), 96, [299, 1]),
+]
+# spec 4.6 (proposed): atol = rtol = 1e-3 for f16 and f32, 1.6e-2 for bf16.
+MEAN_POOLING_TOLERANCE = {torch.float32: 1e-3, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
 
 
 def random_input(shape, dtype, seed=0):
@@ -151,6 +168,68 @@ def test_adaptive_pools_equal_pytorch(case, dtype):
                                F.adaptive_avg_pool2d(x.float(), size).to(dtype), rtol=tol, atol=tol)
 
 
+def ragged_metadata(seq_lens, chunk_size):
+    offsets = torch.tensor([0, *itertools.accumulate(seq_lens)], dtype=torch.int32, device="cuda")
+    return offsets, solops.prepare_chunk_indices(offsets, chunk_size)
+
+
+def torch_mean_pooling(x, chunk_size, offsets=None, indices=None):
+    """The PyTorch formula in f32: uniform mode zero-pads S to whole chunks, sums each chunk and
+    divides by its real length; ragged mode averages chunk by chunk."""
+    if offsets is None:
+        batch, seq_len, heads, head_dim = x.shape
+        chunks = -(-seq_len // chunk_size)
+        padded = F.pad(x.float(), (0, 0, 0, 0, 0, chunks * chunk_size - seq_len))
+        sums = padded.view(batch, chunks, chunk_size, heads, head_dim).sum(2)
+        lengths = torch.full((chunks,), chunk_size, device=x.device)
+        lengths[-1] = seq_len - (chunks - 1) * chunk_size
+        return (sums / lengths.view(1, -1, 1, 1)).to(x.dtype)
+    rows = []
+    for sequence, chunk in indices.tolist():
+        start = int(offsets[sequence]) + chunk * chunk_size
+        end = min(start + chunk_size, int(offsets[sequence + 1]))
+        rows.append(x[:, start:end].float().mean(1))
+    return torch.stack(rows, 1).to(x.dtype)
+
+
+def test_prepare_chunk_indices_enumerates_every_chunk_in_order():
+    offsets, indices = ragged_metadata([0, 40, 0, 5, 33], 32)
+    assert offsets.tolist() == [0, 0, 40, 40, 45, 78]
+    assert indices.dtype == torch.int32
+    assert indices.tolist() == [[1, 0], [1, 1], [3, 0], [4, 0], [4, 1]]
+    assert ragged_metadata([100, 200, 300, 400], 32)[1].shape == (34, 2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("case", MEAN_POOLING_CASES)
+def test_mean_pooling_equals_pytorch(case, dtype):
+    shape, chunk_size, seq_lens = case
+    x = random_input(shape, dtype, seed=8)
+    x.view(-1)[::997] = float("nan")
+    metadata = ragged_metadata(seq_lens, chunk_size) if seq_lens is not None else ()
+    want = torch_mean_pooling(x, chunk_size, *metadata)
+    tol = MEAN_POOLING_TOLERANCE[dtype]
+    for check_metadata in (True, False):
+        got = solops.mean_pooling(x, chunk_size, *metadata, check_metadata=check_metadata)
+        torch.testing.assert_close(got, want, rtol=tol, atol=tol, equal_nan=True)
+    if seq_lens is None and x.numel() < 1 << 20:
+        torch.testing.assert_close(solops.reference.mean_pooling(x.cpu(), chunk_size), want.cpu(), rtol=tol, atol=tol,
+                                   equal_nan=True)
+
+
+def test_mean_pooling_metadata_outside_x_gives_nan_unchecked():
+    x = random_input((1, 100, 2, 8), torch.float32, seed=9)
+    offsets = torch.tensor([0, 30, 20, 100, 150], dtype=torch.int32, device="cuda")
+    indices = torch.tensor([[0, 0], [1, 0], [2, 0], [3, 0], [2, 3], [-1, 0], [0, -1]], dtype=torch.int32,
+                           device="cuda")
+    got = solops.mean_pooling(x, 32, offsets, indices, check_metadata=False)
+    torch.testing.assert_close(got[:, 0], x[:, 0:30].mean(1))
+    torch.testing.assert_close(got[:, 2], x[:, 20:52].mean(1))
+    assert torch.isnan(got[:, [1, 3, 4, 5, 6]]).all()
+    with pytest.raises(solops.SolopsError, match="offsets must be non-decreasing"):
+        solops.mean_pooling(x, 32, offsets, indices)
+
+
 def test_torch_compile_traces_without_graph_breaks():
     def block(x):
         y, indices = solops.max_pool2d(torch.relu(x), 3, 2, 1, return_indices=True)
@@ -169,6 +248,50 @@ def test_torch_compile_traces_without_graph_breaks():
     assert torch.equal(got_row_indices, want_row_indices)
     explanation = torch._dynamo.explain(block)(x)
     assert explanation.graph_break_count == 0
+
+
+def test_mean_pooling_under_torch_compile():
+    offsets, indices = ragged_metadata([100, 0, 156], 64)
+
+    def block(x):
+        uniform = solops.mean_pooling(torch.relu(x), 64)
+        ragged = solops.mean_pooling(x, 64, offsets, indices, check_metadata=False)
+        checked = solops.mean_pooling(x * 2, 64, offsets, indices)
+        return uniform + 1, ragged, checked
+
+    x = random_input((2, 256, 4, 32), torch.bfloat16, seed=10)
+    compiled = torch.compile(block, fullgraph=True)
+    for got, want in zip(compiled(x), block(x)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert torch._dynamo.explain(block)(x).graph_break_count == 0
+
+
+def test_mean_pooling_cuda_graph_capture_needs_check_metadata_off():
+    offsets, indices = ragged_metadata([100, 0, 156, 44], 64)
+    static_x = random_input((2, 300, 4, 16), torch.float16, seed=11)
+    solops.mean_pooling(static_x, 64, offsets, indices)  # checks the metadata once, outside the capture
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph):
+            static_y = solops.mean_pooling(static_x, 64, offsets, indices, check_metadata=False)
+            static_uniform = solops.mean_pooling(static_x, 64)
+    torch.cuda.current_stream().wait_stream(stream)
+    for seed in (12, 13):
+        static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(static_y, torch_mean_pooling(static_x, 64, offsets, indices), rtol=1e-3, atol=1e-3)
+        torch.testing.assert_close(static_uniform, torch_mean_pooling(static_x, 64), rtol=1e-3, atol=1e-3)
+
+    refused = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(stream):
+        with pytest.raises(solops.SolopsError, match="being captured into a CUDA graph") as error:
+            with torch.cuda.graph(refused):
+                solops.mean_pooling(static_x, 64, offsets, indices)
+    assert "check_metadata=False" in str(error.value)
+    torch.cuda.current_stream().wait_stream(stream)
 
 
 def test_cuda_graph_capture_and_replay():
@@ -196,8 +319,44 @@ def test_cuda_graph_capture_and_replay():
 def test_ops_are_registered_with_torch():
     for name in ("max_pool1d", "max_pool1d_with_indices", "avg_pool1d", "max_pool2d", "max_pool2d_with_indices",
                  "avg_pool2d", "max_pool3d", "max_pool3d_with_indices", "avg_pool3d", "adaptive_max_pool2d",
-                 "adaptive_max_pool2d_with_indices", "adaptive_avg_pool2d"):
+                 "adaptive_max_pool2d_with_indices", "adaptive_avg_pool2d", "mean_pooling"):
         assert hasattr(torch.ops.solops, name)
+
+
+def faulty_metadata(fault):
+    """Sequences of 0, 40, 0, 5 and 25 tokens (S = 70) at chunk_size 32, with one fault."""
+    offsets, indices = ragged_metadata([0, 40, 0, 5, 25], 32)
+    if fault == "offsets[0] != 0":
+        offsets[0] = 1
+    elif fault == "decreasing offsets":
+        offsets[3] = 39
+    elif fault == "offsets[NS] != S":
+        offsets[5] = 69
+    elif fault == "wrong count":
+        indices = torch.cat([indices, indices.new_tensor([[4, 1]])])
+    elif fault == "chunk past its sequence":
+        indices[2, 1] = 1
+    elif fault == "duplicate":
+        indices[1] = indices[0]
+    elif fault == "out of order":
+        indices = indices[[0, 1, 3, 2]]
+    return offsets, indices
+
+
+@pytest.mark.parametrize("fault, fragment", [
+    ("offsets[0] != 0", "offsets[0] = 1 must be 0"),
+    ("decreasing offsets", "offsets must be non-decreasing"),
+    ("offsets[NS] != S", "offsets[5] = 69 must equal S = 70"),
+    ("wrong count", "indices lists 5 chunks, but the offsets make 4"),
+    ("chunk past its sequence", "is past the end of sequence 3"),
+    ("duplicate", "repeats indices[0]"),
+    ("out of order", "is out of order"),
+])
+def test_mismatched_metadata_is_rejected(fault, fragment):
+    x = random_input((2, 70, 3, 16), torch.float16)
+    with pytest.raises(solops.SolopsError) as error:
+        solops.mean_pooling(x, 32, *faulty_metadata(fault))
+    assert fragment in str(error.value)
 
 
 @pytest.mark.parametrize("call, fragment", [
@@ -221,6 +380,15 @@ def test_ops_are_registered_with_torch():
     (lambda: solops.avg_pool3d(torch.randn(1, 1, 4, 8, 8, device="cuda"), (2, 2, 0)), "kernel_size[2] = 0"),
     (lambda: solops.adaptive_max_pool2d(torch.randn(1, 2, 7, 7, device="cuda"), 0), "sizes must be >= 1"),
     (lambda: solops.adaptive_avg_pool2d(torch.randn(1, 2, 7, 7), 1), "must be a CUDA tensor"),
+    (lambda: solops.mean_pooling(torch.randn(64, 4, 8, device="cuda"), 32), "x must be 4-D [B, S, H, D]"),
+    (lambda: solops.mean_pooling(torch.randn(1, 64, 4, 8, device="cuda"), 48), "must be a multiple of 32"),
+    (lambda: solops.mean_pooling(torch.randn(1, 64, 4, 8), 32), "x must be a CUDA tensor"),
+    (lambda: solops.mean_pooling(torch.randn(1, 64, 4, 8, device="cuda"), 32,
+                                 torch.tensor([0, 64], dtype=torch.int32, device="cuda")), "got only offsets"),
+    (lambda: solops.mean_pooling(torch.randn(1, 64, 4, 8, device="cuda"), 32,
+                                 torch.tensor([0, 64], device="cuda"),
+                                 torch.tensor([[0, 0], [0, 1]], dtype=torch.int32, device="cuda")),
+     "offsets: dtype i64 must be i32"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError, match=None) as error:

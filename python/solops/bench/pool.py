@@ -1,5 +1,5 @@
-"""Pool family benchmark entries: the 1-D, 2-D and 3-D sliding-window pools and the adaptive 2-D
-pools (max, max with indices, avg).
+"""Pool family benchmark entries: the 1-D, 2-D and 3-D sliding-window pools, the adaptive 2-D
+pools (max, max with indices, avg) and mean pooling (MeanPoolingFwd, at the end of this file).
 
 Each manifest row becomes a run.Case: a random normal NCL / NCHW input (fixed seed, the row's
 dtype), the solops call, the CPU reference, the cost model, the spec's tolerance (spec/ops.md
@@ -13,6 +13,8 @@ dtype), the solops call, the CPU reference, the cost model, the spec's tolerance
                    aten patching)
 """
 
+import itertools
+import re
 from dataclasses import dataclass
 from functools import partial
 
@@ -51,7 +53,8 @@ POOL_OPS = {
     "AdaptiveMaxPool2dFwd": PoolOp("max", 2, adaptive=True),
     "AdaptiveMaxPool2dIndicesFwd": PoolOp("max", 2, with_indices=True, adaptive=True),
 }
-OPS = tuple(POOL_OPS)
+MEAN_POOLING = "MeanPoolingFwd"
+OPS = (*POOL_OPS, MEAN_POOLING)
 
 # Every tap is one compare-select or add in f32, on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -186,9 +189,12 @@ def check_exact(actual, reference) -> None:
     torch.testing.assert_close(actual, reference, rtol=0, atol=0, equal_nan=True)
 
 
-def check_average(dtype: torch.dtype):
-    tolerance = AVG_TOLERANCE[dtype]
+def check_close(tolerance: float):
     return partial(torch.testing.assert_close, rtol=tolerance, atol=tolerance, equal_nan=True)
+
+
+def check_average(dtype: torch.dtype):
+    return check_close(AVG_TOLERANCE[dtype])
 
 
 # ---- the case --------------------------------------------------------------------------------
@@ -207,7 +213,27 @@ def alternative_impl(name: str, op: PoolOp, params: dict, x: torch.Tensor) -> Im
     raise ValueError(f"unknown alternative {name}")
 
 
+def row_case(op_name: str, row: dict, roofline_cost: tuple[float, float], reference, check,
+             impls: list[Impl]) -> Case:
+    """The Case of one manifest row; every op of this family runs on CUDA cores."""
+    flops, bytes_moved = roofline_cost
+    return Case(
+        op=op_name,
+        workload=row["workload"],
+        dtype=row["dtype"],
+        flops=float(flops),
+        bytes=float(bytes_moved),
+        rate_kind=RATE_KIND,
+        reference=reference,
+        check=check,
+        impls=impls,
+        page=row.get("reference"),
+    )
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
+    if op_name == MEAN_POOLING:
+        return build_mean_pooling_case(row, alternatives)
     op = POOL_OPS[op_name]
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["input"]
@@ -216,18 +242,94 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     params = pool_params(op, row)
     x_cpu = run.random_normal(shape, dtype)
     x = x_cpu.cuda()
-    flops, bytes_moved = cost(op, shape, dtype, params)
     impls = [Impl("solops", partial(solops_function(op, params), x))]
     impls += [alternative_impl(name, op, params, x) for name in alternatives]
-    return Case(
-        op=op_name,
-        workload=row["workload"],
-        dtype=row["dtype"],
-        flops=float(flops),
-        bytes=float(bytes_moved),
-        rate_kind=RATE_KIND,
-        reference=partial(reference_function(op, params), x_cpu),
-        check=check_average(dtype) if op.kind == "avg" else check_exact,
-        impls=impls,
-        page=row.get("reference"),
-    )
+    return row_case(op_name, row, cost(op, shape, dtype, params), partial(reference_function(op, params), x_cpu),
+                    check_average(dtype) if op.kind == "avg" else check_exact, impls)
+
+
+# ---- mean pooling (spec/ops.md 4.6) ------------------------------------------------------------
+# Rows: x [B, S, H, D], chunk_size, and for ragged rows seq_lens (a list or "repeat(LEN, COUNT)"),
+# from which offsets and indices are built; dtype "f16/f32" is the input / accumulation dtype.
+# Ours runs with check_metadata=False: the metadata check is a device-to-host copy and a stream
+# synchronisation, which a caller pays once per metadata, not per call.
+#     torch          uniform: x.view(B, S / c, c, H, D).mean(2) (a short last chunk averaged apart);
+#                    ragged: torch.segment_reduce over the token axis with the chunks' lengths,
+#                    computed from offsets and indices inside the call
+#     torch-compile  the same function under torch.compile
+#     cudnn, flaggems  not applicable: neither has a chunked mean
+
+# spec/ops.md 4.6 (proposed): atol = rtol = 1e-3 for f16 and f32, 1.6e-2 for bf16.
+MEAN_POOLING_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-3}
+
+
+def seq_lens(value) -> list[int]:
+    """A row's seq_lens: a list, or "repeat(LEN, COUNT)" for COUNT sequences of LEN tokens."""
+    if isinstance(value, list):
+        return [int(length) for length in value]
+    match = re.fullmatch(r"repeat\((\d+),\s*(\d+)\)", value)
+    if match is None:
+        raise ValueError(f"unexpected seq_lens {value!r}")
+    return [int(match[1])] * int(match[2])
+
+
+def mean_pooling_dtype(name: str) -> torch.dtype:
+    """The input dtype of "f16/f32" (input / accumulation); solops accumulates in f32 only."""
+    dtype, _, accumulation = name.partition("/")
+    if accumulation != "f32":
+        raise UnsupportedRow(f"accumulation dtype {accumulation!r}: solops accumulates in f32")
+    return run.torch_dtype(dtype)
+
+
+def torch_mean_pooling(chunk_size: int):
+    def pool(x, offsets=None, indices=None):
+        if offsets is None:
+            batch, seq_len, heads, head_dim = x.shape
+            full = seq_len // chunk_size * chunk_size
+            out = x[:, :full].view(batch, seq_len // chunk_size, chunk_size, heads, head_dim).mean(2)
+            if full < seq_len:
+                out = torch.cat([out, x[:, full:].mean(1, keepdim=True)], 1)
+            return out
+        offsets, sequences, chunks = offsets.long(), indices[:, 0].long(), indices[:, 1].long()
+        starts = offsets[sequences] + chunks * chunk_size
+        lengths = torch.minimum(starts + chunk_size, offsets[sequences + 1]) - starts
+        # segment_reduce reduces the axis of lengths' last dim: one row of lengths per batch row.
+        return torch.segment_reduce(x, "mean", lengths=lengths.expand(x.shape[0], -1).contiguous(), axis=1)
+
+    return pool
+
+
+def ragged_metadata(row: dict, chunk_size: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """CPU offsets and indices of a ragged row, checked against the row's tensor shapes."""
+    offsets = torch.tensor([0, *itertools.accumulate(seq_lens(row["params"]["seq_lens"]))], dtype=torch.int32)
+    indices = solops.prepare_chunk_indices(offsets, chunk_size)
+    for name, tensor in (("offsets", offsets), ("indices", indices)):
+        if list(tensor.shape) != row["tensors"][name]:
+            raise ValueError(f"seq_lens make {name} {list(tensor.shape)}, the row says {row['tensors'][name]}")
+    return offsets, indices
+
+
+def mean_pooling_alternative(name: str, chunk_size: int, inputs: tuple) -> Impl:
+    if name == "torch":
+        return Impl(name, partial(torch_mean_pooling(chunk_size), *inputs))
+    if name == "torch-compile":
+        return Impl(name, partial(run.compile_for_benchmark(torch_mean_pooling(chunk_size)), *inputs))
+    if name in ("cudnn", "flaggems"):
+        return Impl(name, None, not_applicable=f"{name} has no chunked mean pooling")
+    raise ValueError(f"unknown alternative {name}")
+
+
+def build_mean_pooling_case(row: dict, alternatives: list[str]) -> Case:
+    dtype = mean_pooling_dtype(row["dtype"])
+    shape = row["tensors"]["x"]
+    chunk_size = row["params"]["chunk_size"]
+    x_cpu = run.random_normal(shape, dtype)
+    metadata_cpu = ragged_metadata(row, chunk_size) if "seq_lens" in row["params"] else ()
+    x = x_cpu.cuda()
+    metadata = tuple(tensor.cuda() for tensor in metadata_cpu)
+    sizes = {"sequences": metadata_cpu[0].numel() - 1, "chunks": metadata_cpu[1].shape[0]} if metadata_cpu else {}
+    impls = [Impl("solops", partial(solops.mean_pooling, x, chunk_size, *metadata, check_metadata=False))]
+    impls += [mean_pooling_alternative(name, chunk_size, (x, *metadata)) for name in alternatives]
+    return row_case(MEAN_POOLING, row, solops.cost.mean_pooling(shape, dtype, chunk_size, **sizes),
+                    partial(solops.reference.mean_pooling, x_cpu, chunk_size, *metadata_cpu),
+                    check_close(MEAN_POOLING_TOLERANCE[dtype]), impls)
