@@ -254,8 +254,8 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
 # Ours runs with check_metadata=False: the metadata check is a device-to-host copy and a stream
 # synchronisation, which a caller pays once per metadata, not per call.
 #     torch          uniform: x.view(B, S / c, c, H, D).mean(2) (a short last chunk averaged apart);
-#                    ragged: torch.segment_reduce over the token axis with the chunks' lengths,
-#                    computed from offsets and indices inside the call
+#                    ragged: torch.segment_reduce in f32 over the token axis with the chunks'
+#                    lengths, computed from offsets and indices inside the call
 #     torch-compile  the same function under torch.compile
 #     cudnn, flaggems  not applicable: neither has a chunked mean
 
@@ -293,8 +293,11 @@ def torch_mean_pooling(chunk_size: int):
         offsets, sequences, chunks = offsets.long(), indices[:, 0].long(), indices[:, 1].long()
         starts = offsets[sequences] + chunks * chunk_size
         lengths = torch.minimum(starts + chunk_size, offsets[sequences + 1]) - starts
-        # segment_reduce reduces the axis of lengths' last dim: one row of lengths per batch row.
-        return torch.segment_reduce(x, "mean", lengths=lengths.expand(x.shape[0], -1).contiguous(), axis=1)
+        # segment_reduce reduces the axis of lengths' last dim: one row of lengths per batch row. It
+        # accumulates in the input dtype (f16 misses the f32-accumulation tolerance), so the sums
+        # run in f32, as the rows ask, and round once.
+        lengths = lengths.expand(x.shape[0], -1).contiguous()
+        return torch.segment_reduce(x.float(), "mean", lengths=lengths, axis=1).to(x.dtype)
 
     return pool
 
