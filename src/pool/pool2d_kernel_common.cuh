@@ -2,6 +2,9 @@
 // the two sliding-window kernels (pool2d_staged.cuh, pool2d_separable.cuh) receive.
 #pragma once
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/dispatch.cuh"
@@ -9,6 +12,8 @@
 namespace solops::detail {
 
 constexpr int kPool2dThreads = 256;
+// Threads one SM holds at full occupancy.
+constexpr int kThreadsPerSm = 2048;
 
 enum class Reduction { max, max_with_index, avg };
 
@@ -51,6 +56,19 @@ __device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) 
   if (a.divisor_override != 0) return a.divisor_override;
   return avg_window_taps(h0, a.kernel_h, a.in_h, a.pad_h, a.count_include_pad) *
          avg_window_taps(w0, a.kernel_w, a.in_w, a.pad_w, a.count_include_pad);
+}
+
+inline bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// The kernels index their tiles with int32: planes are launched in groups that keep a launch's
+// tiles in range. Calls launch(first_plane, tiles, blocks) for each group.
+template <class Launch>
+void for_each_plane_group(int64_t planes, int64_t tiles_per_plane, int threads_per_block, Launch&& launch) {
+  const int64_t planes_per_launch = (INT_MAX - threads_per_block) / tiles_per_plane;
+  for (int64_t first = 0; first < planes; first += planes_per_launch) {
+    const auto tiles = static_cast<int>(std::min(planes_per_launch, planes - first) * tiles_per_plane);
+    launch(first, tiles, static_cast<unsigned>((tiles + threads_per_block - 1) / threads_per_block));
+  }
 }
 
 }  // namespace solops::detail
