@@ -38,9 +38,10 @@ __device__ __forceinline__ T max_propagating_nan(T a, T b) {
 
 // The scan rule of max with an index (spec §4.2–4.3): a later tap replaces the best one when it is
 // strictly greater or NaN, so ties keep the first tap and NaNs report the last NaN. Callers compare
-// in f32 (one conversion per tap).
+// in f32 (one conversion per tap). Both tests are evaluated (`|`, not `||`): a short-circuit is
+// compiled as a branch per tap, and branches let the compiler sink loads towards their use.
 __device__ __forceinline__ bool replaces_best(float value, float best) {
-  return value > best || isnan(value);
+  return (value > best) | isnan(value);
 }
 
 // Taps of one axis that PyTorch's avg-pool divides by (spec §4.1), for the window starting at

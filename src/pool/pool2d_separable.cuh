@@ -119,7 +119,12 @@ __device__ __forceinline__ void reduce_across_row(const RowSpan<Window, kAligned
     if constexpr (kReduction == Reduction::avg) {
       float sum = 0.f;
 #pragma unroll
-      for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
+      for (int k = 0; k < KW; ++k) {
+        // Converted before the choice: a conversion under a condition becomes a branch (it is
+        // inline assembly), and branches let the compiler sink loads past other rows' work.
+        const float value = to_float(span[first + k]);
+        sum += real_column[first + k] ? value : 0.f;
+      }
       value[j] = sum;
     } else if constexpr (kReduction == Reduction::max_with_index) {
       T best = span[first];
