@@ -1,4 +1,4 @@
-// Helpers shared by the 2-D pooling tests: host buffers in any float dtype, parameter text.
+// Helpers shared by the pooling tests: host buffers in any float dtype, parameter text.
 #pragma once
 
 #include <cmath>
@@ -37,14 +37,25 @@ struct HostTensor {
   void poison() { std::memset(bytes.data(), 0xFF, bytes.size()); }
 };
 
-inline std::string describe(const Pool2d& p) {
+// The parameters of a 2-D or 3-D window (Pool2d, Pool3d), for failure messages.
+template <class Window>
+std::string describe(const Window& p) {
   std::ostringstream out;
-  out << "kernel=(" << p.kernel_size[0] << "," << p.kernel_size[1] << ")";
-  if (p.stride) out << " stride=(" << (*p.stride)[0] << "," << (*p.stride)[1] << ")";
-  else out << " stride=None";
-  out << " padding=(" << p.padding[0] << "," << p.padding[1] << ") dilation=(" << p.dilation[0]
-      << "," << p.dilation[1] << ") ceil=" << p.ceil_mode << " count_include_pad="
-      << p.count_include_pad;
+  const auto tuple = [&](const auto& values) {
+    out << "(";
+    for (size_t a = 0; a < values.size(); ++a) out << (a ? "," : "") << values[a];
+    out << ")";
+  };
+  out << "kernel=";
+  tuple(p.kernel_size);
+  out << " stride=";
+  if (p.stride) tuple(*p.stride);
+  else out << "None";
+  out << " padding=";
+  tuple(p.padding);
+  out << " dilation=";
+  tuple(p.dilation);
+  out << " ceil=" << p.ceil_mode << " count_include_pad=" << p.count_include_pad;
   if (p.divisor_override) out << " divisor=" << *p.divisor_override;
   return out.str();
 }

@@ -19,8 +19,6 @@ constexpr int64_t kBandBytesTarget = 16 * 1024;
 constexpr int64_t kMaxStagedBytes = 48 * 1024;
 // Small problems are split into more tiles so that every SM gets several blocks.
 constexpr int kMinBlocksPerSm = 4;
-// Threads one SM holds at full occupancy.
-constexpr int kThreadsPerSm = 2048;
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 
@@ -29,8 +27,6 @@ Pool2dArgs kernel_args(const PoolGeometry& g) {
           g.stride_h,   g.stride_w,   g.pad_h,    g.pad_w,    g.dilation_h,        g.dilation_w,
           g.count_include_pad, g.divisor_override};
 }
-
-bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 template <class T, Reduction kReduction, class Window>
 void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const TensorRef& x,
@@ -47,17 +43,14 @@ void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const Te
   SeparableTiling tiling{(g.out_h + Window::kRows - 1) / Window::kRows,
                          (g.out_w + Window::kCols - 1) / Window::kCols, 0};
   const int64_t tiles_per_plane = int64_t{tiling.row_tiles} * tiling.col_tiles;
-  // The kernel indexes tiles with int32: planes are launched in groups that keep it in range.
-  const int64_t planes_per_launch = (INT_MAX - kPool2dThreads) / tiles_per_plane;
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
-  for (int64_t first = 0; first < g.planes; first += planes_per_launch) {
-    tiling.tiles = static_cast<int>(std::min(planes_per_launch, g.planes - first) * tiles_per_plane);
-    const auto grid = static_cast<unsigned>((tiling.tiles + kPool2dThreads - 1) / kPool2dThreads);
+  for_each_plane_group(g.planes, tiles_per_plane, kPool2dThreads, [&](int64_t first, int tiles, unsigned blocks) {
+    tiling.tiles = tiles;
     int64_t* launch_indices = indices ? indices + first * out_plane : nullptr;
-    kernel<<<grid, kPool2dThreads, 0, stream>>>(x_data + first * in_plane, y_data + first * out_plane,
-                                                launch_indices, kernel_args(g), tiling);
+    kernel<<<blocks, kPool2dThreads, 0, stream>>>(x_data + first * in_plane, y_data + first * out_plane,
+                                                  launch_indices, kernel_args(g), tiling);
     check_launch(op);
-  }
+  });
 }
 
 // Two output rows per thread share the input rows between them; one row per thread makes twice

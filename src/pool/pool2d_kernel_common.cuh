@@ -2,6 +2,9 @@
 // the two 2-D sliding-window kernels (pool2d_staged.cuh, pool2d_separable.cuh) receive.
 #pragma once
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <type_traits>
 
 #include "core/dispatch.cuh"
@@ -9,6 +12,8 @@
 namespace solops::detail {
 
 constexpr int kPool2dThreads = 256;
+// Threads one SM holds at full occupancy.
+constexpr int kThreadsPerSm = 2048;
 
 enum class Reduction { max, max_with_index, avg };
 
@@ -33,9 +38,10 @@ __device__ __forceinline__ T max_propagating_nan(T a, T b) {
 
 // The scan rule of max with an index (spec §4.2–4.3): a later tap replaces the best one when it is
 // strictly greater or NaN, so ties keep the first tap and NaNs report the last NaN. Callers compare
-// in f32 (one conversion per tap).
+// in f32 (one conversion per tap). Both tests are evaluated (`|`, not `||`): a short-circuit is
+// compiled as a branch per tap, and branches let the compiler sink loads towards their use.
 __device__ __forceinline__ bool replaces_best(float value, float best) {
-  return value > best || isnan(value);
+  return (value > best) | isnan(value);
 }
 
 // The max of a set of taps and its flat position in the window (-1: no tap). Combining two such
@@ -118,6 +124,19 @@ __device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) 
   if (a.divisor_override != 0) return a.divisor_override;
   return avg_window_taps(h0, a.kernel_h, a.in_h, a.pad_h, a.count_include_pad) *
          avg_window_taps(w0, a.kernel_w, a.in_w, a.pad_w, a.count_include_pad);
+}
+
+inline bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
+
+// The kernels index their tiles with int32: planes are launched in groups that keep a launch's
+// tiles in range. Calls launch(first_plane, tiles, blocks) for each group.
+template <class Launch>
+void for_each_plane_group(int64_t planes, int64_t tiles_per_plane, int threads_per_block, Launch&& launch) {
+  const int64_t planes_per_launch = (INT_MAX - threads_per_block) / tiles_per_plane;
+  for (int64_t first = 0; first < planes; first += planes_per_launch) {
+    const auto tiles = static_cast<int>(std::min(planes_per_launch, planes - first) * tiles_per_plane);
+    launch(first, tiles, static_cast<unsigned>((tiles + threads_per_block - 1) / threads_per_block));
+  }
 }
 
 }  // namespace solops::detail

@@ -92,6 +92,94 @@ struct RowSpan {
   }
 };
 
+// The columns of the row span of the tile whose first output column is ow0, clamped into the
+// input, and (where `real` is given) which of them are real.
+template <class Window>
+__device__ __forceinline__ void span_columns(int ow0, int in_w, int (&column)[Window::kSpan], bool* real) {
+#pragma unroll
+  for (int i = 0; i < Window::kSpan; ++i) {
+    const int c = ow0 * Window::stride_w - Window::pad_w + i;
+    if (real) real[i] = static_cast<unsigned>(c) < static_cast<unsigned>(in_w);
+    column[i] = min(max(c, 0), in_w - 1);
+  }
+}
+
+// Each output's taps of one input row, reduced across the row: the sum of the real taps for the
+// average, else the max (and its column, for positions). The 3-D kernel reduces its rows the same way.
+template <Reduction kReduction, class Window, bool kAligned, class T, class RowValue>
+__device__ __forceinline__ void reduce_across_row(const RowSpan<Window, kAligned, T>& span,
+                                                  const int (&column)[Window::kSpan],
+                                                  const bool (&real_column)[Window::kSpan],
+                                                  RowValue (&value)[Window::kCols],
+                                                  int (&best_column)[Window::kCols]) {
+  constexpr int KW = Window::kernel_w, SW = Window::stride_w;
+#pragma unroll
+  for (int j = 0; j < Window::kCols; ++j) {
+    const int first = j * SW;
+    if constexpr (kReduction == Reduction::avg) {
+      float sum = 0.f;
+#pragma unroll
+      for (int k = 0; k < KW; ++k) {
+        // Converted before the choice: a conversion under a condition becomes a branch (it is
+        // inline assembly), and branches let the compiler sink loads past other rows' work.
+        const float value = to_float(span[first + k]);
+        sum += real_column[first + k] ? value : 0.f;
+      }
+      value[j] = sum;
+    } else if constexpr (kReduction == Reduction::max_with_index) {
+      T best = span[first];
+      int best_at = column[first];
+#pragma unroll
+      for (int k = 1; k < KW; ++k) {
+        if (replaces_best(to_float(span[first + k]), to_float(best))) {
+          best = span[first + k];
+          best_at = column[first + k];
+        }
+      }
+      value[j] = best;
+      best_column[j] = best_at;
+    } else {
+      T best = span[first];
+#pragma unroll
+      for (int k = 1; k < KW; ++k) best = max_propagating_nan(best, span[first + k]);
+      value[j] = best;
+    }
+  }
+}
+
+// Stores the kCols outputs (and positions) of one output row that start at column ow0, at
+// first_out. whole_tile: out_w is a multiple of kCols and the outputs are aligned to their tile,
+// so the tile is one store; otherwise each output inside the row is stored on its own.
+template <class Window, bool kWithIndex, class T>
+__device__ __forceinline__ void store_tile_row(T* __restrict__ y, int64_t* __restrict__ indices,
+                                               int64_t first_out, int ow0, int out_w, bool whole_tile,
+                                               const T (&out)[Window::kCols],
+                                               const int64_t (&out_index)[Window::kCols]) {
+  constexpr int kCols = Window::kCols;
+  if (whole_tile) {
+    struct alignas(Window::kValuesAlignment) Values { T v[kCols]; };
+    Values values;
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) values.v[j] = out[j];
+    *reinterpret_cast<Values*>(y + first_out) = values;
+    if constexpr (kWithIndex) {
+      struct alignas(Window::kIndicesAlignment) Indices { int64_t v[kCols]; };
+      Indices tile_indices;
+#pragma unroll
+      for (int j = 0; j < kCols; ++j) tile_indices.v[j] = out_index[j];
+      *reinterpret_cast<Indices*>(indices + first_out) = tile_indices;
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < kCols; ++j) {
+      if (ow0 + j < out_w) {
+        y[first_out + j] = out[j];
+        if constexpr (kWithIndex) indices[first_out + j] = out_index[j];
+      }
+    }
+  }
+}
+
 template <class T, Reduction kReduction, class Window, bool kAligned>
 struct SeparableTile {
   static constexpr int KH = Window::kernel_h, KW = Window::kernel_w, SH = Window::stride_h,
@@ -135,7 +223,9 @@ struct SeparableTile {
     RowValue row_value[kInputRows][kCols];
     [[maybe_unused]] int row_column[kInputRows][kCols];  // with positions: each row's best column
 #pragma unroll
-    for (int r = 0; r < kInputRows; ++r) reduce_across_row(spans[r], column, real_column, row_value[r], row_column[r]);
+    for (int r = 0; r < kInputRows; ++r) {
+      reduce_across_row<kReduction>(spans[r], column, real_column, row_value[r], row_column[r]);
+    }
 
     // Combine the row results down each window, in scan order.
     [[maybe_unused]] int column_taps[kCols];  // the avg divisor's factor of each output column
@@ -183,7 +273,8 @@ struct SeparableTile {
           out[j] = best;
         }
       }
-      store(y, indices, int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0, a.out_w, out, out_index);
+      store_tile_row<Window, kWithIndex>(y, indices, int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0, ow0,
+                                         a.out_w, kAligned, out, out_index);
     }
   }
 
@@ -191,77 +282,10 @@ struct SeparableTile {
   // Sums over real taps for the average, else the max (with its column).
   using RowValue = std::conditional_t<kAvg, float, T>;
 
-  // Each output's taps of one input row, reduced across the row.
-  __device__ __forceinline__ static void reduce_across_row(const RowSpan<Window, kAligned, T>& span,
-                                                           const int (&column)[kSpan],
-                                                           const bool (&real_column)[kSpan],
-                                                           RowValue (&value)[kCols], int (&best_column)[kCols]) {
-#pragma unroll
-    for (int j = 0; j < kCols; ++j) {
-      const int first = j * SW;
-      if constexpr (kAvg) {
-        float sum = 0.f;
-#pragma unroll
-        for (int k = 0; k < KW; ++k) sum += real_column[first + k] ? to_float(span[first + k]) : 0.f;
-        value[j] = sum;
-      } else if constexpr (kWithIndex) {
-        T best = span[first];
-        int best_at = column[first];
-#pragma unroll
-        for (int k = 1; k < KW; ++k) {
-          if (replaces_best(to_float(span[first + k]), to_float(best))) {
-            best = span[first + k];
-            best_at = column[first + k];
-          }
-        }
-        value[j] = best;
-        best_column[j] = best_at;
-      } else {
-        T best = span[first];
-#pragma unroll
-        for (int k = 1; k < KW; ++k) best = max_propagating_nan(best, span[first + k]);
-        value[j] = best;
-      }
-    }
-  }
-
-  // The columns of the row span, clamped into the input, and which of them are real.
   __device__ __forceinline__ void columns(const Pool2dArgs& a, int (&column)[kSpan], bool* real) const {
-#pragma unroll
-    for (int i = 0; i < kSpan; ++i) {
-      const int c = ow0 * SW - PW + i;
-      if (real) real[i] = static_cast<unsigned>(c) < static_cast<unsigned>(a.in_w);
-      column[i] = min(max(c, 0), a.in_w - 1);
-    }
+    span_columns<Window>(ow0, a.in_w, column, real);
   }
 
-  __device__ __forceinline__ void store(T* __restrict__ y, int64_t* __restrict__ indices,
-                                        int64_t first_out, int out_w, const T (&out)[kCols],
-                                        const int64_t (&out_index)[kCols]) const {
-    if constexpr (kAligned) {
-      // out_w is a multiple of kCols and the outputs are aligned to their whole tile.
-      struct alignas(Window::kValuesAlignment) Values { T v[kCols]; };
-      Values values;
-#pragma unroll
-      for (int j = 0; j < kCols; ++j) values.v[j] = out[j];
-      *reinterpret_cast<Values*>(y + first_out) = values;
-      if constexpr (kWithIndex) {
-        struct alignas(Window::kIndicesAlignment) Indices { int64_t v[kCols]; };
-        Indices tile_indices;
-#pragma unroll
-        for (int j = 0; j < kCols; ++j) tile_indices.v[j] = out_index[j];
-        *reinterpret_cast<Indices*>(indices + first_out) = tile_indices;
-      }
-    } else {
-#pragma unroll
-      for (int j = 0; j < kCols; ++j) {
-        if (ow0 + j < out_w) {
-          y[first_out + j] = out[j];
-          if constexpr (kWithIndex) indices[first_out + j] = out_index[j];
-        }
-      }
-    }
-  }
 };
 
 template <class T, Reduction kReduction, class Window, bool kAligned>

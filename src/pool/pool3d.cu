@@ -1,22 +1,27 @@
-// 3-D pooling: one thread per output, taps read from global memory (the L1 cache serves the taps
-// that neighbouring windows share). A correct baseline for every window; not yet tuned (see
-// docs/perf-notes.md).
+// Launchers of the 3-D pooling kernels and the choice between them. The path each window takes:
+//
+//   window (kernel, stride, W padding; dilation 1)  reductions           kernel
+//   (2,2,2) s2, pad_w 0 (c3d-pool2, video-2x2x2)    max, positions, avg  static window
+//   (3,3,3) s2, pad_w 1 (medicalnet-stem)           max, positions       static window, runs of output
+//                                                                        depths carrying the shared tap
+//   (1,2,2) s(1,2,2), pad_w 0 (c3d-pool1)           positions            static window
+//   (2,3,3) s2, pad_w 1 (ceil-video)                avg                  static window
+//   (2,2,3) s2, pad_w 1 (divisor)                   avg                  static window
+//   one tap deep, stride 1 on D, no D padding       max, avg             2-D kernels on N*C*D depth
+//                                                                        slices (pool.cpp)
+//   any other window                                all                  general kernel below
+//
+// The static-window kernel (pool3d_separable.cuh) reads D and H padding, ceil mode,
+// count_include_pad and divisor at run time; the general kernel computes one output per thread
+// with run-time loops over the window.
 #include <algorithm>
-#include <climits>
 
 #include "core/device.hpp"
-#include "pool/pool2d_kernel_common.cuh"
+#include "pool/pool3d_separable.cuh"
 #include "pool/pool_launch.hpp"
 
 namespace solops::detail {
 namespace {
-
-struct Pool3dArgs {
-  int in[3], out[3], kernel[3], stride[3], pad[3], dilation[3];  // (D, H, W)
-  bool count_include_pad;
-  int divisor_override;  // 0 = none
-  int64_t outputs;
-};
 
 Pool3dArgs kernel_args(const PoolGeometry& g) {
   return {{g.in_d, g.in_h, g.in_w},
@@ -90,17 +95,85 @@ __global__ void __launch_bounds__(kPool2dThreads)
   }
 }
 
+template <class T, Reduction kReduction>
+void launch_general(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
+                    int64_t* indices, cudaStream_t stream) {
+  const Pool3dArgs args = kernel_args(g);
+  const auto grid = static_cast<unsigned>(std::min<int64_t>((args.outputs + kPool2dThreads - 1) / kPool2dThreads, INT_MAX));
+  pool3d_kernel<T, kReduction><<<grid, kPool2dThreads, 0, stream>>>(static_cast<const T*>(x.data),
+                                                                    static_cast<T*>(y.data), indices, args);
+  check_launch(op);
+}
+
+// Windows that overlap along depth carry shared depth taps through a run of output depths: the
+// longer the run, the fewer taps are loaded twice, but the fewer threads there are. Runs are as
+// long as still leaves one full wave of threads (kThreadsPerSm on every SM); other windows run one
+// output depth per thread.
+template <class T, Reduction kReduction, class Window>
+void launch_static(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
+                   int64_t* indices, cudaStream_t stream) {
+  const auto* x_data = static_cast<const T*>(x.data);
+  auto* y_data = static_cast<T*>(y.data);
+  // 16-byte row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
+  // multiple of the tile width and aligned outputs.
+  const bool aligned_loads = aligned_to(x_data, 16) && g.in_w % Window::kChunk == 0;
+  Pool3dTiling tiling{};
+  tiling.col_tiles = (g.out_w + Window::kCols - 1) / Window::kCols;
+  tiling.whole_tiles = g.out_w % Window::kCols == 0 && aligned_to(y_data, Window::kValuesAlignment) &&
+                       (indices == nullptr || aligned_to(indices, Window::kIndicesAlignment));
+  tiling.depth_run = 1;
+  if constexpr (Window::kCarried > 0) {
+    const int64_t threads_per_depth = g.planes * g.out_h * tiling.col_tiles;
+    const int64_t wave = int64_t{kThreadsPerSm} * multiprocessor_count(x.device);
+    tiling.depth_run = static_cast<int>(std::clamp<int64_t>(g.out_d * threads_per_depth / wave, 1, g.out_d));
+  }
+  const int runs = (g.out_d + tiling.depth_run - 1) / tiling.depth_run;
+  tiling.tiles_per_plane = runs * g.out_h * tiling.col_tiles;
+  const auto kernel = aligned_loads ? pool3d_separable_kernel<T, kReduction, Window, true>
+                                    : pool3d_separable_kernel<T, kReduction, Window, false>;
+  const Pool3dArgs args = kernel_args(g);
+  const int64_t in_volume = int64_t{g.in_d} * g.in_h * g.in_w, out_volume = int64_t{g.out_d} * g.out_h * g.out_w;
+  for_each_plane_group(g.planes, tiling.tiles_per_plane, kPool3dThreads, [&](int64_t first, int tiles, unsigned blocks) {
+    tiling.tiles = tiles;
+    int64_t* launch_indices = indices ? indices + first * out_volume : nullptr;
+    kernel<<<blocks, kPool3dThreads, 0, stream>>>(x_data + first * in_volume, y_data + first * out_volume,
+                                                  launch_indices, args, tiling);
+    check_launch(op);
+  });
+}
+
 template <Reduction kReduction>
 void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
             int64_t* indices, cudaStream_t stream) {
-  const Pool3dArgs args = kernel_args(g);
-  if (args.outputs == 0) return;
-  const auto grid = static_cast<unsigned>(std::min<int64_t>((args.outputs + kPool2dThreads - 1) / kPool2dThreads, INT_MAX));
+  if (g.outputs() == 0) return;
   dispatch_float(x.dtype, [&]<class T>() {
-    pool3d_kernel<T, kReduction><<<grid, kPool2dThreads, 0, stream>>>(
-        static_cast<const T*>(x.data), static_cast<T*>(y.data), indices, args);
+    const auto window_is = [&](int kd, int kh, int kw, int sd, int sh, int sw, int pw) {
+      return g.kernel_d == kd && g.kernel_h == kh && g.kernel_w == kw && g.stride_d == sd &&
+             g.stride_h == sh && g.stride_w == sw && g.pad_w == pw && g.dilation_d == 1 &&
+             g.dilation_h == 1 && g.dilation_w == 1;
+    };
+    if (window_is(2, 2, 2, 2, 2, 2, 0)) {
+      return launch_static<T, kReduction, Pool3dWindow<T, 2, 2, 2, 2, 2, 2, 0>>(op, g, x, y, indices, stream);
+    }
+    if constexpr (kReduction == Reduction::avg) {
+      if (window_is(2, 3, 3, 2, 2, 2, 1)) {
+        return launch_static<T, kReduction, Pool3dWindow<T, 2, 3, 3, 2, 2, 2, 1>>(op, g, x, y, indices, stream);
+      }
+      if (window_is(2, 2, 3, 2, 2, 2, 1)) {
+        return launch_static<T, kReduction, Pool3dWindow<T, 2, 2, 3, 2, 2, 2, 1>>(op, g, x, y, indices, stream);
+      }
+    } else {
+      if (window_is(3, 3, 3, 2, 2, 2, 1)) {
+        return launch_static<T, kReduction, Pool3dWindow<T, 3, 3, 3, 2, 2, 2, 1>>(op, g, x, y, indices, stream);
+      }
+      if constexpr (kReduction == Reduction::max_with_index) {
+        if (window_is(1, 2, 2, 1, 2, 2, 0)) {
+          return launch_static<T, kReduction, Pool3dWindow<T, 1, 2, 2, 1, 2, 2, 0>>(op, g, x, y, indices, stream);
+        }
+      }
+    }
+    launch_general<T, kReduction>(op, g, x, y, indices, stream);
   });
-  check_launch(op);
 }
 
 }  // namespace

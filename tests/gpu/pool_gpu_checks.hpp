@@ -1,6 +1,9 @@
 // What the pooling GPU tests share: each op kind for 1-D, 2-D, 3-D and adaptive pools, the comparison of our
-// kernel with the CPU reference on poisoned outputs, and random inputs with special values.
+// kernel with the CPU reference on poisoned outputs, random inputs with special values, and the loop
+// over random cases.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <array>
 #include <cmath>
@@ -11,11 +14,13 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/check.hpp"
 #include "gpu/gpu_support.hpp"
 #include "pool2d_cases.hpp"
+#include "solops/error.hpp"
 #include "solops/reference.hpp"
 #include "source_path.hpp"
 
@@ -152,6 +157,28 @@ inline void fill_random(HostTensor& x, std::mt19937_64& rng, bool special_values
       }
     }
     x.set(i, v);
+  }
+}
+
+// Compares `count` random cases: draw() returns an input shape and a 2-D or 3-D window, and
+// combinations the shape rules reject are drawn again (the validation tests cover those). Dtypes
+// rotate; every `special_every`-th input has NaN / -inf / ties.
+template <class Draw>
+void compare_random_cases(Op op, int count, int special_every, std::mt19937_64& rng, Draw&& draw) {
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  for (int cases = 0; cases < count;) {
+    const auto [shape, p] = draw();
+    try {
+      output_shape(op, shape, p);
+    } catch (const Error&) {
+      continue;
+    }
+    HostTensor x(shape, dtypes[cases % 3]);
+    fill_random(x, rng, cases % special_every == 0);
+    EXPECT_EQ(compare_with_reference(op, x, p), "")
+        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype) << " "
+        << describe(p);
+    ++cases;
   }
 }
 

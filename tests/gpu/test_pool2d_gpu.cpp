@@ -5,6 +5,8 @@
 #include <limits>
 #include <functional>
 #include <random>
+#include <utility>
+#include <vector>
 
 #include "gpu/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
@@ -17,7 +19,6 @@ using testing::DeviceBuffer;
 using testing::fill_random;
 using testing::HostTensor;
 using testing::Op;
-using testing::output_shape;
 
 const char* op_name(Op op) {
   return op == Op::avg ? "AvgPool2dFwd" : op == Op::max ? "MaxPool2dFwd" : "MaxPool2dIndicesFwd";
@@ -65,23 +66,10 @@ std::vector<int64_t> random_shape(std::mt19937_64& rng) {
 
 TEST_P(Pool2dGpu, RandomShapesAndParams) {
   std::mt19937_64 rng(7 + static_cast<int>(GetParam()));
-  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
-  int cases = 0;
-  while (cases < 150) {
+  testing::compare_random_cases(GetParam(), 150, 4, rng, [&] {
     const auto shape = random_shape(rng);
-    const Pool2d p = random_pool(GetParam(), rng);
-    try {
-      output_shape(GetParam(), shape, p);
-    } catch (const Error&) {
-      continue;  // an invalid combination: the validation tests cover those
-    }
-    HostTensor x(shape, dtypes[cases % 3]);
-    fill_random(x, rng, cases % 4 == 0);
-    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
-        << " " << testing::describe(p);
-    ++cases;
-  }
+    return std::pair{shape, random_pool(GetParam(), rng)};
+  });
 }
 
 TEST_P(Pool2dGpu, NaNMinusInfAndTies) {
@@ -143,10 +131,8 @@ std::vector<Pool2d> catalogue_windows(Op op) {
 TEST_P(Pool2dGpu, CatalogueWindowsOnRandomShapes) {
   std::mt19937_64 rng(31 + static_cast<int>(GetParam()));
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
   for (Pool2d p : catalogue_windows(GetParam())) {
-    int cases = 0;
-    while (cases < 60) {
+    testing::compare_random_cases(GetParam(), 60, 3, rng, [&] {
       p.padding[0] = uniform(0, p.kernel_size[0] / 2);
       p.ceil_mode = uniform(0, 1) == 1;
       p.count_include_pad = uniform(0, 1) == 1;
@@ -156,18 +142,8 @@ TEST_P(Pool2dGpu, CatalogueWindowsOnRandomShapes) {
       const int64_t w = uniform(0, 1) ? 8 * uniform(1, 8) : uniform(1, 70);
       std::vector<int64_t> shape = {uniform(1, 3), uniform(1, 4), h, w};
       if (uniform(0, 4) == 0) shape.erase(shape.begin());
-      try {
-        output_shape(GetParam(), shape, p);
-      } catch (const Error&) {
-        continue;
-      }
-      HostTensor x(shape, dtypes[cases % 3]);
-      fill_random(x, rng, cases % 3 == 0);
-      EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-          << "case " << cases << " shape " << detail::shape_string(shape) << " "
-          << dtype_name(x.dtype) << " " << testing::describe(p);
-      ++cases;
-    }
+      return std::pair{shape, p};
+    });
   }
 }
 
