@@ -203,7 +203,7 @@ def progress_text(index: int, total: int, lines: list[dict]) -> str:
 
 def git_commit() -> str:
     # The device machine gets a copy of the working tree whose .git may lag behind it, so the
-    # commit named by the caller (scripts/device-check.sh passes SOLOPS_COMMIT) wins over git.
+    # commit named by the caller (SOLOPS_COMMIT, a literal from the CPU machine) wins over git.
     if os.environ.get("SOLOPS_COMMIT"):
         return os.environ["SOLOPS_COMMIT"]
     try:
