@@ -36,20 +36,21 @@ struct Pool1dArgs {
   int64_t rows;
 };
 
-// Pools the window starting at `start`; tap(w) reads input element w of the row (a real one).
-template <Reduction kReduction, int K, class T, class Tap>
+// Pools the window starting at `start`; tap(w) reads input element w of the row. kChecked: some
+// taps may lie outside the row (padding, a ceil-mode overhang) and are skipped; otherwise every
+// tap is real and the checks are left out.
+template <Reduction kReduction, int K, bool kChecked, class T, class Tap>
 __device__ __forceinline__ void pool_window(const Pool1dArgs& a, int start, Tap tap, T& out, int64_t& out_at) {
   const int kernel = K > 0 ? K : a.kernel;
   Accumulator<kReduction> acc;
 #pragma unroll
   for (int k = 0; k < kernel; ++k) {
     const int w = start + k * a.dilation;
-    if (static_cast<unsigned>(w) < static_cast<unsigned>(a.in_w)) acc.add(to_float(tap(w)), w);
+    if (!kChecked || static_cast<unsigned>(w) < static_cast<unsigned>(a.in_w)) acc.add(to_float(tap(w)), w);
   }
   if constexpr (kReduction == Reduction::avg) {
-    const int divisor = a.divisor_override != 0 ? a.divisor_override
-                                                : avg_window_taps(start, kernel, a.in_w, a.pad, a.count_include_pad);
-    out = from_float<T>(acc.sum / static_cast<float>(divisor));
+    const int taps = kChecked ? avg_window_taps(start, kernel, a.in_w, a.pad, a.count_include_pad) : kernel;
+    out = from_float<T>(acc.sum / static_cast<float>(a.divisor_override != 0 ? a.divisor_override : taps));
   } else if constexpr (kReduction == Reduction::max) {
     out = from_float<T>(acc.best);
   } else {
@@ -78,14 +79,25 @@ __global__ void __launch_bounds__(kThreads)
       band_offset = stage_contiguous(band + w0, w1 - w0, shared) - w0;
       band = shared;
     }
-    const int64_t out_row = row * a.out_w;
-    for (int o = o0 + threadIdx.x; o < o1; o += kThreads) {
-      const int start = o * a.stride - a.pad;
-      T out;
-      int64_t out_at = -1;
-      pool_window<kReduction, K>(a, start, [&](int w) { return band[band_offset + w]; }, out, out_at);
-      y[out_row + o] = out;
-      if constexpr (kReduction == Reduction::max_with_index) indices[out_row + o] = out_at;
+    T* const y_row = y + row * a.out_w;
+    [[maybe_unused]] int64_t* const indices_row =
+        kReduction == Reduction::max_with_index ? indices + row * a.out_w : nullptr;
+    const auto pool_tile = [&]<bool kChecked>() {
+      for (int o = o0 + threadIdx.x; o < o1; o += kThreads) {
+        const int start = o * a.stride - a.pad;
+        T out;
+        int64_t out_at = -1;
+        pool_window<kReduction, K, kChecked>(a, start, [&](int w) { return band[band_offset + w]; }, out, out_at);
+        y_row[o] = out;
+        if constexpr (kReduction == Reduction::max_with_index) indices_row[o] = out_at;
+      }
+    };
+    // Most tiles' windows lie wholly inside the row: they skip the per-tap checks, a large share
+    // of a small window's instructions.
+    if (o0 * a.stride - a.pad >= 0 && (o1 - 1) * a.stride - a.pad + (kernel - 1) * a.dilation < a.in_w) {
+      pool_tile.template operator()<false>();
+    } else {
+      pool_tile.template operator()<true>();
     }
   }
 }
