@@ -7,7 +7,6 @@
 // merges the lanes' results with shuffles. Blocks run along one plane's bins (grid y is the
 // plane), so no 64-bit division is needed.
 #include <algorithm>
-#include <climits>
 
 #include "core/device.hpp"
 #include "pool/adaptive_pool2d.hpp"

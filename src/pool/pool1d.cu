@@ -8,7 +8,6 @@
 // most one wave of outputs, and strides or windows so long that not even a warp's outputs can be
 // staged (hundreds of elements), read the taps from global memory instead.
 #include <algorithm>
-#include <climits>
 
 #include "core/device.hpp"
 #include "core/stage.cuh"
