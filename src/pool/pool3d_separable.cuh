@@ -50,15 +50,6 @@ struct Pool3dTiling {
   bool whole_tiles;     // out_w is a multiple of kCols and the outputs are aligned to their tiles
 };
 
-// ptxas moves loads down towards their first use, counting on other warps to hide the latency; a
-// thread then waits for one row before it issues the next row's load, one DRAM round trip per
-// group of rows, which small grids (few warps) cannot hide. A branch ptxas cannot remove ends the
-// block the loads are in, so all of them are issued before any row is reduced. The condition is
-// never true: every input dim is positive.
-__device__ __forceinline__ void keep_loads_above(const Pool3dArgs& a) {
-  if (a.in[0] <= 0) __nanosleep(0);
-}
-
 template <class T, Reduction kReduction, class Window, bool kAligned>
 class Pool3dTile {
   static constexpr int KD = Window::kernel_d, KH = Window::kernel_h, KW = Window::kernel_w,
@@ -112,7 +103,7 @@ class Pool3dTile {
       const int d0 = od_begin_ * SD - a.pad[0];
 #pragma unroll
       for (int k = 0; k < kCarried; ++k) load_depth(rows[k], plane_x, d0 + k, a);
-      keep_loads_above(a);
+      keep_loads_above(a.in[0] <= 0);
 #pragma unroll
       for (int k = 0; k < kCarried; ++k) carried[k] = reduce_depth(rows[k], d0 + k, a);
 #pragma unroll 1
@@ -139,7 +130,7 @@ class Pool3dTile {
     Span rows[KD - kCarried][KH];
 #pragma unroll
     for (int k = kCarried; k < KD; ++k) load_depth(rows[k - kCarried], plane_x, d0 + k, a);
-    keep_loads_above(a);
+    keep_loads_above(a.in[0] <= 0);
     Partial tap[KD];
 #pragma unroll
     for (int k = 0; k < KD; ++k) tap[k] = k < kCarried ? carried[k] : reduce_depth(rows[k - kCarried], d0 + k, a);
