@@ -3,10 +3,12 @@
 //
 // A thread computes kCols adjacent outputs of one output row (od, oh) of one plane, for a run of
 // consecutive output depths. For each output depth it loads the span of columns of every input
-// row (d, h) the window reads (16-byte loads where rows are 16-byte aligned), reduces each row
+// row (d, h) the window reads (vector loads where rows are aligned), reduces each row
 // across the window's columns, combines the rows of each depth tap in h order and then the depth
 // taps in d order: the (d, h, w) scan order, so each row's first maximum (or last NaN) combined in
 // that order is the window's. All loads of one output depth are issued before any is waited for.
+// Tiles are 16 bytes of input columns per row (4 f16 or 2 f32 outputs of stride 2); the average's
+// small grids take one output a thread instead (pool3d.cu), so each thread's chain is short.
 //
 // Where windows overlap along depth (kernel_d > stride_d), the depth taps an output depth shares
 // with the next are reduced once and carried to it, so a run of R output depths loads
@@ -33,10 +35,10 @@ struct Pool3dArgs {
 };
 
 // A compile-time 3-D window: the 2-D window's rows and columns (kCols outputs of one output row a
-// thread, 16-byte loads) with a kernel and stride along depth. Depth and row padding are read at
-// run time; column padding is part of the window.
-template <class T, int KD, int KH, int KW, int SD, int SH, int SW, int PW>
-struct Pool3dWindow : SeparableWindow<T, KH, KW, SH, SW, PW, 1> {
+// thread, row loads of kVectorBytes) with a kernel and stride along depth. Depth and row padding
+// are read at run time; column padding is part of the window.
+template <class T, int KD, int KH, int KW, int SD, int SH, int SW, int PW, int kVectorBytes>
+struct Pool3dWindow : SeparableWindow<T, KH, KW, SH, SW, PW, 1, kVectorBytes> {
   static constexpr int kernel_d = KD, stride_d = SD;
   // Depth taps of an output depth that the next output depth shares.
   static constexpr int kCarried = KD > SD ? KD - SD : 0;
