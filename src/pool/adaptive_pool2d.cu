@@ -1,11 +1,16 @@
-// Adaptive 2-D pooling kernel: one warp per output bin. A 1×1 output (global pooling) runs the
-// global kernel (global_pool.cu) instead, which packs several small planes into a warp.
+// Adaptive 2-D pooling kernel: a group of kLanes lanes per output bin. A 1×1 output (global
+// pooling) runs the global kernel (global_pool.cu) instead, which packs several small planes into
+// a warp.
 //
-// A bin of up to 32 columns spreads its rows over the lanes, 32 / width rows at a time, so every
-// lane works however narrow the bin (a 6×6 grid of 56×56 planes has 10-column bins); wider bins
-// take 32 columns of a row at a time. Each lane visits its taps in scan order, then the warp
-// merges the lanes' results with shuffles. Blocks run along one plane's bins (grid y is the
-// plane), so no 64-bit division is needed.
+// The lanes of a group take the bin's taps flat in scan order, lane l the taps l, l + kLanes,
+// l + 2·kLanes, ..., kLoads of them a pass, every load of a pass issued before any is used; the
+// group then merges its lanes' results with shuffles. Bins of up to 8·kLoads taps take groups of
+// 8 lanes, so one pass covers them, a warp serves 4 bins and its shuffle tree is 3 steps: a 6×6
+// grid over 56×56 planes (100-tap bins) is 2.3 K warps, one wave, where a warp per bin made
+// 9.2 K warps and a second wave. Larger bins take whole warps and as many passes as they need.
+//
+// Groups run over the bins of consecutive planes (one 32-bit division finds the plane); planes
+// are launched in groups that keep a launch's bins in int32.
 #include <algorithm>
 
 #include "core/device.hpp"
@@ -16,65 +21,101 @@
 namespace solops::detail {
 namespace {
 
-constexpr int kWarp = 32;
-constexpr int kWarpsPerBlock = 8;
-constexpr int kMaxGridY = 65535;
+constexpr int kThreads = 128;
+constexpr int kLoads = 16;  // loads of one lane in one pass
+constexpr int kSmallBinLanes = 8;
 
 struct AdaptiveArgs {
   int in_h, in_w, out_h, out_w;
-  int64_t planes;
 };
 
-template <class T, Reduction kReduction>
-__global__ void __launch_bounds__(kWarp * kWarpsPerBlock)
+template <class T, Reduction kReduction, int kLanes>
+__global__ void __launch_bounds__(kThreads)
     adaptive_pool2d_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
-                           const AdaptiveArgs a) {
-  const int lane = threadIdx.x % kWarp;
-  // bin is the same for every lane of a warp, so the shuffles see whole warps.
-  const unsigned warp_bin = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp;  // no int overflow
-  if (warp_bin >= static_cast<unsigned>(a.out_h * a.out_w)) return;
-  const int bin = static_cast<int>(warp_bin);
-  const AdaptiveBin rows = adaptive_bin(bin / a.out_w, a.in_h, a.out_h);
-  const AdaptiveBin cols = adaptive_bin(bin % a.out_w, a.in_w, a.out_w);
+                           const AdaptiveArgs a, const int bins) {
+  const int lane = threadIdx.x % kLanes;
+  // Groups past the last bin redo it without storing: every lane of a warp takes part in the
+  // shuffles.
+  const int group = blockIdx.x * (kThreads / kLanes) + threadIdx.x / kLanes;
+  const int flat_bin = min(group, bins - 1);
+  const int bins_per_plane = a.out_h * a.out_w;
+  const int plane = flat_bin / bins_per_plane;
+  const int bin = flat_bin - plane * bins_per_plane;
+  const int oh = bin / a.out_w;
+  const AdaptiveBin rows = adaptive_bin(oh, a.in_h, a.out_h);
+  const AdaptiveBin cols = adaptive_bin(bin - oh * a.out_w, a.in_w, a.out_w);
   const int height = rows.end - rows.start, width = cols.end - cols.start;
-  const int rows_per_pass = max(1, kWarp / width);
-  const int lane_row = width <= kWarp ? lane / width : 0;
-  const int lane_col = width <= kWarp ? lane % width : lane;
-  for (int64_t plane = blockIdx.y; plane < a.planes; plane += gridDim.y) {
-    const T* const bin_x = x + plane * a.in_h * a.in_w + int64_t{rows.start} * a.in_w + cols.start;
-    Accumulator<kReduction> acc;
-    if (lane_row < rows_per_pass) {
-#pragma unroll 4
-      for (int r = lane_row; r < height; r += rows_per_pass) {  // unrolled: 4 rows' loads at once
-        for (int c = lane_col; c < width; c += kWarp) acc.add(to_float(__ldg(bin_x + r * a.in_w + c)), r * width + c);
-      }
+  const int bin_start = rows.start * a.in_w + cols.start;  // in-plane positions stay in int32
+  const T* const plane_x = x + int64_t{plane} * a.in_h * a.in_w;
+  // The lane's next tap (row r, column c of the bin) and the step to the one after, so that no
+  // tap needs a division.
+  int r = lane / width, c = lane - r * width;
+  const int step_rows = kLanes / width, step_cols = kLanes - step_rows * width;
+  constexpr float kIdentity = kReduction == Reduction::avg ? 0.f : -INFINITY;
+  Accumulator<kReduction> acc;
+#pragma unroll 1
+  for (int first = 0; first < height * width; first += kLanes * kLoads) {
+    T value[kLoads];
+    int at[kLoads];  // in-plane position of the tap, -1 past the bin's end
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) {
+      const bool tap = r < height;
+      at[k] = tap ? bin_start + r * a.in_w + c : -1;
+      value[k] = T{};
+      if (tap) value[k] = __ldg(plane_x + at[k]);  // predicated, not a branch
+      c += step_cols;
+      const bool next_row = c >= width;
+      c -= next_row ? width : 0;
+      r += step_rows + next_row;
     }
-    acc = merge_lanes<kWarp>(acc);
-    if (lane != 0) continue;
-    const int64_t out = plane * a.out_h * a.out_w + bin;
-    if constexpr (kReduction == Reduction::avg) {
-      y[out] = from_float<T>(acc.sum / static_cast<float>(height * width));
-    } else if constexpr (kReduction == Reduction::max) {
-      y[out] = from_float<T>(acc.best);
-    } else {
-      y[out] = from_float<T>(acc.best.value);
-      indices[out] = int64_t{rows.start + acc.best.at / width} * a.in_w + cols.start + acc.best.at % width;
+    keep_loads_above(a.in_h <= 0);
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) {
+      // Converted before the choice (see reduce_across_row); a missing tap of the max with
+      // positions is {-inf, -1}, which `add` never lets replace a real tap.
+      const float v = to_float(value[k]);
+      acc.add(at[k] < 0 ? kIdentity : v, at[k]);
     }
   }
+  acc = merge_lanes<kLanes>(acc);
+  if (lane != 0 || group >= bins) return;
+  if constexpr (kReduction == Reduction::avg) {
+    y[flat_bin] = from_float<T>(acc.sum / static_cast<float>(height * width));
+  } else if constexpr (kReduction == Reduction::max) {
+    y[flat_bin] = from_float<T>(acc.best);
+  } else {
+    y[flat_bin] = from_float<T>(acc.best.value);
+    indices[flat_bin] = acc.best.at;
+  }
 }
+
+// The most taps a bin of an axis of `in` elements split into `out` bins can have.
+int max_bin_extent(int in, int out) { return in % out == 0 ? in / out : in / out + 2; }
 
 template <Reduction kReduction>
 void launch(std::string_view op, const AdaptiveGeometry& g, const TensorRef& x, const TensorRef& y,
             int64_t* indices, cudaStream_t stream) {
   if (g.outputs() == 0) return;
-  const AdaptiveArgs args{g.in_h, g.in_w, g.out_h, g.out_w, g.planes};
-  const dim3 grid(static_cast<unsigned>((int64_t{g.out_h} * g.out_w + kWarpsPerBlock - 1) / kWarpsPerBlock),
-                  static_cast<unsigned>(std::min<int64_t>(g.planes, kMaxGridY)));
+  const AdaptiveArgs args{g.in_h, g.in_w, g.out_h, g.out_w};
+  const int64_t max_taps = int64_t{max_bin_extent(g.in_h, g.out_h)} * max_bin_extent(g.in_w, g.out_w);
+  const int64_t in_plane = int64_t{g.in_h} * g.in_w, bins_per_plane = int64_t{g.out_h} * g.out_w;
   dispatch_float(x.dtype, [&]<class T>() {
-    adaptive_pool2d_kernel<T, kReduction><<<grid, kWarp * kWarpsPerBlock, 0, stream>>>(
-        static_cast<const T*>(x.data), static_cast<T*>(y.data), indices, args);
+    const auto* x_data = static_cast<const T*>(x.data);
+    auto* y_data = static_cast<T*>(y.data);
+    const auto run = [&]<int kLanes>() {
+      for_each_plane_group(g.planes, bins_per_plane, kThreads / kLanes, [&](int64_t first, int bins, unsigned blocks) {
+        adaptive_pool2d_kernel<T, kReduction, kLanes><<<blocks, kThreads, 0, stream>>>(
+            x_data + first * in_plane, y_data + first * bins_per_plane,
+            indices ? indices + first * bins_per_plane : nullptr, args, bins);
+        check_launch(op);
+      });
+    };
+    if (max_taps <= kSmallBinLanes * kLoads) {
+      run.template operator()<kSmallBinLanes>();
+    } else {
+      run.template operator()<32>();
+    }
   });
-  check_launch(op);
 }
 
 }  // namespace

@@ -102,6 +102,15 @@ struct Accumulator<Reduction::max_with_index> {
   }
 };
 
+// ptxas moves loads down towards their first use, counting on other warps to hide the latency; a
+// thread then waits for one load before it issues the next, one DRAM round trip per group of
+// loads, which small grids (few warps) cannot hide. A branch ptxas cannot remove ends the block
+// the loads are in, so all of them are issued before any is used. `never` must be a run-time
+// condition that is never true (e.g. an input size that is always positive).
+__device__ __forceinline__ void keep_loads_above(bool never) {
+  if (never) __nanosleep(0);
+}
+
 // Joins the results of kLanes adjacent lanes (a power of two, aligned); every lane of the warp
 // must call it.
 template <int kLanes, Reduction kReduction>

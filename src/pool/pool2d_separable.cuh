@@ -24,11 +24,13 @@
 namespace solops::detail {
 
 // The compile-time window (kernel KH × KW, stride SH × SW, column padding PW) and the tile of
-// outputs one thread computes for it (kOutputRows rows).
-template <class T, int KH, int KW, int SH, int SW, int PW, int kOutputRows>
+// outputs one thread computes for it (kOutputRows rows, row loads of kVectorBytes).
+template <class T, int KH, int KW, int SH, int SW, int PW, int kOutputRows, int kVectorBytes = 16>
 struct SeparableWindow {
-  static constexpr int kVector = 16 / sizeof(T);  // elements of one 16-byte load
-  // Input columns a thread owns in a row: whole 16-byte loads that end on an output boundary.
+  static_assert(kVectorBytes == 16 || kVectorBytes == 8 || kVectorBytes == 4);
+  using Vector = std::conditional_t<kVectorBytes == 16, uint4, std::conditional_t<kVectorBytes == 8, uint2, unsigned>>;
+  static constexpr int kVector = kVectorBytes / sizeof(T);  // elements of one vector load
+  // Input columns a thread owns in a row: whole vector loads that end on an output boundary.
   static constexpr int kChunk = std::lcm(kVector, SW);
   static constexpr int kCols = kChunk / SW;
   static constexpr int kRows = kOutputRows;
@@ -50,15 +52,16 @@ struct SeparableTiling {
 // row replaced by the nearest real one. Loading and reading are separate steps so that a thread
 // issues the loads of all its rows before it waits for any of them.
 //
-// kAligned: the row starts 16-byte aligned and in_w is a multiple of the chunk, so the chunk is
-// either wholly inside the row (16-byte loads) or wholly past its end (then every chunk column is
+// kAligned: the row starts aligned to the vector and in_w is a multiple of the chunk, so the chunk
+// is either wholly inside the row (vector loads) or wholly past its end (then every chunk column is
 // the last real column). Otherwise every column is a separate load.
 template <class Window, bool kAligned, class T>
 struct RowSpan {
   static constexpr int kLoads = Window::kChunk / Window::kVector;
   static constexpr int kSpan = Window::kSpan, kChunk = Window::kChunk, kPad = Window::pad_w;
 
-  uint4 chunk[kAligned ? kLoads : 1];
+  using Vector = typename Window::Vector;
+  Vector chunk[kAligned ? kLoads : 1];
   T single[kSpan];  // the halo columns; every column when not kAligned
   bool chunk_inside;
 
@@ -66,7 +69,7 @@ struct RowSpan {
                                        const int (&column)[kSpan]) {
     if constexpr (kAligned) {
       chunk_inside = c0 < in_w;
-      const auto* vectors = reinterpret_cast<const uint4*>(row + (chunk_inside ? c0 : in_w - kChunk));
+      const auto* vectors = reinterpret_cast<const Vector*>(row + (chunk_inside ? c0 : in_w - kChunk));
 #pragma unroll
       for (int v = 0; v < kLoads; ++v) chunk[v] = __ldg(vectors + v);
     }
@@ -87,7 +90,7 @@ struct RowSpan {
   __host__ __device__ static constexpr bool in_chunk(int i) { return i >= kPad && i < kPad + kChunk; }
   __device__ __forceinline__ T chunk_element(int e) const {
     T elements[Window::kVector];
-    std::memcpy(elements, &chunk[e / Window::kVector], sizeof(uint4));
+    std::memcpy(elements, &chunk[e / Window::kVector], sizeof(Vector));
     return elements[e % Window::kVector];
   }
 };

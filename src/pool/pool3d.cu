@@ -12,7 +12,8 @@
 //   any other window                                all                  general kernel below
 //
 // The static-window kernel (pool3d_separable.cuh) reads D and H padding, ceil mode,
-// count_include_pad and divisor at run time; the general kernel computes one output per thread
+// count_include_pad and divisor at run time; averages under two waves of outputs run it with one
+// output a thread (launch_window); the general kernel computes one output per thread
 // with run-time loops over the window.
 #include <algorithm>
 
@@ -114,9 +115,9 @@ void launch_static(std::string_view op, const PoolGeometry& g, const TensorRef& 
                    int64_t* indices, cudaStream_t stream) {
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);
-  // 16-byte row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
+  // Vector row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
   // multiple of the tile width and aligned outputs.
-  const bool aligned_loads = aligned_to(x_data, 16) && g.in_w % Window::kChunk == 0;
+  const bool aligned_loads = aligned_to(x_data, sizeof(typename Window::Vector)) && g.in_w % Window::kChunk == 0;
   Pool3dTiling tiling{};
   tiling.col_tiles = (g.out_w + Window::kCols - 1) / Window::kCols;
   tiling.whole_tiles = g.out_w % Window::kCols == 0 && aligned_to(y_data, Window::kValuesAlignment) &&
@@ -142,6 +143,23 @@ void launch_static(std::string_view op, const PoolGeometry& g, const TensorRef& 
   });
 }
 
+// The window (kernel, stride, W padding) compiled in: tiles of 16 bytes of input columns per row,
+// or, for averages whose outputs are under two waves of threads, one output a thread (a vector of
+// stride_w elements per row: 4 bytes for half types, 8 for f32), so that four times the threads
+// each run a quarter of the chain. Max kernels are not compiled with one output a thread: the
+// catalogue's max rows are large.
+template <class T, Reduction kReduction, int KD, int KH, int KW, int SD, int SH, int SW, int PW>
+void launch_window(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
+                   int64_t* indices, cudaStream_t stream) {
+  if constexpr (kReduction == Reduction::avg) {
+    if (g.outputs() <= int64_t{2} * kThreadsPerSm * multiprocessor_count(x.device)) {
+      using Narrow = Pool3dWindow<T, KD, KH, KW, SD, SH, SW, PW, SW * sizeof(T)>;
+      return launch_static<T, kReduction, Narrow>(op, g, x, y, indices, stream);
+    }
+  }
+  launch_static<T, kReduction, Pool3dWindow<T, KD, KH, KW, SD, SH, SW, PW, 16>>(op, g, x, y, indices, stream);
+}
+
 template <Reduction kReduction>
 void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
             int64_t* indices, cudaStream_t stream) {
@@ -153,22 +171,22 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
              g.dilation_h == 1 && g.dilation_w == 1;
     };
     if (window_is(2, 2, 2, 2, 2, 2, 0)) {
-      return launch_static<T, kReduction, Pool3dWindow<T, 2, 2, 2, 2, 2, 2, 0>>(op, g, x, y, indices, stream);
+      return launch_window<T, kReduction, 2, 2, 2, 2, 2, 2, 0>(op, g, x, y, indices, stream);
     }
     if constexpr (kReduction == Reduction::avg) {
       if (window_is(2, 3, 3, 2, 2, 2, 1)) {
-        return launch_static<T, kReduction, Pool3dWindow<T, 2, 3, 3, 2, 2, 2, 1>>(op, g, x, y, indices, stream);
+        return launch_window<T, kReduction, 2, 3, 3, 2, 2, 2, 1>(op, g, x, y, indices, stream);
       }
       if (window_is(2, 2, 3, 2, 2, 2, 1)) {
-        return launch_static<T, kReduction, Pool3dWindow<T, 2, 2, 3, 2, 2, 2, 1>>(op, g, x, y, indices, stream);
+        return launch_window<T, kReduction, 2, 2, 3, 2, 2, 2, 1>(op, g, x, y, indices, stream);
       }
     } else {
       if (window_is(3, 3, 3, 2, 2, 2, 1)) {
-        return launch_static<T, kReduction, Pool3dWindow<T, 3, 3, 3, 2, 2, 2, 1>>(op, g, x, y, indices, stream);
+        return launch_window<T, kReduction, 3, 3, 3, 2, 2, 2, 1>(op, g, x, y, indices, stream);
       }
       if constexpr (kReduction == Reduction::max_with_index) {
         if (window_is(1, 2, 2, 1, 2, 2, 0)) {
-          return launch_static<T, kReduction, Pool3dWindow<T, 1, 2, 2, 1, 2, 2, 0>>(op, g, x, y, indices, stream);
+          return launch_window<T, kReduction, 1, 2, 2, 1, 2, 2, 0>(op, g, x, y, indices, stream);
         }
       }
     }

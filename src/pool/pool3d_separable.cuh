@@ -3,10 +3,12 @@
 //
 // A thread computes kCols adjacent outputs of one output row (od, oh) of one plane, for a run of
 // consecutive output depths. For each output depth it loads the span of columns of every input
-// row (d, h) the window reads (16-byte loads where rows are 16-byte aligned), reduces each row
+// row (d, h) the window reads (vector loads where rows are aligned), reduces each row
 // across the window's columns, combines the rows of each depth tap in h order and then the depth
 // taps in d order: the (d, h, w) scan order, so each row's first maximum (or last NaN) combined in
 // that order is the window's. All loads of one output depth are issued before any is waited for.
+// Tiles are 16 bytes of input columns per row (4 f16 or 2 f32 outputs of stride 2); the average's
+// small grids take one output a thread instead (pool3d.cu), so each thread's chain is short.
 //
 // Where windows overlap along depth (kernel_d > stride_d), the depth taps an output depth shares
 // with the next are reduced once and carried to it, so a run of R output depths loads
@@ -33,10 +35,10 @@ struct Pool3dArgs {
 };
 
 // A compile-time 3-D window: the 2-D window's rows and columns (kCols outputs of one output row a
-// thread, 16-byte loads) with a kernel and stride along depth. Depth and row padding are read at
-// run time; column padding is part of the window.
-template <class T, int KD, int KH, int KW, int SD, int SH, int SW, int PW>
-struct Pool3dWindow : SeparableWindow<T, KH, KW, SH, SW, PW, 1> {
+// thread, row loads of kVectorBytes) with a kernel and stride along depth. Depth and row padding
+// are read at run time; column padding is part of the window.
+template <class T, int KD, int KH, int KW, int SD, int SH, int SW, int PW, int kVectorBytes>
+struct Pool3dWindow : SeparableWindow<T, KH, KW, SH, SW, PW, 1, kVectorBytes> {
   static constexpr int kernel_d = KD, stride_d = SD;
   // Depth taps of an output depth that the next output depth shares.
   static constexpr int kCarried = KD > SD ? KD - SD : 0;
@@ -49,15 +51,6 @@ struct Pool3dTiling {
   int tiles;            // planes of this launch * tiles_per_plane
   bool whole_tiles;     // out_w is a multiple of kCols and the outputs are aligned to their tiles
 };
-
-// ptxas moves loads down towards their first use, counting on other warps to hide the latency; a
-// thread then waits for one row before it issues the next row's load, one DRAM round trip per
-// group of rows, which small grids (few warps) cannot hide. A branch ptxas cannot remove ends the
-// block the loads are in, so all of them are issued before any row is reduced. The condition is
-// never true: every input dim is positive.
-__device__ __forceinline__ void keep_loads_above(const Pool3dArgs& a) {
-  if (a.in[0] <= 0) __nanosleep(0);
-}
 
 template <class T, Reduction kReduction, class Window, bool kAligned>
 class Pool3dTile {
@@ -112,7 +105,7 @@ class Pool3dTile {
       const int d0 = od_begin_ * SD - a.pad[0];
 #pragma unroll
       for (int k = 0; k < kCarried; ++k) load_depth(rows[k], plane_x, d0 + k, a);
-      keep_loads_above(a);
+      keep_loads_above(a.in[0] <= 0);
 #pragma unroll
       for (int k = 0; k < kCarried; ++k) carried[k] = reduce_depth(rows[k], d0 + k, a);
 #pragma unroll 1
@@ -139,7 +132,7 @@ class Pool3dTile {
     Span rows[KD - kCarried][KH];
 #pragma unroll
     for (int k = kCarried; k < KD; ++k) load_depth(rows[k - kCarried], plane_x, d0 + k, a);
-    keep_loads_above(a);
+    keep_loads_above(a.in[0] <= 0);
     Partial tap[KD];
 #pragma unroll
     for (int k = 0; k < KD; ++k) tap[k] = k < kCarried ? carried[k] : reduce_depth(rows[k - kCarried], d0 + k, a);

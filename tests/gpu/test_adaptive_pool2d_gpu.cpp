@@ -1,10 +1,13 @@
 // Adaptive 2-D pooling on the GPU against the CPU references: every catalogue row, random input
 // and output sizes (overlapping bins, outputs larger than inputs, None), NaN / -inf / tie inputs,
-// bins of many thousand taps. Outputs are poisoned first.
+// bins of many thousand taps, each lanes-per-bin path on unaligned tensors. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <array>
+#include <limits>
 #include <random>
+#include <vector>
 
 #include "gpu/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
@@ -81,6 +84,53 @@ TEST_P(AdaptivePool2dGpu, NaNMinusInfTiesAndLargeBins) {
   HostTensor all_minus_inf({1, 1, 4, 4}, DType::f16);
   for (int64_t i = 0; i < all_minus_inf.numel(); ++i) all_minus_inf.set(i, -std::numeric_limits<double>::infinity());
   EXPECT_EQ(compare_with_reference(GetParam(), all_minus_inf, AdaptivePool2d{{3, 3}}), "");
+}
+
+// Bins of up to 128 taps take groups of 8 lanes (several bins a warp, one pass of loads); larger
+// bins take whole warps, and bins over 512 taps several passes. Each shape below names the path
+// it takes; bin counts are not multiples of a block's groups, so the last block has groups past
+// the last bin. Tensors start 0 and 1 elements into their allocations; inputs have NaN / -inf /
+// ties.
+TEST_P(AdaptivePool2dGpu, GroupsOfLanesPerBinOnUnalignedTensors) {
+  std::mt19937_64 rng(109);
+  struct Case {
+    std::vector<int64_t> shape;
+    int64_t out_h, out_w;
+  };
+  const Case cases[] = {
+      {{3, 5, 56, 56}, 6, 6},    // 8 lanes, 100-tap bins (spp-6x6)
+      {{1, 7, 33, 41}, 4, 5},    // 8 lanes, up to 100 taps, 140 bins
+      {{2, 3, 9, 11}, 7, 10},    // 8 lanes, bins of 1 to 4 taps: most lanes past the bin's end
+      {{1, 2, 5, 6}, 9, 13},     // 8 lanes, outputs larger than the input
+      {{2, 3, 16, 16}, 1, 2},    // 8 lanes at the bound: 128-tap bins, every lane's 16 loads real
+      {{2, 3, 40, 50}, 3, 2},    // whole warp, up to 375 taps, one pass
+      {{2, 2, 60, 70}, 2, 3},    // whole warp, up to 750 taps, two passes
+      {{5, 61, 33}, 1, 2},       // unbatched, whole warp, 1037-tap bins: three passes
+  };
+  for (const Case& c : cases) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (const size_t offset : {0, 1}) {
+        HostTensor x(c.shape, dtype);
+        fill_random(x, rng, true);
+        EXPECT_EQ(compare_with_reference(GetParam(), x, AdaptivePool2d{{c.out_h, c.out_w}}, offset), "")
+            << detail::shape_string(c.shape) << " -> " << c.out_h << "x" << c.out_w << " " << dtype_name(dtype)
+            << " offset " << offset;
+      }
+    }
+  }
+}
+
+TEST_P(AdaptivePool2dGpu, TiesAndMinusInfPlanesInGroupsAndWarps) {
+  // Planes of one repeated value (ties keep each bin's first tap, whichever lane holds it) and of
+  // -inf (the first tap too), for 8-lane groups and whole warps with several passes.
+  for (const auto& [h, w, out_h, out_w] : {std::array<int64_t, 4>{56, 56, 6, 6}, {60, 70, 2, 3}}) {
+    HostTensor x({2, 3, h, w}, DType::bf16);
+    const int64_t plane = h * w;
+    for (int64_t i = 0; i < x.numel(); ++i) {
+      x.set(i, i / plane == 0 ? -std::numeric_limits<double>::infinity() : i / plane == 1 ? 2.0 : -0.5);
+    }
+    EXPECT_EQ(compare_with_reference(GetParam(), x, AdaptivePool2d{{out_h, out_w}}), "") << h << "x" << w;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Ops, AdaptivePool2dGpu, ::testing::Values(Op::max, Op::max_with_indices, Op::avg),

@@ -3,6 +3,7 @@
 // tie inputs, and the compiled windows of pool3d.cu on their own. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <limits>
 #include <random>
 #include <utility>
@@ -88,8 +89,8 @@ std::vector<Pool3d> static_windows(Op op) {
   return windows;
 }
 
-// Each compiled window on random shapes: widths that take the 16-byte path (multiples of 8) and
-// widths that do not, output widths that leave a thread's column group partial, every D and H
+// Each compiled window on random shapes: widths that take the vector path (multiples of 8; the
+// averages here are all under two waves, so they run one output a thread) and widths that do not, output widths that leave a thread's column group partial, every D and H
 // padding the window allows, ceil mode, count_include_pad, divisors, and NaN / -inf / ties.
 TEST_P(Pool3dGpu, StaticWindowsOnRandomShapes) {
   std::mt19937_64 rng(41 + static_cast<int>(GetParam()));
@@ -147,6 +148,53 @@ TEST_P(Pool3dGpu, StaticWindowsOnMinusInfWindowsAndTies) {
         EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
             << dtype_name(dtype) << " W " << w << " " << testing::describe(p);
       }
+    }
+  }
+}
+
+TEST_P(Pool3dGpu, StaticWindowsOnTensorsAlignedToTwoElements) {
+  // Two elements in: aligned to the one-output-a-thread vector of the averages (stride_w elements:
+  // 4 bytes for half types, 8 for f32) but not to 16 bytes. Even widths take vector loads, odd
+  // ones scalar loads; D and H padding, ceil mode, count_include_pad and a divisor vary.
+  std::mt19937_64 rng(59);
+  int variant = 0;
+  for (Pool3d p : static_windows(GetParam())) {
+    for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (const int64_t w : {28, 22, 57}) {
+        p.padding[0] = variant % 2 == 0 ? p.kernel_size[0] / 2 : 0;
+        p.padding[1] = variant % 3 == 0 ? 0 : p.kernel_size[1] / 2;
+        p.ceil_mode = variant % 2 == 1;
+        p.count_include_pad = variant % 4 < 2;
+        p.divisor_override.reset();
+        if (GetParam() == Op::avg && variant % 5 == 0) p.divisor_override = 7;
+        ++variant;
+        HostTensor x({2, 3, 7, 10, w}, dtype);
+        fill_random(x, rng, true);
+        EXPECT_EQ(compare_with_reference(GetParam(), x, p, 2), "")
+            << dtype_name(dtype) << " W " << w << " " << testing::describe(p);
+      }
+    }
+  }
+}
+
+TEST_P(Pool3dGpu, AveragesOverTwoWavesTakeTheWideTiles) {
+  // About a million outputs, over two waves of threads on any GPU of up to 256 SMs: the averages'
+  // tiles of 16 bytes of columns (4 f16 or 2 f32 outputs a thread), with vector (W 64) and scalar
+  // (W 63) loads.
+  if (GetParam() != Op::avg) GTEST_SKIP() << "max windows have one tile size";
+  std::mt19937_64 rng(61);
+  int variant = 0;
+  for (Pool3d p : static_windows(Op::avg)) {
+    for (const int64_t w : {64, 63}) {
+      const DType dtype = std::array{DType::f32, DType::f16, DType::bf16}[variant % 3];
+      p.padding[0] = variant % 2 == 0 ? p.kernel_size[0] / 2 : 0;
+      p.padding[1] = p.kernel_size[1] / 2;
+      p.ceil_mode = variant % 2 == 1;
+      p.count_include_pad = variant % 3 != 0;
+      ++variant;
+      HostTensor x({4, 32, 16, 64, w}, dtype);
+      fill_random(x, rng, true);
+      EXPECT_EQ(compare_with_reference(Op::avg, x, p), "") << dtype_name(dtype) << " W " << w << " " << testing::describe(p);
     }
   }
 }
