@@ -184,6 +184,13 @@ PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const in
   PoolGeometry g = resolve_axes(op, kind, x_shape, axis_windows<3>(p, {"D", "H", "W"}), p.ceil_mode,
                                 "4-D [C, D, H, W] or 5-D [N, C, D, H, W]");
   set_divisor(op, kind, p, g);
+  // PyTorch's avg_pool3d (not its max_pool3d, nor the 1-D and 2-D pools) refuses inputs smaller
+  // than the kernel on any axis, even where padding or ceil mode would give outputs; the spec is
+  // silent, and we keep PyTorch's set of accepted calls.
+  require(kind == PoolKind::max || (g.in_d >= g.kernel_d && g.in_h >= g.kernel_h && g.in_w >= g.kernel_w), op,
+          "input (D ", g.in_d, ", H ", g.in_h, ", W ", g.in_w, ") is smaller than the kernel (", g.kernel_d, ", ",
+          g.kernel_h, ", ", g.kernel_w, ") on some axis; avg_pool3d needs every input size >= its kernel size, "
+          "as PyTorch's does");
   return g;
 }
 

@@ -56,6 +56,10 @@ TEST(Pool3dValidation, EachRuleNamesTheAxis) {
   Pool3d dilated = window({2, 2, 2});
   dilated.dilation = {1, 1, 2};
   expect_rejected({1, 1, 8, 8, 8}, dilated, "avg-pool has no dilation", true);
+  // 3 + 2 * 1 padding would give outputs, but PyTorch's avg_pool3d needs the input >= the kernel.
+  expect_rejected({1, 1, 2, 8, 8}, window({3, 3, 3}, {{1, 1, 1}}, {1, 1, 1}), "smaller than the kernel", true);
+  EXPECT_EQ(max_pool3d_output_shape(Shape{1, 1, 2, 8, 8}, window({3, 3, 3}, {{1, 1, 1}}, {1, 1, 1})),
+            (Shape{1, 1, 2, 8, 8}));
   Pool3d zero_divisor = window({2, 2, 2});
   zero_divisor.divisor_override = 0;
   expect_rejected({1, 1, 8, 8, 8}, zero_divisor, "divisor_override must not be zero", true);
