@@ -144,28 +144,22 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
     const auto valid = [&](int i) { return row_active && static_cast<int>(threadIdx.x + i * blockDim.x) < vectors; };
 
-    float mean = 0;
-    if constexpr (kKind == NormKind::layer) {
-      float sum = 0;
+    // The sum of term(value) over the elements this thread holds.
+    const auto held_sum = [&](auto term) {
+      float total = 0;
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
         if (!valid(i)) continue;
         float values[kVec];
         held_values(i, values);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) sum += values[e];
+        for (int e = 0; e < kVec; ++e) total += term(values[e]);
       }
-      mean = row_sum(sum, partial) * s.inv_len;
-    }
-    float squares = 0;
-#pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      if (!valid(i)) continue;
-      float values[kVec];
-      held_values(i, values);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) squares += (values[e] - mean) * (values[e] - mean);
-    }
+      return total;
+    };
+    float mean = 0;
+    if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
+    const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
 
 #pragma unroll

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "host_tensor.hpp"
+#include "expect_error.hpp"
 #include "solops/error.hpp"
 #include "solops/norm.hpp"
 #include "solops/reference.hpp"
@@ -17,20 +18,10 @@
 namespace solops {
 namespace {
 
+using testing::expect_error;
 using testing::HostTensor;
 using Shape = std::vector<int64_t>;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-template <class Call>
-void expect_error(Call&& call, const std::string& fragment, Status status = Status::invalid_argument) {
-  try {
-    call();
-    ADD_FAILURE() << "accepted, expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), status) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 HostTensor filled(Shape shape, const std::vector<double>& values, DType dtype = DType::f32) {
   HostTensor t(std::move(shape), dtype);

@@ -126,16 +126,6 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     else:
         ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)
         expected = partial(reference, cpu[0], [row_len], *cpu[1:], eps=op.eps)
-    flops, bytes_moved = cost(op, shape, dtype)
-    return Case(
-        op=op_name,
-        workload=row["workload"],
-        dtype=row["dtype"],
-        flops=float(flops),
-        bytes=float(bytes_moved),
-        rate_kind=RATE_KIND,
-        reference=expected,
-        check=check_close(TOLERANCE[op_name][dtype]),
-        impls=[Impl("solops", ours)] + [alternative_impl(name, op, inputs) for name in alternatives],
-        page=row.get("reference"),
-    )
+    impls = [Impl("solops", ours)] + [alternative_impl(name, op, inputs) for name in alternatives]
+    check = check_close(TOLERANCE[op_name][dtype])
+    return run.row_case(op_name, row, cost(op, shape, dtype), RATE_KIND, expected, check, impls)
