@@ -7,8 +7,8 @@
 // vector width, one element otherwise) and the weight and bias at the same columns before any
 // arithmetic, so a block has all of its row's loads in flight at once. Statistics run in f32;
 // LayerNorm takes the mean first and then the sum of squared deviations from the held values (no
-// E[x^2] - E[x]^2 cancellation). Rows too long to hold (over 16384 elements, or 8192 without
-// vectors) take the streaming kernel, which reads the row again for each pass.
+// E[x^2] - E[x]^2 cancellation). Rows too long to hold (over 16384 f16/bf16 elements, 8192 f32
+// ones or 8192 without vectors) take the streaming kernel, which reads the row again each pass.
 #pragma once
 
 #include <algorithm>
