@@ -56,7 +56,7 @@ if [ "${SOLOPS_SKIP_TESTS:-0}" != 1 ]; then
   step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
   step gpu-tests gpu_tests
   # The manifest tests need ../shared, which only the CPU machines have; CI runs them there.
-  step python-tests python3 -m pytest -q tests/python/test_pool_torch.py
+  step python-tests python3 -m pytest -q tests/python/test_pool_torch.py tests/python/test_norm_torch.py
 fi
 if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
   # Out-of-bounds accesses of the kernels on the GPU tests' shapes, and hardware counters of

@@ -2,6 +2,7 @@
 // one rounding to the output dtype. Slow by design; used by tests and the benchmark.
 #pragma once
 
+#include "solops/norm.hpp"
 #include "solops/pool.hpp"
 
 namespace solops::reference {
@@ -18,5 +19,17 @@ void adaptive_avg_pool2d(const TensorRef& x, const TensorRef& y, const AdaptiveP
 // Ragged metadata is always checked (check_ragged_chunks); p.check_ragged_metadata is ignored.
 void mean_pooling(const TensorRef& x, const TensorRef& y, const TensorRef* offsets, const TensorRef* indices,
                   const MeanPooling& p);
+
+
+// Row norms; the fused add-norms' in-place form (output = x, residual_out = residual) works here too.
+void rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const RMSNorm& p);
+void layer_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                const LayerNorm& p);
+void gemma_rms_norm(const TensorRef& x, const TensorRef& weight, const TensorRef& y, const GemmaRMSNorm& p);
+void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
+                        const TensorRef& output, const TensorRef& residual_out, const FusedAddRMSNorm& p);
+void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
+                          const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
+                          const FusedAddLayerNorm& p);
 
 }  // namespace solops::reference

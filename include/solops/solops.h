@@ -97,6 +97,22 @@ typedef struct {
   int64_t chunks;
 } solops_ragged_sizes;
 
+/* Row norms over the trailing normalized_rank dims of x (RMSNorm, LayerNorm, GemmaRMSNorm).
+ * has_eps = 0 takes the op's default: the f32 machine epsilon for rms_norm (PyTorch's eps=None on
+ * CUDA), 1e-5 for layer_norm, 1e-6 for gemma_rms_norm. */
+typedef struct {
+  int32_t normalized_rank;
+  int64_t normalized_shape[SOLOPS_MAX_RANK];
+  int32_t has_eps;
+  double eps;
+} solops_norm_params;
+
+/* Fused add-norms, over the last dim of x. has_eps = 0: 1e-6 (RMSNorm), 1e-5 (LayerNorm). */
+typedef struct {
+  int32_t has_eps;
+  double eps;
+} solops_fused_add_norm_params;
+
 typedef struct {
   double flops;
   double bytes;
@@ -211,6 +227,65 @@ solops_status solops_adaptive_avg_pool2d_cost(int32_t x_rank, const int64_t* x_s
 solops_status solops_mean_pooling_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                        const solops_mean_pooling_params* p,
                                        const solops_ragged_sizes* ragged, solops_cost* cost);
+
+/* Row norms. weight and bias may be NULL (scale 1, shift 0); gemma_rms_norm's weight is required.
+ * Outputs may not overlap inputs, except in the fused add-norms' in-place form: output = x and
+ * residual_out = residual (the same data pointers). The output shape is x's. */
+solops_status solops_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                           int32_t* out_rank, int64_t* out_shape);
+solops_status solops_layer_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                             int32_t* out_rank, int64_t* out_shape);
+solops_status solops_gemma_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape);
+solops_status solops_fused_add_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                     const solops_fused_add_norm_params* p, int32_t* out_rank,
+                                                     int64_t* out_shape);
+solops_status solops_fused_add_layer_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                       const solops_fused_add_norm_params* p, int32_t* out_rank,
+                                                       int64_t* out_shape);
+
+solops_status solops_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                              const solops_norm_params* p, void* stream);
+solops_status solops_layer_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* bias,
+                                const solops_tensor* y, const solops_norm_params* p, void* stream);
+solops_status solops_gemma_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                    const solops_norm_params* p, void* stream);
+solops_status solops_fused_add_rms_norm(const solops_tensor* x, const solops_tensor* residual,
+                                        const solops_tensor* weight, const solops_tensor* output,
+                                        const solops_tensor* residual_out, const solops_fused_add_norm_params* p,
+                                        void* stream);
+solops_status solops_fused_add_layer_norm(const solops_tensor* x, const solops_tensor* residual,
+                                          const solops_tensor* weight, const solops_tensor* bias,
+                                          const solops_tensor* output, const solops_tensor* residual_out,
+                                          const solops_fused_add_norm_params* p, void* stream);
+
+solops_status solops_reference_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                        const solops_norm_params* p);
+solops_status solops_reference_layer_norm(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* y,
+                                          const solops_norm_params* p);
+solops_status solops_reference_gemma_rms_norm(const solops_tensor* x, const solops_tensor* weight,
+                                              const solops_tensor* y, const solops_norm_params* p);
+solops_status solops_reference_fused_add_rms_norm(const solops_tensor* x, const solops_tensor* residual,
+                                                  const solops_tensor* weight, const solops_tensor* output,
+                                                  const solops_tensor* residual_out,
+                                                  const solops_fused_add_norm_params* p);
+solops_status solops_reference_fused_add_layer_norm(const solops_tensor* x, const solops_tensor* residual,
+                                                    const solops_tensor* weight, const solops_tensor* bias,
+                                                    const solops_tensor* output, const solops_tensor* residual_out,
+                                                    const solops_fused_add_norm_params* p);
+
+solops_status solops_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                   const solops_norm_params* p, solops_cost* cost);
+solops_status solops_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_norm_params* p, solops_cost* cost);
+solops_status solops_gemma_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_norm_params* p, solops_cost* cost);
+solops_status solops_fused_add_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                             const solops_fused_add_norm_params* p, solops_cost* cost);
+solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                               const solops_fused_add_norm_params* p, solops_cost* cost);
 
 #ifdef __cplusplus
 }

@@ -3,5 +3,6 @@
 
 #include "solops/cost.hpp"
 #include "solops/error.hpp"
+#include "solops/norm.hpp"
 #include "solops/pool.hpp"
 #include "solops/tensor.hpp"

@@ -82,6 +82,30 @@ class RaggedSizes(ctypes.Structure):
     _fields_ = [("sequences", ctypes.c_int64), ("chunks", ctypes.c_int64)]
 
 
+class NormParams(ctypes.Structure):
+    _fields_ = [
+        ("normalized_rank", ctypes.c_int32),
+        ("normalized_shape", ctypes.c_int64 * MAX_RANK),
+        ("has_eps", ctypes.c_int32),
+        ("eps", ctypes.c_double),
+    ]
+
+
+class FusedAddNormParams(ctypes.Structure):
+    _fields_ = [("has_eps", ctypes.c_int32), ("eps", ctypes.c_double)]
+
+
+# The row norms: their parameter struct and how many tensors their C functions take (inputs, then
+# outputs; an absent weight or bias is NULL).
+NORM_OPS = {
+    "rms_norm": (NormParams, 3),
+    "layer_norm": (NormParams, 4),
+    "gemma_rms_norm": (NormParams, 3),
+    "fused_add_rms_norm": (FusedAddNormParams, 5),
+    "fused_add_layer_norm": (FusedAddNormParams, 6),
+}
+
+
 class Cost(ctypes.Structure):
     _fields_ = [("flops", ctypes.c_double), ("bytes", ctypes.c_double)]
 
@@ -151,6 +175,14 @@ def _load():
         "solops_mean_pooling_cost": (
             status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(MeanPoolingParams), P(RaggedSizes), P(Cost)]),
     })
+    for name, (params, tensors) in NORM_OPS.items():
+        signatures.update({
+            f"solops_{name}_output_shape": (
+                status, [ctypes.c_int32, P(ctypes.c_int64), P(params), P(ctypes.c_int32), P(ctypes.c_int64)]),
+            f"solops_{name}": (status, [P(Tensor)] * tensors + [P(params), ctypes.c_void_p]),
+            f"solops_reference_{name}": (status, [P(Tensor)] * tensors + [P(params)]),
+            f"solops_{name}_cost": (status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)]),
+        })
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype = restype
@@ -313,4 +345,35 @@ def mean_pooling_output_shape(x_shape, params, ragged):
     check(lib.solops_mean_pooling_output_shape(len(x_shape), shape_array(x_shape), ctypes.byref(params),
                                                ctypes.byref(ragged) if ragged is not None else None,
                                                ctypes.byref(rank), shape))
+    return [shape[i] for i in range(rank.value)]
+
+
+def normalized_shape_tuple(normalized_shape):
+    """torch.nn.functional's normalized_shape: an int or a sequence of ints."""
+    if isinstance(normalized_shape, int):
+        return (normalized_shape,)
+    return tuple(int(size) for size in normalized_shape)
+
+
+def norm_params(name, normalized_shape=None, eps=None):
+    """The C parameters of a row norm; eps None takes the op's default (rms_norm: PyTorch's None)."""
+    params_type = NORM_OPS[name][0]
+    p = params_type()
+    if params_type is NormParams:
+        shape = normalized_shape_tuple(normalized_shape)
+        if len(shape) > MAX_RANK:
+            raise SolopsError(INVALID_ARGUMENT, f"{name}: normalized_shape has {len(shape)} dims, more than {MAX_RANK}")
+        p.normalized_rank = len(shape)
+        p.normalized_shape[: len(shape)] = list(shape)
+    p.has_eps = int(eps is not None)
+    p.eps = float(eps) if eps is not None else 0.0
+    return p
+
+
+def norm_output_shape(name, x_shape, params):
+    """x's shape, once the op's shape rule (and eps) accept it."""
+    rank = ctypes.c_int32()
+    shape = (ctypes.c_int64 * MAX_RANK)()
+    check(getattr(lib, f"solops_{name}_output_shape")(len(x_shape), shape_array(x_shape), ctypes.byref(params),
+                                                      ctypes.byref(rank), shape))
     return [shape[i] for i in range(rank.value)]

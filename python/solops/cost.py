@@ -67,3 +67,31 @@ def mean_pooling(x_shape, dtype, chunk_size, sequences=None, chunks=None):
         ctypes.byref(_native.mean_pooling_params(chunk_size)), ctypes.byref(ragged) if ragged is not None else None,
         ctypes.byref(cost)))
     return cost.flops, cost.bytes
+
+
+def _norm_cost(name, x_shape, dtype, params):
+    cost = _native.Cost()
+    _native.check(getattr(_native.lib, f"solops_{name}_cost")(
+        len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, "cost." + name), ctypes.byref(params),
+        ctypes.byref(cost)))
+    return cost.flops, cost.bytes
+
+
+def rms_norm(x_shape, dtype, normalized_shape, eps=None):
+    return _norm_cost("rms_norm", x_shape, dtype, _native.norm_params("rms_norm", normalized_shape, eps))
+
+
+def layer_norm(x_shape, dtype, normalized_shape, eps=1e-5):
+    return _norm_cost("layer_norm", x_shape, dtype, _native.norm_params("layer_norm", normalized_shape, eps))
+
+
+def gemma_rms_norm(x_shape, dtype, normalized_shape, eps=1e-6):
+    return _norm_cost("gemma_rms_norm", x_shape, dtype, _native.norm_params("gemma_rms_norm", normalized_shape, eps))
+
+
+def fused_add_rms_norm(x_shape, dtype, eps=1e-6):
+    return _norm_cost("fused_add_rms_norm", x_shape, dtype, _native.norm_params("fused_add_rms_norm", eps=eps))
+
+
+def fused_add_layer_norm(x_shape, dtype, eps=1e-5):
+    return _norm_cost("fused_add_layer_norm", x_shape, dtype, _native.norm_params("fused_add_layer_norm", eps=eps))

@@ -73,3 +73,36 @@ def mean_pooling(x, chunk_size, offsets=None, indices=None):
     _native.check(_native.lib.solops_reference_mean_pooling(
         ctypes.byref(describe(x, name)), ctypes.byref(describe(y, name)), *metadata, ctypes.byref(params)))
     return y
+
+
+def _norm(name, params, inputs, outputs):
+    tensors = [ctypes.byref(describe(t, "reference." + name)) if t is not None else None for t in (*inputs, *outputs)]
+    _native.check(getattr(_native.lib, f"solops_reference_{name}")(*tensors, ctypes.byref(params)))
+    return outputs[0] if len(outputs) == 1 else outputs
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None):
+    return _norm("rms_norm", _native.norm_params("rms_norm", normalized_shape, eps), (input, weight),
+                 (torch.empty_like(input),))
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    return _norm("layer_norm", _native.norm_params("layer_norm", normalized_shape, eps), (input, weight, bias),
+                 (torch.empty_like(input),))
+
+
+def gemma_rms_norm(x, weight, eps=1e-6):
+    return _norm("gemma_rms_norm", _native.norm_params("gemma_rms_norm", weight.shape, eps), (x, weight),
+                 (torch.empty_like(x),))
+
+
+def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):
+    """(output, residual_out)."""
+    return _norm("fused_add_rms_norm", _native.norm_params("fused_add_rms_norm", eps=eps), (x, residual, weight),
+                 (torch.empty_like(x), torch.empty_like(x)))
+
+
+def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
+    """(output, residual_out)."""
+    return _norm("fused_add_layer_norm", _native.norm_params("fused_add_layer_norm", eps=eps),
+                 (x, residual, weight, bias), (torch.empty_like(x), torch.empty_like(x)))

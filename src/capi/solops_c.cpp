@@ -70,7 +70,7 @@ std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char
   return {shape, static_cast<size_t>(rank)};
 }
 
-solops::Pool1d to_pool(const solops_pool1d_params* p, const char* function) {
+solops::Pool1d to_params(const solops_pool1d_params* p, const char* function) {
   require_pointer(p, function, "params");
   solops::Pool1d pool;
   pool.kernel_size = p->kernel_size;
@@ -101,15 +101,15 @@ Pool to_window(const Params* p, const char* function) {
   return pool;
 }
 
-solops::Pool2d to_pool(const solops_pool2d_params* p, const char* function) {
+solops::Pool2d to_params(const solops_pool2d_params* p, const char* function) {
   return to_window<solops::Pool2d>(p, function);
 }
 
-solops::Pool3d to_pool(const solops_pool3d_params* p, const char* function) {
+solops::Pool3d to_params(const solops_pool3d_params* p, const char* function) {
   return to_window<solops::Pool3d>(p, function);
 }
 
-solops::AdaptivePool2d to_pool(const solops_adaptive_pool2d_params* p, const char* function) {
+solops::AdaptivePool2d to_params(const solops_adaptive_pool2d_params* p, const char* function) {
   require_pointer(p, function, "params");
   solops::AdaptivePool2d pool;
   for (int axis = 0; axis < 2; ++axis) {
@@ -118,7 +118,7 @@ solops::AdaptivePool2d to_pool(const solops_adaptive_pool2d_params* p, const cha
   return pool;
 }
 
-solops::MeanPooling to_pool(const solops_mean_pooling_params* p, const char* function) {
+solops::MeanPooling to_params(const solops_mean_pooling_params* p, const char* function) {
   require_pointer(p, function, "params");
   return {p->chunk_size, p->check_ragged_metadata != 0};
 }
@@ -148,7 +148,7 @@ template <class Op, class Params>
 solops_status output_shape(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
                            const Params* p, int32_t* out_rank, int64_t* out_shape) {
   return guarded(function, [&] {
-    write_shape(op(to_shape(x_rank, x_shape, function), to_pool(p, function)), out_rank, out_shape, function);
+    write_shape(op(to_shape(x_rank, x_shape, function), to_params(p, function)), out_rank, out_shape, function);
   });
 }
 
@@ -157,7 +157,7 @@ solops_status max_pool(const char* function, Values values, WithIndices with_ind
                        const solops_tensor* x, const solops_tensor* y, const solops_tensor* indices,
                        const Params* p, void* stream) {
   return guarded(function, [&] {
-    const auto pool = to_pool(p, function);
+    const auto pool = to_params(p, function);
     const auto x_ref = to_tensor(x, function, "x");
     const auto y_ref = to_tensor(y, function, "y");
     const auto cuda_stream = static_cast<cudaStream_t>(stream);
@@ -173,7 +173,7 @@ template <class Op, class Params>
 solops_status avg_pool(const char* function, Op op, const solops_tensor* x, const solops_tensor* y,
                        const Params* p, void* stream) {
   return guarded(function, [&] {
-    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_pool(p, function),
+    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_params(p, function),
        static_cast<cudaStream_t>(stream));
   });
 }
@@ -184,7 +184,7 @@ solops_status reference_max_pool(const char* function, Op op, const solops_tenso
   return guarded(function, [&] {
     const auto indices_ref = optional_tensor(indices, function, "indices");
     op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), indices_ref ? &*indices_ref : nullptr,
-       to_pool(p, function));
+       to_params(p, function));
   });
 }
 
@@ -200,7 +200,7 @@ solops_status mean_pooling(const char* function, Op op, const solops_tensor* x, 
     const auto offsets_ref = optional_tensor(offsets, function, "offsets");
     const auto indices_ref = optional_tensor(indices, function, "indices");
     op(x_ref, y_ref, offsets_ref ? &*offsets_ref : nullptr, indices_ref ? &*indices_ref : nullptr,
-       to_pool(p, function), static_cast<cudaStream_t>(stream)...);
+       to_params(p, function), static_cast<cudaStream_t>(stream)...);
   });
 }
 
@@ -208,7 +208,7 @@ template <class Op, class Params>
 solops_status reference_avg_pool(const char* function, Op op, const solops_tensor* x,
                                  const solops_tensor* y, const Params* p) {
   return guarded(function, [&] {
-    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_pool(p, function));
+    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_params(p, function));
   });
 }
 
@@ -216,8 +216,117 @@ template <class Op, class Params>
 solops_status cost(const char* function, Op op, int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                    const Params* p, solops_cost* out) {
   return guarded(function, [&] {
-    write_cost(op(to_shape(x_rank, x_shape, function), static_cast<solops::DType>(x_dtype), to_pool(p, function)),
+    write_cost(op(to_shape(x_rank, x_shape, function), static_cast<solops::DType>(x_dtype), to_params(p, function)),
                out, function);
+  });
+}
+
+
+// The C++ parameters of a row norm (with normalized_shape) or a fused add-norm (without).
+template <class Params, class CParams>
+Params to_norm(const CParams* p, const char* function) {
+  require_pointer(p, function, "params");
+  Params params;
+  if constexpr (requires { params.normalized_shape; }) {
+    if (p->normalized_rank < 0 || p->normalized_rank > SOLOPS_MAX_RANK) {
+      throw solops::Error(solops::Status::invalid_argument,
+                          std::string(function) + ": normalized_rank " + std::to_string(p->normalized_rank) +
+                              " is outside [0, 8]");
+    }
+    params.normalized_shape.assign(p->normalized_shape, p->normalized_shape + p->normalized_rank);
+  }
+  if (p->has_eps) params.eps = p->eps;
+  return params;
+}
+
+// A tensor the caller may leave out, as the pointer the C++ API takes.
+const solops::TensorRef* optional_ref(const std::optional<solops::TensorRef>& t) { return t ? &*t : nullptr; }
+
+template <class Params, class CParams, class Op>
+solops_status norm_output_shape(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
+                                const CParams* p, int32_t* out_rank, int64_t* out_shape) {
+  return guarded(function, [&] {
+    write_shape(op(to_shape(x_rank, x_shape, function), to_norm<Params>(p, function)), out_rank, out_shape,
+                function);
+  });
+}
+
+template <class Params, class CParams, class Op>
+solops_status norm_cost(const char* function, Op op, int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                        const CParams* p, solops_cost* out) {
+  return guarded(function, [&] {
+    write_cost(op(to_shape(x_rank, x_shape, function), static_cast<solops::DType>(x_dtype),
+                  to_norm<Params>(p, function)),
+               out, function);
+  });
+}
+
+// The ops and their references differ only in the stream argument the ops take last.
+template <class Params, class Op, class... Stream>
+solops_status row_norm(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                       const solops_tensor* y, const solops_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    op(x_ref, optional_ref(weight_ref), to_tensor(y, function, "y"), to_norm<Params>(p, function),
+       static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status layer_norm(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                         const solops_tensor* bias, const solops_tensor* y, const solops_norm_params* p,
+                         Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), to_tensor(y, function, "y"),
+       to_norm<solops::LayerNorm>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status gemma_rms_norm(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                             const solops_tensor* y, const solops_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = to_tensor(weight, function, "weight");
+    op(x_ref, weight_ref, to_tensor(y, function, "y"), to_norm<solops::GemmaRMSNorm>(p, function),
+       static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status fused_add_rms_norm(const char* function, Op op, const solops_tensor* x, const solops_tensor* residual,
+                                 const solops_tensor* weight, const solops_tensor* output,
+                                 const solops_tensor* residual_out, const solops_fused_add_norm_params* p,
+                                 Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto residual_ref = to_tensor(residual, function, "residual");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto output_ref = to_tensor(output, function, "output");
+    op(x_ref, residual_ref, optional_ref(weight_ref), output_ref, to_tensor(residual_out, function, "residual_out"),
+       to_norm<solops::FusedAddRMSNorm>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status fused_add_layer_norm(const char* function, Op op, const solops_tensor* x,
+                                   const solops_tensor* residual, const solops_tensor* weight,
+                                   const solops_tensor* bias, const solops_tensor* output,
+                                   const solops_tensor* residual_out, const solops_fused_add_norm_params* p,
+                                   Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto residual_ref = to_tensor(residual, function, "residual");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    const auto output_ref = to_tensor(output, function, "output");
+    op(x_ref, residual_ref, optional_ref(weight_ref), optional_ref(bias_ref), output_ref,
+       to_tensor(residual_out, function, "residual_out"), to_norm<solops::FusedAddLayerNorm>(p, function),
+       static_cast<cudaStream_t>(stream)...);
   });
 }
 
@@ -276,7 +385,7 @@ solops_status solops_mean_pooling_output_shape(int32_t x_rank, const int64_t* x_
                                                const solops_ragged_sizes* ragged, int32_t* out_rank,
                                                int64_t* out_shape) {
   return guarded(__func__, [&] {
-    write_shape(solops::mean_pooling_output_shape(to_shape(x_rank, x_shape, __func__), to_pool(p, __func__),
+    write_shape(solops::mean_pooling_output_shape(to_shape(x_rank, x_shape, __func__), to_params(p, __func__),
                                                   to_ragged(ragged)),
                 out_rank, out_shape, __func__);
   });
@@ -437,9 +546,132 @@ solops_status solops_mean_pooling_cost(int32_t x_rank, const int64_t* x_shape, i
                                        const solops_ragged_sizes* ragged, solops_cost* out) {
   return guarded(__func__, [&] {
     write_cost(solops::mean_pooling_cost(to_shape(x_rank, x_shape, __func__), static_cast<solops::DType>(x_dtype),
-                                         to_pool(p, __func__), to_ragged(ragged)),
+                                         to_params(p, __func__), to_ragged(ragged)),
                out, __func__);
   });
+}
+
+solops_status solops_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                           int32_t* out_rank, int64_t* out_shape) {
+  return norm_output_shape<solops::RMSNorm>(__func__, solops::rms_norm_output_shape, x_rank, x_shape, p, out_rank,
+                                            out_shape);
+}
+
+solops_status solops_layer_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                             int32_t* out_rank, int64_t* out_shape) {
+  return norm_output_shape<solops::LayerNorm>(__func__, solops::layer_norm_output_shape, x_rank, x_shape, p,
+                                              out_rank, out_shape);
+}
+
+solops_status solops_gemma_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape) {
+  return norm_output_shape<solops::GemmaRMSNorm>(__func__, solops::gemma_rms_norm_output_shape, x_rank, x_shape, p,
+                                                 out_rank, out_shape);
+}
+
+solops_status solops_fused_add_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                     const solops_fused_add_norm_params* p, int32_t* out_rank,
+                                                     int64_t* out_shape) {
+  return norm_output_shape<solops::FusedAddRMSNorm>(__func__, solops::fused_add_rms_norm_output_shape, x_rank,
+                                                    x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_fused_add_layer_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                       const solops_fused_add_norm_params* p, int32_t* out_rank,
+                                                       int64_t* out_shape) {
+  return norm_output_shape<solops::FusedAddLayerNorm>(__func__, solops::fused_add_layer_norm_output_shape, x_rank,
+                                                      x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                              const solops_norm_params* p, void* stream) {
+  return row_norm<solops::RMSNorm>(__func__, solops::rms_norm, x, weight, y, p, stream);
+}
+
+solops_status solops_layer_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* bias,
+                                const solops_tensor* y, const solops_norm_params* p, void* stream) {
+  return layer_norm(__func__, solops::layer_norm, x, weight, bias, y, p, stream);
+}
+
+solops_status solops_gemma_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                    const solops_norm_params* p, void* stream) {
+  return gemma_rms_norm(__func__, solops::gemma_rms_norm, x, weight, y, p, stream);
+}
+
+solops_status solops_fused_add_rms_norm(const solops_tensor* x, const solops_tensor* residual,
+                                        const solops_tensor* weight, const solops_tensor* output,
+                                        const solops_tensor* residual_out, const solops_fused_add_norm_params* p,
+                                        void* stream) {
+  return fused_add_rms_norm(__func__, solops::fused_add_rms_norm, x, residual, weight, output, residual_out, p,
+                            stream);
+}
+
+solops_status solops_fused_add_layer_norm(const solops_tensor* x, const solops_tensor* residual,
+                                          const solops_tensor* weight, const solops_tensor* bias,
+                                          const solops_tensor* output, const solops_tensor* residual_out,
+                                          const solops_fused_add_norm_params* p, void* stream) {
+  return fused_add_layer_norm(__func__, solops::fused_add_layer_norm, x, residual, weight, bias, output,
+                              residual_out, p, stream);
+}
+
+solops_status solops_reference_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                        const solops_norm_params* p) {
+  return row_norm<solops::RMSNorm>(__func__, solops::reference::rms_norm, x, weight, y, p);
+}
+
+solops_status solops_reference_layer_norm(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* y,
+                                          const solops_norm_params* p) {
+  return layer_norm(__func__, solops::reference::layer_norm, x, weight, bias, y, p);
+}
+
+solops_status solops_reference_gemma_rms_norm(const solops_tensor* x, const solops_tensor* weight,
+                                              const solops_tensor* y, const solops_norm_params* p) {
+  return gemma_rms_norm(__func__, solops::reference::gemma_rms_norm, x, weight, y, p);
+}
+
+solops_status solops_reference_fused_add_rms_norm(const solops_tensor* x, const solops_tensor* residual,
+                                                  const solops_tensor* weight, const solops_tensor* output,
+                                                  const solops_tensor* residual_out,
+                                                  const solops_fused_add_norm_params* p) {
+  return fused_add_rms_norm(__func__, solops::reference::fused_add_rms_norm, x, residual, weight, output,
+                            residual_out, p);
+}
+
+solops_status solops_reference_fused_add_layer_norm(const solops_tensor* x, const solops_tensor* residual,
+                                                    const solops_tensor* weight, const solops_tensor* bias,
+                                                    const solops_tensor* output, const solops_tensor* residual_out,
+                                                    const solops_fused_add_norm_params* p) {
+  return fused_add_layer_norm(__func__, solops::reference::fused_add_layer_norm, x, residual, weight, bias, output,
+                              residual_out, p);
+}
+
+solops_status solops_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                   const solops_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::RMSNorm>(__func__, solops::rms_norm_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::LayerNorm>(__func__, solops::layer_norm_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_gemma_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::GemmaRMSNorm>(__func__, solops::gemma_rms_norm_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_fused_add_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                             const solops_fused_add_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::FusedAddRMSNorm>(__func__, solops::fused_add_rms_norm_cost, x_rank, x_shape, x_dtype, p,
+                                            out);
+}
+
+solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                               const solops_fused_add_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::FusedAddLayerNorm>(__func__, solops::fused_add_layer_norm_cost, x_rank, x_shape, x_dtype,
+                                              p, out);
 }
 
 }  // extern "C"

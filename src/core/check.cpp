@@ -73,13 +73,16 @@ void check_shape(std::string_view op, std::string_view name, const TensorRef& t,
           name, ": shape ", shape_string(t.sizes()), " must be ", shape_string(expected));
 }
 
-void check_no_overlap(std::string_view op, std::string_view a_name, const TensorRef& a,
-                      std::string_view b_name, const TensorRef& b) {
-  if (a.numel() == 0 || b.numel() == 0) return;
+bool overlaps(const TensorRef& a, const TensorRef& b) {
+  if (a.numel() == 0 || b.numel() == 0) return false;
   const auto a_begin = reinterpret_cast<uintptr_t>(a.data);
   const auto b_begin = reinterpret_cast<uintptr_t>(b.data);
-  const bool disjoint = a_begin + a.bytes() <= b_begin || b_begin + b.bytes() <= a_begin;
-  require(disjoint, op, a_name, " and ", b_name, " overlap in memory; this op is not in-place");
+  return a_begin < b_begin + b.bytes() && b_begin < a_begin + a.bytes();
+}
+
+void check_no_overlap(std::string_view op, std::string_view a_name, const TensorRef& a,
+                      std::string_view b_name, const TensorRef& b) {
+  require(!overlaps(a, b), op, a_name, " and ", b_name, " overlap in memory; this op is not in-place");
 }
 
 }  // namespace solops::detail

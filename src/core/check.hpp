@@ -35,6 +35,9 @@ template <class... Parts>
 
 void check_cuda(cudaError_t status, std::string_view op, std::string_view what);
 
+// Where a call's tensors live: the device for the ops, the host for their CPU references.
+enum class Placement { device, host };
+
 // A tensor the kernel reads or writes: non-null data (unless empty) in device memory of the
 // current device, dense row-major layout, a float dtype when float_only.
 void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t);
@@ -42,6 +45,8 @@ void check_float_dtype(std::string_view op, std::string_view name, const TensorR
 void check_dtype(std::string_view op, std::string_view name, const TensorRef& t, DType expected);
 void check_shape(std::string_view op, std::string_view name, const TensorRef& t,
                  std::span<const int64_t> expected);
+// Whether the two tensors' byte ranges share a byte (empty tensors share none).
+bool overlaps(const TensorRef& a, const TensorRef& b);
 // Rejects any overlap of the two tensors' byte ranges: solops ops are not in-place.
 void check_no_overlap(std::string_view op, std::string_view a_name, const TensorRef& a,
                       std::string_view b_name, const TensorRef& b);

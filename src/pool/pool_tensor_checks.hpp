@@ -9,8 +9,6 @@
 
 namespace solops::detail {
 
-enum class Placement { device, host };
-
 // The [N, C, *spatial] or unbatched [C, *spatial] input every pool takes (spec §4.0): the rank,
 // a non-negative batch, every other dim non-empty. `layouts` names the accepted ranks in messages.
 struct PoolLayout {

@@ -10,6 +10,7 @@
 
 #include "mean_pooling_cases.hpp"
 #include "pool/mean_pooling.hpp"
+#include "expect_error.hpp"
 #include "solops/error.hpp"
 #include "solops/reference.hpp"
 #include "solops/solops.h"
@@ -17,22 +18,12 @@
 namespace solops {
 namespace {
 
+using testing::expect_error;
 using testing::HostTensor;
 using testing::RaggedMetadata;
 using Shape = std::vector<int64_t>;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-template <class Call>
-void expect_error(Call&& call, const std::string& fragment, Status status = Status::invalid_argument) {
-  try {
-    call();
-    ADD_FAILURE() << "accepted, expected an error containing '" << fragment << "'";
-  } catch (const Error& e) {
-    EXPECT_EQ(e.status(), status) << e.what();
-    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
-  }
-}
 
 // ---- shape rule ----------------------------------------------------------------------------------
 

@@ -7,7 +7,6 @@
 
 #include <array>
 #include <cmath>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
@@ -19,10 +18,10 @@
 
 #include "core/check.hpp"
 #include "gpu/gpu_support.hpp"
+#include "manifest_rows.hpp"
 #include "pool2d_cases.hpp"
 #include "solops/error.hpp"
 #include "solops/reference.hpp"
-#include "source_path.hpp"
 
 namespace solops::testing {
 
@@ -182,13 +181,6 @@ void compare_random_cases(Op op, int count, int special_every, std::mt19937_64& 
   }
 }
 
-inline DType parse_dtype(const std::string& name) {
-  if (name == "f32") return DType::f32;
-  if (name == "f16") return DType::f16;
-  if (name == "bf16") return DType::bf16;
-  throw std::runtime_error("unexpected dtype " + name);
-}
-
 // A 2-D or 3-D window (Pool2d, Pool3d) from a manifest row's params: PyTorch's keyword arguments,
 // each an int or a per-axis list; absent keys take PyTorch's defaults.
 template <class Window>
@@ -213,18 +205,6 @@ Window window_from_manifest(const nlohmann::json& params) {
   p.count_include_pad = params.value("count_include_pad", true);
   if (given("divisor_override")) p.divisor_override = params["divisor_override"].template get<int64_t>();
   return p;
-}
-
-// The manifest rows of `op`.
-inline std::vector<nlohmann::json> catalogue_rows(std::string_view op) {
-  std::ifstream file(source_path("manifest/workloads.json"));
-  if (!file) throw std::runtime_error("cannot open the manifest under " + source_path(""));
-  const auto manifest = nlohmann::json::parse(file);
-  std::vector<nlohmann::json> rows;
-  for (const auto& entry : manifest["ops"]) {
-    if (entry["op"] == op) rows.insert(rows.end(), entry["rows"].begin(), entry["rows"].end());
-  }
-  return rows;
 }
 
 // Calls visit(row, x) for every manifest row of `op`, with x filled with random normal values of

@@ -216,19 +216,7 @@ def alternative_impl(name: str, op: PoolOp, params: dict, x: torch.Tensor) -> Im
 def row_case(op_name: str, row: dict, roofline_cost: tuple[float, float], reference, check,
              impls: list[Impl]) -> Case:
     """The Case of one manifest row; every op of this family runs on CUDA cores."""
-    flops, bytes_moved = roofline_cost
-    return Case(
-        op=op_name,
-        workload=row["workload"],
-        dtype=row["dtype"],
-        flops=float(flops),
-        bytes=float(bytes_moved),
-        rate_kind=RATE_KIND,
-        reference=reference,
-        check=check,
-        impls=impls,
-        page=row.get("reference"),
-    )
+    return run.row_case(op_name, row, roofline_cost, RATE_KIND, reference, check, impls)
 
 
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:

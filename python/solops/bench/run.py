@@ -74,6 +74,14 @@ def random_normal(shape, dtype: torch.dtype) -> torch.Tensor:
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
 
 
+def row_case(op: str, row: dict, roofline_cost: tuple[float, float], rate_kind: str, reference, check,
+             impls: list[Impl]) -> Case:
+    """The Case of one manifest row."""
+    flops, bytes_moved = roofline_cost
+    return Case(op=op, workload=row["workload"], dtype=row["dtype"], flops=float(flops), bytes=float(bytes_moved),
+                rate_kind=rate_kind, reference=reference, check=check, impls=impls, page=row.get("reference"))
+
+
 def compile_for_benchmark(fn: Callable) -> Callable:
     """torch.compile default mode with static shapes (the `torch-compile` alternative).
 

@@ -1,0 +1,81 @@
+// Row-wise normalization operators (spec §2.1, 2.2, 2.4, 2.5, 2.17). Each of the M rows of x (the
+// trailing dims normalized_shape, N elements, contiguous) is normalized on its own; statistics
+// run in f32 and the result is rounded once to x's dtype. Semantics and defaults: docs/api.md.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "solops/cost.hpp"
+#include "solops/tensor.hpp"
+
+namespace solops {
+
+// y = x / sqrt(mean(x^2) + eps) * weight.
+struct RMSNorm {
+  std::vector<int64_t> normalized_shape;  // the trailing dims of x; non-empty
+  // nullopt: the f32 machine epsilon, as F.rms_norm(eps=None) on CUDA (spec §6.1).
+  std::optional<double> eps = std::nullopt;
+};
+
+// y = (x - mean) / sqrt(var + eps) * weight + bias, with the biased variance.
+struct LayerNorm {
+  std::vector<int64_t> normalized_shape;
+  double eps = 1e-5;
+};
+
+// RMSNorm with a zero-centred weight: y = x / sqrt(mean(x^2) + eps) * (1 + weight), 1 + weight in f32.
+struct GemmaRMSNorm {
+  std::vector<int64_t> normalized_shape;
+  double eps = 1e-6;
+};
+
+// Residual add, then RMSNorm or LayerNorm over the last dim: residual_out = x + residual (rounded
+// to x's dtype), output = norm(residual_out).
+struct FusedAddRMSNorm {
+  double eps = 1e-6;
+};
+struct FusedAddLayerNorm {
+  double eps = 1e-5;
+};
+
+// Output shapes (x's shape; the fused ops' two outputs both have it). They check the shape rule
+// (normalized_shape non-empty, equal to x's trailing dims; eps >= 0) and throw solops::Error.
+std::vector<int64_t> rms_norm_output_shape(std::span<const int64_t> x_shape, const RMSNorm& p);
+std::vector<int64_t> layer_norm_output_shape(std::span<const int64_t> x_shape, const LayerNorm& p);
+std::vector<int64_t> gemma_rms_norm_output_shape(std::span<const int64_t> x_shape, const GemmaRMSNorm& p);
+std::vector<int64_t> fused_add_rms_norm_output_shape(std::span<const int64_t> x_shape, const FusedAddRMSNorm& p);
+std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> x_shape,
+                                                       const FusedAddLayerNorm& p);
+
+// Roofline cost (the spec's formulas, with the affine parameters present).
+Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p);
+Cost layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNorm& p);
+Cost gemma_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GemmaRMSNorm& p);
+Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddRMSNorm& p);
+Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p);
+
+// Every tensor: a contiguous CUDA tensor of x's dtype (f32, f16 or bf16). weight and bias have the
+// normalized shape and may be null (PyTorch's None: scale 1, shift 0); outputs have x's shape and
+// may not overlap any input.
+void rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const RMSNorm& p,
+              cudaStream_t stream = nullptr);
+void layer_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                const LayerNorm& p, cudaStream_t stream = nullptr);
+void gemma_rms_norm(const TensorRef& x, const TensorRef& weight, const TensorRef& y, const GemmaRMSNorm& p,
+                    cudaStream_t stream = nullptr);
+
+// The fused add-norms. residual has x's shape, weight and bias [N]. The in-place form (spec §6.6):
+// output may be x itself and residual_out may be residual itself (the same data pointer); any
+// other overlap between an output and a tensor of the call is rejected.
+void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight, const TensorRef& output,
+                        const TensorRef& residual_out, const FusedAddRMSNorm& p, cudaStream_t stream = nullptr);
+void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
+                          const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
+                          const FusedAddLayerNorm& p, cudaStream_t stream = nullptr);
+
+}  // namespace solops

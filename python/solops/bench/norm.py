@@ -1,0 +1,131 @@
+"""Norm family benchmark entries: RMSNormFwd, LayerNormFwd, FusedAddRMSNormFwd,
+FusedAddLayerNormFwd and GemmaRMSNormFwd over the last dim of x [M, N].
+
+Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
+row's dtype), the solops call with the spec's eps passed explicitly (1e-6 for the RMS norms, 1e-5
+for the LayerNorms), the CPU reference, the cost model, the spec's tolerance (spec/ops.md 2.1, 2.2,
+2.4, 2.5, 2.17) on every output, and the alternatives:
+    torch          F.rms_norm / F.layer_norm; Gemma as Hugging Face writes it (f32 math, 1 + weight);
+                   the fused add-norms as x + residual followed by the norm
+    torch-compile  the same functions under torch.compile (default mode, static shapes)
+FlashInfer, Liger and vLLM are not installed on the H200 (design/gpu-machine.md); their wheels
+are not carried yet.
+"""
+
+from dataclasses import dataclass
+from functools import partial
+
+import torch
+import torch.nn.functional as F
+
+import solops
+from solops.bench import run
+from solops.bench.run import Case, Impl
+
+
+@dataclass(frozen=True)
+class NormOp:
+    name: str  # the solops function
+    eps: float  # the spec's default, passed explicitly
+    fused: bool = False
+    bias: bool = False  # LayerNorms take a bias
+
+
+NORM_OPS = {
+    "RMSNormFwd": NormOp("rms_norm", 1e-6),
+    "LayerNormFwd": NormOp("layer_norm", 1e-5, bias=True),
+    "FusedAddLayerNormFwd": NormOp("fused_add_layer_norm", 1e-5, fused=True, bias=True),
+    "FusedAddRMSNormFwd": NormOp("fused_add_rms_norm", 1e-6, fused=True),
+    "GemmaRMSNormFwd": NormOp("gemma_rms_norm", 1e-6),
+}
+OPS = tuple(NORM_OPS)
+
+# Statistics and scaling are f32 arithmetic on CUDA cores.
+RATE_KIND = "cuda_core_f32"
+
+# spec/ops.md: atol = rtol per op and dtype.
+TOLERANCE = {
+    "RMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "LayerNormFwd": {torch.float16: 1e-3, torch.bfloat16: 1e-2, torch.float32: 1e-5},
+    "FusedAddLayerNormFwd": {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "FusedAddRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "GemmaRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+}
+
+
+def present_alternatives() -> dict[str, str | None]:
+    return {"torch": None, "torch-compile": None}
+
+
+def random_tensor(shape, dtype: torch.dtype, stream: int) -> torch.Tensor:
+    """Standard normal values from the fixed seed plus `stream`, so x, residual, weight and bias differ."""
+    generator = torch.Generator().manual_seed(run.INPUT_SEED + stream)
+    return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
+
+
+def torch_function(op: NormOp):
+    """The PyTorch formulation of the op, as a function of ours (so torch.compile traces it)."""
+    if op.name == "rms_norm":
+        return lambda x, weight: F.rms_norm(x, weight.shape, weight, op.eps)
+    if op.name == "layer_norm":
+        return lambda x, weight, bias: F.layer_norm(x, weight.shape, weight, bias, op.eps)
+    if op.name == "gemma_rms_norm":
+        def gemma(x, weight):
+            xf = x.float()
+            return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + op.eps) * (1.0 + weight.float())).to(x.dtype)
+        return gemma
+    if op.name == "fused_add_rms_norm":
+        def fused_rms(x, residual, weight):
+            summed = x + residual
+            return F.rms_norm(summed, weight.shape, weight, op.eps), summed
+        return fused_rms
+
+    def fused_layer(x, residual, weight, bias):
+        summed = x + residual
+        return F.layer_norm(summed, weight.shape, weight, bias, op.eps), summed
+
+    return fused_layer
+
+
+def check_close(tolerance: float):
+    return partial(torch.testing.assert_close, rtol=tolerance, atol=tolerance, equal_nan=True)
+
+
+def cost(op: NormOp, shape, dtype):
+    if op.fused:
+        return getattr(solops.cost, op.name)(shape, dtype, op.eps)
+    return getattr(solops.cost, op.name)(shape, dtype, shape[-1:], op.eps)
+
+
+def alternative_impl(name: str, op: NormOp, inputs: tuple) -> Impl:
+    if name == "torch":
+        return Impl(name, partial(torch_function(op), *inputs))
+    if name == "torch-compile":
+        return Impl(name, partial(run.compile_for_benchmark(torch_function(op)), *inputs))
+    raise ValueError(f"unknown alternative {name}")
+
+
+def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
+    op = NORM_OPS[op_name]
+    dtype = run.torch_dtype(row["dtype"])
+    shape = row["tensors"]["x"]
+    if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
+        raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
+    row_len = shape[-1]
+    cpu = [random_tensor(shape, dtype, 0)]
+    if op.fused:
+        cpu.append(random_tensor(shape, dtype, 1))
+    cpu.append(random_tensor([row_len], dtype, 2))
+    if op.bias:
+        cpu.append(random_tensor([row_len], dtype, 3))
+    inputs = tuple(t.cuda() for t in cpu)
+    function = getattr(solops, op.name)
+    reference = getattr(solops.reference, op.name)
+    if op.fused or op.name == "gemma_rms_norm":  # normalized over weight's dims, the last one
+        ours, expected = partial(function, *inputs, eps=op.eps), partial(reference, *cpu, eps=op.eps)
+    else:
+        ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)
+        expected = partial(reference, cpu[0], [row_len], *cpu[1:], eps=op.eps)
+    impls = [Impl("solops", ours)] + [alternative_impl(name, op, inputs) for name in alternatives]
+    check = check_close(TOLERANCE[op_name][dtype])
+    return run.row_case(op_name, row, cost(op, shape, dtype), RATE_KIND, expected, check, impls)

@@ -1,0 +1,216 @@
+// Row norms: the shape rule, the validation of a call, the cost models and the public entry points.
+#include <climits>
+#include <cmath>
+#include <utility>
+
+#include "norm/row_norm.hpp"
+#include "solops/norm.hpp"
+
+namespace solops {
+namespace detail {
+
+RowGeometry resolve_rows(std::string_view op, std::span<const int64_t> x_shape,
+                         std::span<const int64_t> normalized_shape) {
+  require(!normalized_shape.empty(), op, "normalized_shape must be non-empty");
+  require(normalized_shape.size() <= x_shape.size(), op, "normalized_shape ", shape_string(normalized_shape),
+          " has more dims than x ", shape_string(x_shape));
+  const size_t lead = x_shape.size() - normalized_shape.size();
+  int64_t row_len = 1;
+  for (size_t d = 0; d < normalized_shape.size(); ++d) {
+    require(normalized_shape[d] >= 1, op, "normalized_shape ", shape_string(normalized_shape),
+            " has an empty dim: every row needs at least one element");
+    require(x_shape[lead + d] == normalized_shape[d], op, "normalized_shape ", shape_string(normalized_shape),
+            " does not match the trailing dims of x ", shape_string(x_shape));
+    row_len *= normalized_shape[d];
+    require(row_len <= INT_MAX, op, "normalized_shape ", shape_string(normalized_shape),
+            " has 2^31 or more elements: rows are indexed in 32 bits");
+  }
+  int64_t rows = 1;
+  for (size_t d = 0; d < lead; ++d) {
+    require(x_shape[d] >= 0, op, "x ", shape_string(x_shape), " has a negative dim");
+    rows *= x_shape[d];
+  }
+  return {rows, static_cast<int>(row_len)};
+}
+
+void check_eps(std::string_view op, double eps) {
+  require(std::isfinite(eps) && eps >= 0, op, "eps = ", eps, " must be finite and >= 0");
+}
+
+std::span<const int64_t> last_dim(std::string_view op, std::span<const int64_t> x_shape) {
+  require(!x_shape.empty(), op, "x must have at least one dim (the normalized one), got a scalar");
+  return x_shape.last(1);
+}
+
+namespace {
+
+// The fused add-norms' aliasing rule: `out` may be the very tensor `in` where may_be_in (the
+// in-place form), and otherwise shares no byte with it.
+void check_fused_output(std::string_view op, std::string_view out_name, const TensorRef& out,
+                        std::string_view in_name, const TensorRef& in, bool may_be_in) {
+  if (may_be_in) {
+    require(out.data == in.data || !overlaps(out, in), op, out_name, " and ", in_name,
+            " overlap in memory without being the same tensor; the in-place form passes ", in_name, " itself as ",
+            out_name);
+    return;
+  }
+  require(!overlaps(out, in), op, out_name, " and ", in_name,
+          " overlap in memory; the only aliasing allowed is output = x and residual_out = residual (the in-place "
+          "form)");
+}
+
+}  // namespace
+
+RowGeometry validate_row_norm(std::string_view op, Placement placement, std::span<const int64_t> normalized_shape,
+                              double eps, const RowNormTensors& t) {
+  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
+  check_tensor(op, "x", t.x);
+  check_float_dtype(op, "x", t.x);
+  const RowGeometry g = resolve_rows(op, t.x.sizes(), normalized_shape);
+  check_eps(op, eps);
+  const auto check_like = [&](std::string_view name, const TensorRef* tensor, std::span<const int64_t> shape) {
+    if (!tensor) return;
+    check_tensor(op, name, *tensor);
+    check_dtype(op, name, *tensor, t.x.dtype);
+    check_shape(op, name, *tensor, shape);
+  };
+  check_like("residual", t.residual, t.x.sizes());
+  check_like("weight", t.weight, normalized_shape);
+  check_like("bias", t.bias, normalized_shape);
+  check_like("output", &t.y, t.x.sizes());
+  check_like("residual_out", t.residual_out, t.x.sizes());
+
+  if (!t.residual) {
+    check_no_overlap(op, "x", t.x, "output", t.y);
+    if (t.weight) check_no_overlap(op, "weight", *t.weight, "output", t.y);
+    if (t.bias) check_no_overlap(op, "bias", *t.bias, "output", t.y);
+    return g;
+  }
+  const std::pair<std::string_view, const TensorRef*> inputs[] = {
+      {"x", &t.x}, {"residual", t.residual}, {"weight", t.weight}, {"bias", t.bias}};
+  for (const auto& [name, input] : inputs) {
+    if (!input) continue;
+    check_fused_output(op, "output", t.y, name, *input, name == "x");
+    check_fused_output(op, "residual_out", *t.residual_out, name, *input, name == "residual");
+  }
+  check_fused_output(op, "residual_out", *t.residual_out, "output", t.y, false);
+  return g;
+}
+
+Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
+                   int flops_per_element, int row_tensors, int affine_tensors) {
+  const RowGeometry g = resolve_rows("row_norm_cost", x_shape, normalized_shape);
+  const double elements = static_cast<double>(g.rows) * g.row_len;
+  const double moved = row_tensors * elements + affine_tensors * static_cast<double>(g.row_len);
+  return {flops_per_element * elements, moved * static_cast<double>(dtype_size(dtype))};
+}
+
+}  // namespace detail
+
+namespace {
+
+using detail::NormKind;
+
+double rms_eps(const RMSNorm& p) { return p.eps.value_or(detail::kRmsNormDefaultEps); }
+
+std::vector<int64_t> checked_shape(std::string_view op, std::span<const int64_t> x_shape,
+                                   std::span<const int64_t> normalized_shape, double eps) {
+  detail::resolve_rows(op, x_shape, normalized_shape);
+  detail::check_eps(op, eps);
+  return {x_shape.begin(), x_shape.end()};
+}
+
+void run(std::string_view op, std::span<const int64_t> normalized_shape, const detail::NormMath& math,
+         const detail::RowNormTensors& t, cudaStream_t stream) {
+  const detail::RowGeometry g =
+      detail::validate_row_norm(op, detail::Placement::device, normalized_shape, math.eps, t);
+  if (math.kind == NormKind::rms) detail::launch_rows<NormKind::rms>(op, g, math, t, stream);
+  else detail::launch_rows<NormKind::layer>(op, g, math, t, stream);
+}
+
+}  // namespace
+
+std::vector<int64_t> rms_norm_output_shape(std::span<const int64_t> x_shape, const RMSNorm& p) {
+  return checked_shape("rms_norm", x_shape, p.normalized_shape, rms_eps(p));
+}
+
+std::vector<int64_t> layer_norm_output_shape(std::span<const int64_t> x_shape, const LayerNorm& p) {
+  return checked_shape("layer_norm", x_shape, p.normalized_shape, p.eps);
+}
+
+std::vector<int64_t> gemma_rms_norm_output_shape(std::span<const int64_t> x_shape, const GemmaRMSNorm& p) {
+  return checked_shape("gemma_rms_norm", x_shape, p.normalized_shape, p.eps);
+}
+
+std::vector<int64_t> fused_add_rms_norm_output_shape(std::span<const int64_t> x_shape, const FusedAddRMSNorm& p) {
+  constexpr std::string_view kOp = "fused_add_rms_norm";
+  return checked_shape(kOp, x_shape, detail::last_dim(kOp, x_shape), p.eps);
+}
+
+std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> x_shape,
+                                                       const FusedAddLayerNorm& p) {
+  constexpr std::string_view kOp = "fused_add_layer_norm";
+  return checked_shape(kOp, x_shape, detail::last_dim(kOp, x_shape), p.eps);
+}
+
+// Spec §2.1, 2.2, 2.17, 2.5, 2.4: FLOPs per element; tensors of x's size (read or written) and
+// affine tensors of the row's size.
+Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p) {
+  rms_norm_output_shape(x_shape, p);
+  return detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 4, 2, 1);
+}
+
+Cost layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNorm& p) {
+  layer_norm_output_shape(x_shape, p);
+  return detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 5, 2, 2);
+}
+
+Cost gemma_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GemmaRMSNorm& p) {
+  gemma_rms_norm_output_shape(x_shape, p);
+  return detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 5, 2, 1);
+}
+
+Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddRMSNorm& p) {
+  fused_add_rms_norm_output_shape(x_shape, p);
+  return detail::row_norm_cost(x_shape, dtype, x_shape.last(1), 5, 4, 1);
+}
+
+Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p) {
+  fused_add_layer_norm_output_shape(x_shape, p);
+  return detail::row_norm_cost(x_shape, dtype, x_shape.last(1), 6, 4, 2);
+}
+
+void rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const RMSNorm& p,
+              cudaStream_t stream) {
+  run("rms_norm", p.normalized_shape, {NormKind::rms, rms_eps(p)}, {.x = x, .weight = weight, .y = y}, stream);
+}
+
+void layer_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                const LayerNorm& p, cudaStream_t stream) {
+  run("layer_norm", p.normalized_shape, {NormKind::layer, p.eps}, {.x = x, .weight = weight, .bias = bias, .y = y},
+      stream);
+}
+
+void gemma_rms_norm(const TensorRef& x, const TensorRef& weight, const TensorRef& y, const GemmaRMSNorm& p,
+                    cudaStream_t stream) {
+  run("gemma_rms_norm", p.normalized_shape, {NormKind::rms, p.eps, 1.0f}, {.x = x, .weight = &weight, .y = y},
+      stream);
+}
+
+void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight, const TensorRef& output,
+                        const TensorRef& residual_out, const FusedAddRMSNorm& p, cudaStream_t stream) {
+  constexpr std::string_view kOp = "fused_add_rms_norm";
+  run(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::rms, p.eps},
+      {.x = x, .residual = &residual, .weight = weight, .y = output, .residual_out = &residual_out}, stream);
+}
+
+void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
+                          const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
+                          const FusedAddLayerNorm& p, cudaStream_t stream) {
+  constexpr std::string_view kOp = "fused_add_layer_norm";
+  run(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
+      {.x = x, .residual = &residual, .weight = weight, .bias = bias, .y = output, .residual_out = &residual_out},
+      stream);
+}
+
+}  // namespace solops

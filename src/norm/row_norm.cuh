@@ -1,0 +1,309 @@
+// Row-norm kernels and their launcher, instantiated once per statistic (norm_rms.cu, norm_layer.cu).
+//
+// The op is memory-bound: a row is read once and written once. One block (or, for rows of at most
+// two warps, a group of threadIdx.y rows in a block of 128 threads) normalizes one row at a time.
+// The row stays in registers between the reduction and the output pass: each thread loads its
+// kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
+// vector width, one element otherwise) and the weight and bias at the same columns before any
+// arithmetic, so a block has all of its row's loads in flight at once. Statistics run in f32;
+// LayerNorm takes the mean first and then the sum of squared deviations from the held values (no
+// E[x^2] - E[x]^2 cancellation). Rows too long to hold (over 16384 f16/bf16 elements, 8192 f32
+// ones or 8192 without vectors) take the streaming kernel, which reads the row again each pass.
+#pragma once
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/device.hpp"
+#include "core/dispatch.cuh"
+#include "norm/row_norm.hpp"
+
+namespace solops::detail::row_norm {
+
+constexpr int kVectorBytes = 16;
+constexpr int kWarp = 32;
+constexpr int kMaxThreads = 1024;
+constexpr int kMinBlockThreads = 128;
+// Blocks this wide keep the row's vectors few per thread and leave room for several blocks per SM.
+constexpr int kManyRowsThreads = 256;
+
+// Threads a block may have when each holds kVecs vectors of kVec elements (with the weight and bias
+// at the same columns): the registers of one block must fit the SM's 64 K. Scalar threads hold at
+// most 8 elements and always fit 1024.
+__host__ __device__ constexpr int max_threads(int vec, int vecs) {
+  return vec == 1 || vecs <= 2 ? kMaxThreads : vecs <= 4 ? 512 : 256;
+}
+
+template <class T>
+struct RowPointers {
+  const T* x;
+  const T* residual;
+  const T* weight;
+  const T* bias;
+  T* y;
+  T* residual_out;
+};
+
+struct RowShape {
+  int64_t rows;
+  int row_len;
+  float inv_len;  // 1 / row_len
+  float eps;
+  float weight_offset;
+};
+
+// kVec elements move as one 16-byte access, a single element as itself.
+template <class T, int kVec>
+using Pack = std::conditional_t<kVec == 1, T, uint4>;
+
+template <class T, int kVec>
+__device__ __forceinline__ void unpack(const Pack<T, kVec>& bits, float (&values)[kVec]) {
+  T lanes[kVec];
+  memcpy(lanes, &bits, sizeof bits);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) values[e] = to_float(lanes[e]);
+}
+
+template <class T, int kVec>
+__device__ __forceinline__ Pack<T, kVec> pack(const float (&values)[kVec]) {
+  T lanes[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) lanes[e] = from_float<T>(values[e]);
+  Pack<T, kVec> bits;
+  memcpy(&bits, lanes, sizeof bits);
+  return bits;
+}
+
+// The sum over the threads of this thread's row (threadIdx.y); rows are whole warps. Every thread
+// of the block must call it.
+__device__ __forceinline__ float row_sum(float value, float* partial) {
+#pragma unroll
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  const int warps = blockDim.x / kWarp;
+  if (warps == 1) return value;
+  float* row_partial = partial + threadIdx.y * warps;
+  if (threadIdx.x % kWarp == 0) row_partial[threadIdx.x / kWarp] = value;
+  __syncthreads();
+  float total = 0;
+  for (int w = 0; w < warps; ++w) total += row_partial[w];
+  __syncthreads();  // the next call overwrites partial
+  return total;
+}
+
+// x + residual rounded to T (residual_out), written out and returned: the norm reads the rounded sum.
+template <class T, int kVec>
+__device__ __forceinline__ Pack<T, kVec> add_residual(const Pack<T, kVec>& x, const Pack<T, kVec>& residual,
+                                                      Pack<T, kVec>* residual_out) {
+  float sum[kVec], other[kVec];
+  unpack<T, kVec>(x, sum);
+  unpack<T, kVec>(residual, other);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) sum[e] += other[e];
+  const Pack<T, kVec> rounded = pack<T, kVec>(sum);
+  *residual_out = rounded;
+  return rounded;
+}
+
+template <NormKind kKind>
+__device__ __forceinline__ float normalized(float value, float mean, float inv_std, float scale, float shift) {
+  if constexpr (kKind == NormKind::layer) return (value - mean) * inv_std * scale + shift;
+  else return value * inv_std * scale;
+}
+
+// x, residual and the outputs are not __restrict__ and x is not read through the read-only cache:
+// the fused add-norms' in-place form aliases them. Each element is read before the same thread
+// writes it, and never read again.
+template <class T, NormKind kKind, bool kResidual, int kVec, int kVecs>
+__global__ void __launch_bounds__(max_threads(kVec, kVecs))
+    row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
+  using P = Pack<T, kVec>;
+  __shared__ float partial[kMaxThreads / kWarp];
+  const int vectors = s.row_len / kVec;
+  const int64_t groups = (s.rows + blockDim.y - 1) / blockDim.y;
+  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
+    const int64_t row = group * blockDim.y + threadIdx.y;
+    // Threads of a missing last row hold nothing but still reach every barrier.
+    const bool row_active = row < s.rows;
+    const int64_t first = row * vectors;
+    P held[kVecs], weight[kVecs], bias[kVecs];
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      const int v = threadIdx.x + i * blockDim.x;
+      if (!row_active || v >= vectors) continue;
+      held[i] = reinterpret_cast<const P*>(p.x)[first + v];
+      if constexpr (kResidual) {
+        held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
+                                        reinterpret_cast<P*>(p.residual_out) + first + v);
+      }
+      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + v);
+      if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + v);
+    }
+    const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
+    const auto valid = [&](int i) { return row_active && static_cast<int>(threadIdx.x + i * blockDim.x) < vectors; };
+
+    // The sum of term(value) over the elements this thread holds.
+    const auto held_sum = [&](auto term) {
+      float total = 0;
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (!valid(i)) continue;
+        float values[kVec];
+        held_values(i, values);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) total += term(values[e]);
+      }
+      return total;
+    };
+    float mean = 0;
+    if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
+    const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
+    const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (!valid(i)) continue;
+      float values[kVec], scale[kVec], shift[kVec];
+      held_values(i, values);
+      if (p.weight) {
+        unpack<T, kVec>(weight[i], scale);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) scale[e] = 1;
+      }
+      if (kKind == NormKind::layer && p.bias) {
+        unpack<T, kVec>(bias[i], shift);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) shift[e] = 0;
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
+      }
+      reinterpret_cast<P*>(p.y)[first + threadIdx.x + i * blockDim.x] = pack<T, kVec>(values);
+    }
+  }
+}
+
+constexpr int kStreamingThreads = 1024;
+
+// Rows too long for registers, one element per access: each pass reads the row again (the fused
+// ops read their rounded sum back from residual_out, each thread only the elements it wrote).
+template <class T, NormKind kKind, bool kResidual>
+__global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const RowPointers<T> p, const RowShape s) {
+  __shared__ float partial[kStreamingThreads / kWarp];
+  for (int64_t row = blockIdx.x; row < s.rows; row += gridDim.x) {
+    const int64_t first = row * s.row_len;
+    const T* source = (kResidual ? p.residual_out : p.x) + first;
+    float sum = 0;
+    for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
+      float value = to_float(p.x[first + j]);
+      if constexpr (kResidual) {
+        const T rounded = from_float<T>(value + to_float(p.residual[first + j]));
+        p.residual_out[first + j] = rounded;
+        value = to_float(rounded);
+      }
+      sum += kKind == NormKind::layer ? value : value * value;
+    }
+    float mean = 0;
+    float squares = sum;
+    if constexpr (kKind == NormKind::layer) {
+      mean = row_sum(sum, partial) * s.inv_len;
+      squares = 0;
+      for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
+        const float centred = to_float(source[j]) - mean;
+        squares += centred * centred;
+      }
+    }
+    const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+    for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
+      const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + j)) : 1.0f;
+      const float shift = kKind == NormKind::layer && p.bias ? to_float(__ldg(p.bias + j)) : 0.0f;
+      p.y[first + j] = from_float<T>(normalized<kKind>(to_float(source[j]), mean, inv_std, scale, shift));
+    }
+  }
+}
+
+// Vectors per thread (0: the streaming kernel) and threads per row for rows of `units` vectors of
+// kVec elements. Few rows (decode) spread one row over as many threads as registers allow, for the
+// shortest latency; many rows keep blocks at most kManyRowsThreads wide.
+struct LaunchShape {
+  int vecs = 0;
+  int threads = kStreamingThreads;
+};
+
+template <int... kCandidates>
+LaunchShape choose_shape(int units, int vec, bool many_rows) {
+  const auto threads_for = [&](int vecs) { return (units + vecs * kWarp - 1) / (vecs * kWarp) * kWarp; };
+  for (int vecs : {kCandidates...}) {
+    const int limit = std::min(max_threads(vec, vecs), many_rows ? kManyRowsThreads : kMaxThreads);
+    if (threads_for(vecs) <= limit) return {vecs, threads_for(vecs)};
+  }
+  for (int vecs : {kCandidates...}) {
+    if (threads_for(vecs) <= max_threads(vec, vecs)) return {vecs, threads_for(vecs)};
+  }
+  return {};
+}
+
+template <class T, NormKind kKind, bool kResidual, int kVec, int... kCandidates>
+void launch_in_registers(const LaunchShape& shape, const RowPointers<T>& p, const RowShape& s, cudaStream_t stream) {
+  const int rows_per_block = std::max(1, kMinBlockThreads / shape.threads);
+  const int64_t groups = (s.rows + rows_per_block - 1) / rows_per_block;
+  const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX));
+  const dim3 block(shape.threads, rows_per_block);
+  // The runtime vector count picks its compiled kernel.
+  ((shape.vecs == kCandidates
+        ? (row_norm_in_registers<T, kKind, kResidual, kVec, kCandidates><<<grid, block, 0, stream>>>(p, s), true)
+        : false) ||
+   ...);
+}
+
+inline bool aligned_to_vector(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
+}
+
+template <class T, NormKind kKind, bool kResidual>
+void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  const bool vectorized = s.row_len % kVec == 0 &&
+                          std::ranges::all_of(std::initializer_list<const void*>{p.x, p.residual, p.weight, p.bias,
+                                                                                 p.y, p.residual_out},
+                                              aligned_to_vector);
+  if (vectorized) {
+    const LaunchShape shape = choose_shape<1, 2, 4, 8>(s.row_len / kVec, kVec, many_rows);
+    if (shape.vecs) return launch_in_registers<T, kKind, kResidual, kVec, 1, 2, 4, 8>(shape, p, s, stream);
+  }
+  const LaunchShape shape = choose_shape<2, 8>(s.row_len, 1, many_rows);
+  if (shape.vecs) return launch_in_registers<T, kKind, kResidual, 1, 2, 8>(shape, p, s, stream);
+  const auto grid = static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX));
+  row_norm_streaming<T, kKind, kResidual><<<grid, kStreamingThreads, 0, stream>>>(p, s);
+}
+
+}  // namespace solops::detail::row_norm
+
+namespace solops::detail {
+
+template <NormKind kKind>
+void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math, const RowNormTensors& t,
+                 cudaStream_t stream) {
+  using namespace row_norm;
+  if (g.rows == 0) return;
+  const RowShape s{g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps),
+                   math.weight_offset};
+  const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
+  dispatch_float(t.x.dtype, [&]<class T>() {
+    const auto data = [](const TensorRef* tensor) { return tensor ? static_cast<T*>(tensor->data) : nullptr; };
+    const RowPointers<T> p{data(&t.x), data(t.residual), data(t.weight), data(t.bias), data(&t.y),
+                           data(t.residual_out)};
+    if (t.residual) launch_typed<T, kKind, true>(p, s, many_rows, stream);
+    else launch_typed<T, kKind, false>(p, s, many_rows, stream);
+  });
+  check_launch(op);
+}
+
+}  // namespace solops::detail

@@ -1,0 +1,75 @@
+// The row norms (RMSNorm, LayerNorm, GemmaRMSNorm and the fused add-norms): the shape rule, the
+// validation of a call, and the launcher, shared by the entry points (norm_rules.cpp), the CPU
+// references (row_norm_ref.cpp) and the kernels (row_norm.cuh).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cfloat>
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "core/check.hpp"
+#include "solops/cost.hpp"
+
+namespace solops::detail {
+
+enum class NormKind { rms, layer };
+
+// M rows of N contiguous elements; N is int32, so in-row indexing is too.
+struct RowGeometry {
+  int64_t rows = 0;
+  int row_len = 0;
+};
+
+// What a row norm computes: its statistic and the scale it applies. Gemma's weight is stored
+// zero-centred, so its scale is weight_offset + weight with weight_offset = 1.
+struct NormMath {
+  NormKind kind = NormKind::rms;
+  double eps = 0;
+  float weight_offset = 0;
+};
+
+// The tensors of one call. residual and residual_out are given together (the fused add-norms) or
+// not at all; weight and bias may be null.
+struct RowNormTensors {
+  const TensorRef& x;
+  const TensorRef* residual = nullptr;
+  const TensorRef* weight = nullptr;
+  const TensorRef* bias = nullptr;
+  const TensorRef& y;
+  const TensorRef* residual_out = nullptr;
+};
+
+// The shape rule: normalized_shape non-empty, with no empty dim, equal to x's trailing dims.
+RowGeometry resolve_rows(std::string_view op, std::span<const int64_t> x_shape,
+                         std::span<const int64_t> normalized_shape);
+void check_eps(std::string_view op, double eps);
+// The fused add-norms normalize x's last dim.
+std::span<const int64_t> last_dim(std::string_view op, std::span<const int64_t> x_shape);
+
+// F.rms_norm(eps=None) on CUDA uses the f32 machine epsilon for f32, f16 and bf16 inputs (spec §6.1).
+inline constexpr double kRmsNormDefaultEps = FLT_EPSILON;
+
+// Every check of a call: the shape rule and eps, every tensor on the placement's memory with x's
+// dtype, weight and bias of the normalized shape, outputs of x's shape, and the aliasing rule
+// (outputs overlap no input, except the fused add-norms' in-place form: y == x and
+// residual_out == residual, pointer for pointer). Returns the geometry.
+RowGeometry validate_row_norm(std::string_view op, Placement placement, std::span<const int64_t> normalized_shape,
+                              double eps, const RowNormTensors& t);
+
+// Spec §2: `flops_per_element` per element of x, and every tensor's elements once.
+Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
+                   int flops_per_element, int row_tensors, int affine_tensors);
+
+// The CUDA kernels of one statistic on validated tensors (norm_rms.cu, norm_layer.cu).
+template <NormKind kKind>
+void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math, const RowNormTensors& t,
+                 cudaStream_t stream);
+extern template void launch_rows<NormKind::rms>(std::string_view, const RowGeometry&, const NormMath&,
+                                                const RowNormTensors&, cudaStream_t);
+extern template void launch_rows<NormKind::layer>(std::string_view, const RowGeometry&, const NormMath&,
+                                                  const RowNormTensors&, cudaStream_t);
+
+}  // namespace solops::detail

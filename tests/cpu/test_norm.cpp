@@ -1,0 +1,393 @@
+// Row norms (spec §2.1, 2.2, 2.4, 2.5, 2.17): the shape rule, one test per validation and aliasing
+// rule, the CPU references against values computed by hand, the cost models and the C ABI.
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "host_tensor.hpp"
+#include "expect_error.hpp"
+#include "solops/error.hpp"
+#include "solops/norm.hpp"
+#include "solops/reference.hpp"
+#include "solops/solops.h"
+
+namespace solops {
+namespace {
+
+using testing::expect_error;
+using testing::HostTensor;
+using Shape = std::vector<int64_t>;
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+
+HostTensor filled(Shape shape, const std::vector<double>& values, DType dtype = DType::f32) {
+  HostTensor t(std::move(shape), dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[static_cast<size_t>(i) % values.size()]);
+  return t;
+}
+
+void expect_values(HostTensor& t, const std::vector<double>& want, double tolerance = 1e-6) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.at(i))) << "element " << i;
+    else EXPECT_NEAR(t.at(i), want[i], tolerance * (1 + std::abs(want[i]))) << "element " << i;
+  }
+}
+
+// ---- shape rule ----------------------------------------------------------------------------------
+
+TEST(NormShapeRule, OutputHasTheShapeOfX) {
+  EXPECT_EQ(rms_norm_output_shape(Shape{2048, 4096}, {{4096}}), (Shape{2048, 4096}));
+  EXPECT_EQ(layer_norm_output_shape(Shape{2, 3, 5, 7}, {{5, 7}}), (Shape{2, 3, 5, 7}));
+  EXPECT_EQ(gemma_rms_norm_output_shape(Shape{0, 16}, {{16}}), (Shape{0, 16}));
+  EXPECT_EQ(fused_add_rms_norm_output_shape(Shape{1, 8192}, {}), (Shape{1, 8192}));
+  EXPECT_EQ(fused_add_layer_norm_output_shape(Shape{4, 3, 9}, {}), (Shape{4, 3, 9}));
+  EXPECT_EQ(rms_norm_output_shape(Shape{4096}, {{4096}}), (Shape{4096}));  // one row, no lead dims
+}
+
+TEST(NormShapeRule, NormalizedShapeMustBeNonEmpty) {
+  expect_error([] { rms_norm_output_shape(Shape{2, 4}, {}); }, "rms_norm: normalized_shape must be non-empty");
+}
+
+TEST(NormShapeRule, NormalizedShapeMustMatchTheTrailingDims) {
+  expect_error([] { layer_norm_output_shape(Shape{2, 4095}, {{4096}}); },
+               "layer_norm: normalized_shape [4096] does not match the trailing dims of x [2, 4095]");
+  expect_error([] { rms_norm_output_shape(Shape{3, 5, 7}, {{3, 7}}); }, "does not match the trailing dims");
+}
+
+TEST(NormShapeRule, NormalizedShapeMayNotHaveMoreDimsThanX) {
+  expect_error([] { rms_norm_output_shape(Shape{8}, {{1, 8}}); }, "normalized_shape [1, 8] has more dims than x [8]");
+}
+
+TEST(NormShapeRule, RowsMayNotBeEmpty) {
+  expect_error([] { layer_norm_output_shape(Shape{4, 0}, {{0}}); }, "has an empty dim");
+}
+
+TEST(NormShapeRule, NegativeEpsIsRejected) {
+  expect_error([] { layer_norm_output_shape(Shape{2, 4}, {{4}, -1e-5}); }, "layer_norm: eps = -1e-05 must be");
+  expect_error([] { rms_norm_output_shape(Shape{2, 4}, {{4}, kNaN}); }, "must be finite and >= 0");
+  expect_error([] { fused_add_rms_norm_output_shape(Shape{2, 4}, {-1}); }, "fused_add_rms_norm: eps = -1");
+}
+
+TEST(NormShapeRule, FusedAddNormsNeedAtLeastOneDim) {
+  expect_error([] { fused_add_layer_norm_output_shape(Shape{}, {}); },
+               "fused_add_layer_norm: x must have at least one dim");
+}
+
+TEST(NormShapeRule, DefaultEpsFollowsTheSpec) {
+  EXPECT_FALSE(RMSNorm{}.eps.has_value());  // F.rms_norm's None: the f32 machine epsilon
+  EXPECT_EQ(LayerNorm{}.eps, 1e-5);
+  EXPECT_EQ(GemmaRMSNorm{}.eps, 1e-6);
+  EXPECT_EQ(FusedAddRMSNorm{}.eps, 1e-6);
+  EXPECT_EQ(FusedAddLayerNorm{}.eps, 1e-5);
+}
+
+// ---- references against hand-computed values ---------------------------------------------------
+
+TEST(NormReference, RMSNormByHand) {
+  // mean(x^2) = (1 + 4 + 9 + 16) / 4 = 7.5.
+  HostTensor x = filled({1, 4}, {1, 2, 3, 4}), w = filled({4}, {1, 0.5, 2, -1}), y({1, 4}, DType::f32);
+  const TensorRef w_ref = w.ref();
+  reference::rms_norm(x.ref(), &w_ref, y.ref(), {{4}, 0.0});
+  const double r = 1 / std::sqrt(7.5);
+  expect_values(y, {1 * r, 2 * r * 0.5, 3 * r * 2, -4 * r});
+}
+
+TEST(NormReference, RMSNormWithoutWeightAndDefaultEps) {
+  // A zero row stays zero; eps = FLT_EPSILON when none is given.
+  HostTensor x = filled({2, 2}, {0, 0, 3, 4}), y({2, 2}, DType::f32);
+  reference::rms_norm(x.ref(), nullptr, y.ref(), {{2}});
+  const double r = 1 / std::sqrt(12.5 + FLT_EPSILON);
+  expect_values(y, {0, 0, 3 * r, 4 * r});
+}
+
+TEST(NormReference, LayerNormByHand) {
+  // mean 2.5, biased variance 1.25.
+  HostTensor x = filled({2, 4}, {1, 2, 3, 4}), w = filled({4}, {1, 2, 1, 1}), b = filled({4}, {0, 1, 0, -1});
+  HostTensor y({2, 4}, DType::f32);
+  const TensorRef w_ref = w.ref(), b_ref = b.ref();
+  reference::layer_norm(x.ref(), &w_ref, &b_ref, y.ref(), {{4}, 0.0});
+  const double s = 1 / std::sqrt(1.25);
+  const std::vector<double> row = {-1.5 * s, -0.5 * s * 2 + 1, 0.5 * s, 1.5 * s - 1};
+  std::vector<double> want(row);
+  want.insert(want.end(), row.begin(), row.end());
+  expect_values(y, want);
+}
+
+TEST(NormReference, LayerNormOverTwoTrailingDims) {
+  HostTensor x = filled({1, 2, 2}, {1, 2, 3, 4}), y({1, 2, 2}, DType::f32);
+  reference::layer_norm(x.ref(), nullptr, nullptr, y.ref(), {{2, 2}, 0.0});
+  const double s = 1 / std::sqrt(1.25);
+  expect_values(y, {-1.5 * s, -0.5 * s, 0.5 * s, 1.5 * s});
+}
+
+TEST(NormReference, LayerNormIsStableUnderALargeCommonOffset) {
+  // 10000 + {-1, 0, 1, 0}: E[x^2] - E[x]^2 in f32 would lose the variance 0.5 entirely.
+  HostTensor x = filled({1, 4}, {9999, 10000, 10001, 10000}), y({1, 4}, DType::f32);
+  reference::layer_norm(x.ref(), nullptr, nullptr, y.ref(), {{4}, 0.0});
+  const double s = 1 / std::sqrt(0.5);
+  expect_values(y, {-s, 0, s, 0});
+}
+
+TEST(NormReference, GemmaScalesByOnePlusWeight) {
+  HostTensor x = filled({1, 2}, {3, 4}), w = filled({2}, {0, -0.5}), y({1, 2}, DType::f32);
+  reference::gemma_rms_norm(x.ref(), w.ref(), y.ref(), {{2}, 0.0});
+  const double r = 1 / std::sqrt(12.5);
+  expect_values(y, {3 * r, 4 * r * 0.5});
+}
+
+TEST(NormReference, GemmaFormsOnePlusWeightBeforeRounding) {
+  // In bf16, 1 + 2^-10 rounds to 1; formed in f32 (spec §2.17) it survives into an f32 output.
+  HostTensor x = filled({1, 1}, {1}), w = filled({1}, {std::ldexp(1.0, -10)}), y({1, 1}, DType::f32);
+  reference::gemma_rms_norm(x.ref(), w.ref(), y.ref(), {{1}, 0.0});
+  expect_values(y, {1 + std::ldexp(1.0, -10)}, 1e-9);
+}
+
+TEST(NormReference, FusedAddRMSNormReturnsTheSumAndItsNorm) {
+  HostTensor x = filled({1, 2}, {1, 1}), residual = filled({1, 2}, {2, 3}), w = filled({2}, {1, 2});
+  HostTensor y({1, 2}, DType::f32), residual_out({1, 2}, DType::f32);
+  const TensorRef w_ref = w.ref();
+  reference::fused_add_rms_norm(x.ref(), residual.ref(), &w_ref, y.ref(), residual_out.ref(), {0.0});
+  expect_values(residual_out, {3, 4});
+  const double r = 1 / std::sqrt(12.5);
+  expect_values(y, {3 * r, 8 * r});
+}
+
+TEST(NormReference, FusedAddNormNormalizesTheRoundedSum) {
+  // bf16: 256 + 1 rounds to 256 (8 significant bits), so the row is [256, 256] and LayerNorm gives 0.
+  HostTensor x = filled({1, 2}, {256, 256}, DType::bf16), residual = filled({1, 2}, {1, 0}, DType::bf16);
+  HostTensor y({1, 2}, DType::bf16), residual_out({1, 2}, DType::bf16);
+  reference::fused_add_layer_norm(x.ref(), residual.ref(), nullptr, nullptr, y.ref(), residual_out.ref(), {1e-5});
+  expect_values(residual_out, {256, 256});
+  expect_values(y, {0, 0});
+}
+
+TEST(NormReference, FusedAddLayerNormInPlace) {
+  HostTensor x = filled({2, 4}, {1, 2, 3, 4}), residual = filled({2, 4}, {0, 0, 0, 0, 1, 1, 1, 1});
+  HostTensor b = filled({4}, {1});
+  const TensorRef b_ref = b.ref();
+  reference::fused_add_layer_norm(x.ref(), residual.ref(), nullptr, &b_ref, x.ref(), residual.ref(), {0.0});
+  const double s = 1 / std::sqrt(1.25);
+  const std::vector<double> row = {1 - 1.5 * s, 1 - 0.5 * s, 1 + 0.5 * s, 1 + 1.5 * s};
+  std::vector<double> want(row);
+  want.insert(want.end(), row.begin(), row.end());
+  expect_values(x, want);
+  expect_values(residual, {1, 2, 3, 4, 2, 3, 4, 5});
+}
+
+TEST(NormReference, NaNPoisonsOnlyItsRow) {
+  HostTensor x = filled({2, 2}, {kNaN, 1, 3, 4}), y({2, 2}, DType::f32);
+  reference::rms_norm(x.ref(), nullptr, y.ref(), {{2}, 0.0});
+  const double r = 1 / std::sqrt(12.5);
+  expect_values(y, {kNaN, kNaN, 3 * r, 4 * r});
+}
+
+// ---- validation: one test per rule ---------------------------------------------------------------
+
+TEST(NormValidation, WeightShapeMustBeTheNormalizedShape) {
+  HostTensor x({2, 8}, DType::f32), w({4}, DType::f32), y({2, 8}, DType::f32);
+  const TensorRef w_ref = w.ref();
+  expect_error([&] { reference::rms_norm(x.ref(), &w_ref, y.ref(), {{8}}); },
+               "reference::rms_norm: weight: shape [4] must be [8]");
+}
+
+TEST(NormValidation, WeightDtypeMustBeXs) {
+  HostTensor x({2, 8}, DType::bf16), w({8}, DType::f32), y({2, 8}, DType::bf16);
+  const TensorRef w_ref = w.ref();
+  expect_error([&] { reference::layer_norm(x.ref(), &w_ref, nullptr, y.ref(), {{8}}); },
+               "weight: dtype f32 must be bf16");
+}
+
+TEST(NormValidation, BiasShapeMustBeTheNormalizedShape) {
+  HostTensor x({2, 8}, DType::f32), b({2, 8}, DType::f32), y({2, 8}, DType::f32);
+  const TensorRef b_ref = b.ref();
+  expect_error([&] { reference::layer_norm(x.ref(), nullptr, &b_ref, y.ref(), {{8}}); },
+               "bias: shape [2, 8] must be [8]");
+}
+
+TEST(NormValidation, OutputMustHaveXsShapeAndDtype) {
+  HostTensor x({2, 8}, DType::f16), y({2, 4}, DType::f16), y32({2, 8}, DType::f32);
+  expect_error([&] { reference::rms_norm(x.ref(), nullptr, y.ref(), {{8}}); }, "output: shape [2, 4] must be [2, 8]");
+  expect_error([&] { reference::rms_norm(x.ref(), nullptr, y32.ref(), {{8}}); }, "output: dtype f32 must be f16");
+}
+
+TEST(NormValidation, ResidualMustHaveXsShape) {
+  HostTensor x({2, 8}, DType::f32), residual({1, 8}, DType::f32), y({2, 8}, DType::f32), r_out({2, 8}, DType::f32);
+  expect_error([&] { reference::fused_add_rms_norm(x.ref(), residual.ref(), nullptr, y.ref(), r_out.ref(), {}); },
+               "residual: shape [1, 8] must be [2, 8]");
+}
+
+TEST(NormValidation, IntegerInputIsRejected) {
+  HostTensor x({2, 8}, DType::i32), y({2, 8}, DType::i32);
+  expect_error([&] { reference::rms_norm(x.ref(), nullptr, y.ref(), {{8}}); }, "x: dtype i32 is not supported");
+}
+
+TEST(NormValidation, NonContiguousLastDimIsUnsupported) {
+  HostTensor x({2, 16}, DType::f32), y({2, 8}, DType::f32);
+  TensorRef strided = make_tensor(x.bytes.data(), DType::f32, Shape{2, 8});
+  strided.strides = {16, 2};  // every other element of each row
+  expect_error([&] { reference::rms_norm(strided, nullptr, y.ref(), {{8}}); }, "x must be contiguous",
+               Status::unsupported);
+}
+
+TEST(NormValidation, NegativeEpsIsRejectedByTheOp) {
+  HostTensor x({2, 8}, DType::f32), y({2, 8}, DType::f32);
+  expect_error([&] { reference::layer_norm(x.ref(), nullptr, nullptr, y.ref(), {{8}, -1}); }, "eps = -1 must be");
+}
+
+// ---- aliasing --------------------------------------------------------------------------------------
+
+TEST(NormAliasing, PlainNormsAreNotInPlace) {
+  HostTensor x({2, 8}, DType::f32), w({8}, DType::f32);
+  expect_error([&] { reference::rms_norm(x.ref(), nullptr, x.ref(), {{8}}); },
+               "x and output overlap in memory; this op is not in-place");
+  HostTensor y({2, 8}, DType::f32);
+  const TensorRef w_in_y = make_tensor(y.bytes.data(), DType::f32, Shape{8});
+  expect_error([&] { reference::layer_norm(x.ref(), &w_in_y, nullptr, y.ref(), {{8}}); },
+               "weight and output overlap in memory");
+}
+
+struct FusedBuffers {
+  HostTensor x{{2, 8}, DType::f32}, residual{{2, 8}, DType::f32}, y{{2, 8}, DType::f32};
+  HostTensor r_out{{2, 8}, DType::f32}, big{{4, 8}, DType::f32};
+  // A [2, 8] view of `big` starting `offset` elements in.
+  TensorRef view(int64_t offset) { return make_tensor(big.bytes.data() + offset * 4, DType::f32, Shape{2, 8}); }
+};
+
+TEST(NormAliasing, FusedInPlaceFormIsAccepted) {
+  FusedBuffers b;
+  reference::fused_add_rms_norm(b.x.ref(), b.residual.ref(), nullptr, b.x.ref(), b.residual.ref(), {});
+  reference::fused_add_rms_norm(b.x.ref(), b.residual.ref(), nullptr, b.x.ref(), b.r_out.ref(), {});
+  reference::fused_add_rms_norm(b.x.ref(), b.residual.ref(), nullptr, b.y.ref(), b.residual.ref(), {});
+}
+
+TEST(NormAliasing, FusedPartialOverlapOfAnInPlacePairIsRejected) {
+  FusedBuffers b;
+  const TensorRef x = b.view(0), y = b.view(4);
+  expect_error([&] { reference::fused_add_rms_norm(x, b.residual.ref(), nullptr, y, b.r_out.ref(), {}); },
+               "output and x overlap in memory without being the same tensor");
+}
+
+TEST(NormAliasing, FusedOutputMayNotBeResidual) {
+  FusedBuffers b;
+  expect_error(
+      [&] { reference::fused_add_rms_norm(b.x.ref(), b.residual.ref(), nullptr, b.residual.ref(), b.r_out.ref(), {}); },
+      "output and residual overlap in memory; the only aliasing allowed is output = x and residual_out = residual");
+}
+
+TEST(NormAliasing, FusedResidualOutMayNotBeX) {
+  FusedBuffers b;
+  expect_error(
+      [&] { reference::fused_add_layer_norm(b.x.ref(), b.residual.ref(), nullptr, nullptr, b.y.ref(), b.x.ref(), {}); },
+      "residual_out and x overlap in memory");
+}
+
+TEST(NormAliasing, FusedOutputsMayNotOverlapEachOther) {
+  FusedBuffers b;
+  expect_error(
+      [&] { reference::fused_add_rms_norm(b.x.ref(), b.residual.ref(), nullptr, b.y.ref(), b.y.ref(), {}); },
+      "residual_out and output overlap in memory");
+}
+
+TEST(NormAliasing, FusedOutputsMayNotOverlapTheWeight) {
+  FusedBuffers b;
+  const TensorRef w = make_tensor(b.r_out.bytes.data(), DType::f32, Shape{8});
+  expect_error(
+      [&] { reference::fused_add_rms_norm(b.x.ref(), b.residual.ref(), &w, b.y.ref(), b.r_out.ref(), {}); },
+      "residual_out and weight overlap in memory");
+}
+
+// ---- cost models ------------------------------------------------------------------------------------
+
+TEST(NormCost, SpecFormulas) {
+  const Shape x{2048, 4096};
+  const double mn = 2048.0 * 4096, n = 4096;
+  Cost c = rms_norm_cost(x, DType::bf16, {{4096}});
+  EXPECT_DOUBLE_EQ(c.flops, 4 * mn);
+  EXPECT_DOUBLE_EQ(c.bytes, (2 * mn + n) * 2);
+  c = layer_norm_cost(x, DType::f32, {{4096}});
+  EXPECT_DOUBLE_EQ(c.flops, 5 * mn);
+  EXPECT_DOUBLE_EQ(c.bytes, (2 * mn + 2 * n) * 4);
+  c = gemma_rms_norm_cost(x, DType::f16, {{4096}});
+  EXPECT_DOUBLE_EQ(c.flops, 5 * mn);
+  EXPECT_DOUBLE_EQ(c.bytes, (2 * mn + n) * 2);
+  c = fused_add_rms_norm_cost(x, DType::bf16, {});
+  EXPECT_DOUBLE_EQ(c.flops, 5 * mn);
+  EXPECT_DOUBLE_EQ(c.bytes, (4 * mn + n) * 2);
+  c = fused_add_layer_norm_cost(x, DType::bf16, {});
+  EXPECT_DOUBLE_EQ(c.flops, 6 * mn);
+  EXPECT_DOUBLE_EQ(c.bytes, (4 * mn + 2 * n) * 2);
+}
+
+TEST(NormCost, ChecksTheShapeRule) {
+  expect_error([] { rms_norm_cost(Shape{2, 8}, DType::f16, {{4}}); }, "rms_norm: normalized_shape [4] does not match");
+}
+
+// ---- C ABI ------------------------------------------------------------------------------------------
+
+solops_tensor c_tensor(HostTensor& t) {
+  solops_tensor c{};
+  const TensorRef ref = t.ref();
+  c.data = ref.data;
+  c.dtype = static_cast<int32_t>(ref.dtype);
+  c.rank = ref.rank;
+  for (int i = 0; i < ref.rank; ++i) {
+    c.shape[i] = ref.shape[i];
+    c.strides[i] = ref.strides[i];
+  }
+  c.device = SOLOPS_CPU;
+  return c;
+}
+
+TEST(NormCApi, ReferenceShapeAndCost) {
+  HostTensor x = filled({1, 4}, {1, 2, 3, 4}), y({1, 4}, DType::f32);
+  solops_norm_params p{};
+  p.normalized_rank = 1;
+  p.normalized_shape[0] = 4;
+  p.has_eps = 1;
+  p.eps = 0;
+  solops_tensor cx = c_tensor(x), cy = c_tensor(y);
+  ASSERT_EQ(solops_reference_rms_norm(&cx, nullptr, &cy, &p), SOLOPS_OK) << solops_last_error();
+  expect_values(y, {1 / std::sqrt(7.5), 2 / std::sqrt(7.5), 3 / std::sqrt(7.5), 4 / std::sqrt(7.5)});
+  int32_t rank = 0;
+  int64_t shape[SOLOPS_MAX_RANK] = {};
+  ASSERT_EQ(solops_layer_norm_output_shape(2, x.shape.data(), &p, &rank, shape), SOLOPS_OK);
+  EXPECT_EQ(rank, 2);
+  EXPECT_EQ(shape[1], 4);
+  solops_cost cost{};
+  const solops_fused_add_norm_params fused{0, 0};
+  ASSERT_EQ(solops_fused_add_rms_norm_cost(2, x.shape.data(), SOLOPS_BF16, &fused, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.bytes, (4 * 4 + 4) * 2.0);
+}
+
+TEST(NormCApi, FusedInPlaceThroughTheReference) {
+  HostTensor x = filled({1, 2}, {1, 1}), residual = filled({1, 2}, {2, 3});
+  const solops_fused_add_norm_params p{1, 0};
+  solops_tensor cx = c_tensor(x), cr = c_tensor(residual);
+  ASSERT_EQ(solops_reference_fused_add_rms_norm(&cx, &cr, nullptr, &cx, &cr, &p), SOLOPS_OK) << solops_last_error();
+  expect_values(residual, {3, 4});
+  expect_values(x, {3 / std::sqrt(12.5), 4 / std::sqrt(12.5)});
+}
+
+TEST(NormCApi, ErrorsReturnAStatusAndAMessage) {
+  HostTensor x({2, 4}, DType::f32), y({2, 4}, DType::f32);
+  solops_tensor cx = c_tensor(x), cy = c_tensor(y);
+  solops_norm_params p{};
+  p.normalized_rank = 1;
+  p.normalized_shape[0] = 5;
+  EXPECT_EQ(solops_reference_layer_norm(&cx, nullptr, nullptr, &cy, &p), SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("does not match the trailing dims"), std::string::npos);
+  p.normalized_rank = 9;
+  EXPECT_EQ(solops_reference_layer_norm(&cx, nullptr, nullptr, &cy, &p), SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("normalized_rank 9 is outside [0, 8]"), std::string::npos);
+  EXPECT_EQ(solops_reference_rms_norm(&cx, nullptr, &cy, nullptr), SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("params is a null pointer"), std::string::npos);
+  EXPECT_EQ(solops_reference_gemma_rms_norm(&cx, nullptr, &cy, &p), SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("weight is a null pointer"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace solops

@@ -1,0 +1,390 @@
+// Row norms on the GPU against the CPU reference: every catalogue row of the five ops, at least 100
+// random shapes per op (N not a multiple of the vector width, one-row and 3-D inputs, rows long
+// enough for the streaming kernel, normalized shapes of two dims, with and without weight and bias),
+// a large common offset (variance stability), NaN propagation, pointers not 16-byte aligned, the
+// fused add-norms' in-place form, device-side validation and CUDA graph capture. Outputs are
+// poisoned first.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "core/check.hpp"
+#include "gpu/gpu_support.hpp"
+#include "host_tensor.hpp"
+#include "manifest_rows.hpp"
+#include "solops/error.hpp"
+#include "solops/norm.hpp"
+#include "solops/reference.hpp"
+
+namespace solops {
+namespace {
+
+using testing::DeviceBuffer;
+using testing::HostTensor;
+using Shape = std::vector<int64_t>;
+
+enum class Op { rms, layer, gemma, fused_rms, fused_layer };
+
+bool is_fused(Op op) { return op == Op::fused_rms || op == Op::fused_layer; }
+bool has_bias(Op op) { return op == Op::layer || op == Op::fused_layer; }
+
+std::string op_name(Op op) {
+  switch (op) {
+    case Op::rms: return "rms_norm";
+    case Op::layer: return "layer_norm";
+    case Op::gemma: return "gemma_rms_norm";
+    case Op::fused_rms: return "fused_add_rms_norm";
+    case Op::fused_layer: return "fused_add_layer_norm";
+  }
+  return "";
+}
+
+// Spec §2.1, 2.2, 2.4, 2.5, 2.17: atol = rtol.
+double tolerance(Op op, DType dtype) {
+  if (dtype == DType::f32) return 1e-5;
+  if (dtype == DType::bf16) return op == Op::layer ? 1e-2 : 1.6e-2;
+  return op == Op::layer || op == Op::fused_layer ? 1e-3 : 1e-2;
+}
+
+double default_eps(Op op) { return op == Op::layer || op == Op::fused_layer ? 1e-5 : 1e-6; }
+
+// One call's inputs. weight and bias are optional (gemma's weight is always there).
+struct NormInputs {
+  Op op;
+  HostTensor x;
+  std::optional<HostTensor> residual = std::nullopt, weight = std::nullopt, bias = std::nullopt;
+  int normalized_dims = 1;
+  double eps = 1e-6;
+
+  Shape normalized_shape() const { return Shape(x.shape.end() - normalized_dims, x.shape.end()); }
+};
+
+const TensorRef* optional_ref(std::optional<TensorRef>& t) { return t ? &*t : nullptr; }
+
+// Runs the op (device or reference) on the given tensors; output and residual_out are ignored by the
+// plain norms.
+void run_op(const NormInputs& in, bool device, const TensorRef& x, const TensorRef* residual, const TensorRef* weight,
+            const TensorRef* bias, const TensorRef& y, const TensorRef* residual_out, cudaStream_t stream = nullptr) {
+  const Shape ns = in.normalized_shape();
+  switch (in.op) {
+    case Op::rms:
+      device ? rms_norm(x, weight, y, {ns, in.eps}, stream) : reference::rms_norm(x, weight, y, {ns, in.eps});
+      break;
+    case Op::layer:
+      device ? layer_norm(x, weight, bias, y, {ns, in.eps}, stream)
+             : reference::layer_norm(x, weight, bias, y, {ns, in.eps});
+      break;
+    case Op::gemma:
+      device ? gemma_rms_norm(x, *weight, y, {ns, in.eps}, stream)
+             : reference::gemma_rms_norm(x, *weight, y, {ns, in.eps});
+      break;
+    case Op::fused_rms:
+      device ? fused_add_rms_norm(x, *residual, weight, y, *residual_out, {in.eps}, stream)
+             : reference::fused_add_rms_norm(x, *residual, weight, y, *residual_out, {in.eps});
+      break;
+    case Op::fused_layer:
+      device ? fused_add_layer_norm(x, *residual, weight, bias, y, *residual_out, {in.eps}, stream)
+             : reference::fused_add_layer_norm(x, *residual, weight, bias, y, *residual_out, {in.eps});
+      break;
+  }
+}
+
+// The first element of `actual` outside the tolerance of `expected`; "" when none is.
+std::string first_difference(const char* what, HostTensor& expected, HostTensor& actual, double atol, double rtol) {
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const double want = expected.at(i), got = actual.at(i);
+    if (!testing::same_value(want, got) && !(std::abs(got - want) <= atol + rtol * std::abs(want))) {
+      return detail::concat(what, "[", i, "] = ", got, ", reference ", want);
+    }
+  }
+  return {};
+}
+
+struct Options {
+  size_t offset = 0;     // elements into each allocation: 1 makes every pointer unaligned
+  bool in_place = false;  // fused: output = x, residual_out = residual
+  double atol = -1, rtol = -1;  // default: the op's tolerance
+};
+
+// Runs the op on the device and the reference on the host; returns the first disagreement, or "".
+std::string compare_with_reference(NormInputs& in, const Options& o = {}) {
+  const bool fused = is_fused(in.op);
+  HostTensor expected(in.x.shape, in.x.dtype), expected_residual(in.x.shape, in.x.dtype);
+  std::optional<TensorRef> host_residual, host_weight, host_bias, host_residual_out;
+  if (in.residual) host_residual = in.residual->ref();
+  if (in.weight) host_weight = in.weight->ref();
+  if (in.bias) host_bias = in.bias->ref();
+  if (fused) host_residual_out = expected_residual.ref();
+  run_op(in, false, in.x.ref(), optional_ref(host_residual), optional_ref(host_weight), optional_ref(host_bias),
+         expected.ref(), optional_ref(host_residual_out));
+
+  const size_t pad = o.offset * dtype_size(in.x.dtype);
+  const auto upload = [&](const std::optional<HostTensor>& host) -> std::unique_ptr<DeviceBuffer> {
+    if (!host) return nullptr;
+    auto buffer = std::make_unique<DeviceBuffer>(host->bytes.size(), pad);
+    buffer->upload(host->bytes.data());
+    return buffer;
+  };
+  DeviceBuffer x(in.x.bytes.size(), pad), y(in.x.bytes.size(), pad), residual_out(in.x.bytes.size(), pad);
+  x.upload(in.x.bytes.data());
+  y.poison();
+  residual_out.poison();
+  const std::unique_ptr<DeviceBuffer> residual = upload(in.residual), weight = upload(in.weight),
+                                      bias = upload(in.bias);
+  const auto on_device = [&](const void* data, const Shape& shape) {
+    return make_tensor(const_cast<void*>(data), in.x.dtype, shape, 0);
+  };
+  const TensorRef x_ref = on_device(x.data(), in.x.shape);
+  std::optional<TensorRef> residual_ref, weight_ref, bias_ref, residual_out_ref;
+  if (residual) residual_ref = on_device(residual->data(), in.x.shape);
+  if (weight) weight_ref = on_device(weight->data(), in.normalized_shape());
+  if (bias) bias_ref = on_device(bias->data(), in.normalized_shape());
+  const TensorRef y_ref = o.in_place ? x_ref : on_device(y.data(), in.x.shape);
+  if (fused) residual_out_ref = o.in_place ? *residual_ref : on_device(residual_out.data(), in.x.shape);
+  run_op(in, true, x_ref, optional_ref(residual_ref), optional_ref(weight_ref), optional_ref(bias_ref), y_ref,
+         optional_ref(residual_out_ref));
+  testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
+
+  HostTensor actual(in.x.shape, in.x.dtype), actual_residual(in.x.shape, in.x.dtype);
+  (o.in_place ? x : y).download(actual.bytes.data());
+  const double tol = tolerance(in.op, in.x.dtype);
+  const double atol = o.atol >= 0 ? o.atol : tol, rtol = o.rtol >= 0 ? o.rtol : tol;
+  std::string difference = first_difference("output", expected, actual, atol, rtol);
+  if (fused && difference.empty()) {
+    (o.in_place ? *residual : residual_out).download(actual_residual.bytes.data());
+    difference = first_difference("residual_out", expected_residual, actual_residual, tol, tol);
+  }
+  return difference;
+}
+
+enum class Values { normal, offset, special };
+
+// Random normal values; `offset` adds 1000 to every value (a large common offset), `special` makes
+// about one value in 200 NaN and one in 200 infinite.
+void fill(HostTensor& t, std::mt19937_64& rng, Values values = Values::normal) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> pick(0, 199);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = normal(rng) + (values == Values::offset ? 1000.0 : 0.0);
+    if (values == Values::special) {
+      const int p = pick(rng);
+      if (p == 0) v = std::numeric_limits<double>::quiet_NaN();
+      if (p == 1) v = -std::numeric_limits<double>::infinity();
+    }
+    t.set(i, v);
+  }
+}
+
+NormInputs make_inputs(Op op, Shape shape, DType dtype, std::mt19937_64& rng, bool affine = true,
+                       int normalized_dims = 1, Values values = Values::normal) {
+  NormInputs in{op, HostTensor(std::move(shape), dtype)};
+  in.normalized_dims = normalized_dims;
+  in.eps = default_eps(op);
+  fill(in.x, rng, values);
+  if (is_fused(op)) {
+    in.residual.emplace(in.x.shape, dtype);
+    fill(*in.residual, rng);
+  }
+  if (affine || op == Op::gemma) {
+    in.weight.emplace(in.normalized_shape(), dtype);
+    fill(*in.weight, rng);
+  }
+  if (affine && has_bias(op)) {
+    in.bias.emplace(in.normalized_shape(), dtype);
+    fill(*in.bias, rng);
+  }
+  return in;
+}
+
+std::string describe(const NormInputs& in) {
+  return detail::concat(op_name(in.op), " x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype),
+                        " normalized dims ", in.normalized_dims, in.weight ? " weight" : "", in.bias ? " bias" : "");
+}
+
+class NormGpu : public ::testing::TestWithParam<Op> {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+const char* catalogue_op(Op op) {
+  switch (op) {
+    case Op::rms: return "RMSNormFwd";
+    case Op::layer: return "LayerNormFwd";
+    case Op::gemma: return "GemmaRMSNormFwd";
+    case Op::fused_rms: return "FusedAddRMSNormFwd";
+    case Op::fused_layer: return "FusedAddLayerNormFwd";
+  }
+  return "";
+}
+
+TEST_P(NormGpu, EveryCatalogueRow) {
+  std::mt19937_64 rng(2030);
+  const std::vector<nlohmann::json> rows = testing::catalogue_rows(catalogue_op(GetParam()));
+  ASSERT_FALSE(rows.empty());
+  for (const auto& row : rows) {
+    const Shape shape = row["tensors"]["x"].get<Shape>();
+    if (row["tensors"].contains("normalized")) {
+      ASSERT_EQ(row["tensors"]["normalized"].get<Shape>(), Shape{shape.back()});
+    }
+    NormInputs in = make_inputs(GetParam(), shape, testing::parse_dtype(row["dtype"]), rng);
+    EXPECT_EQ(compare_with_reference(in), "") << row["workload"] << " " << describe(in);
+  }
+}
+
+// Row lengths: short rows (several per block), odd lengths (scalar path), multiples of the vector
+// width, and rows beyond the register capacity (streaming kernel).
+int64_t draw_row_len(std::mt19937_64& rng) {
+  static const int64_t kLengths[] = {1, 3, 7, 8, 31, 33, 64, 100, 257, 520, 1000, 1023, 2048, 3000,
+                                     4096, 4104, 5120, 5121, 8192, 8200, 12288, 16384, 16392, 20000};
+  std::uniform_int_distribution<size_t> pick(0, std::size(kLengths) - 1);
+  return kLengths[pick(rng)];
+}
+
+TEST_P(NormGpu, RandomShapes) {
+  const Op op = GetParam();
+  std::mt19937_64 rng(7 + static_cast<int>(op));
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  constexpr int kCases = 120;
+  for (int c = 0; c < kCases; ++c) {
+    const int64_t row_len = draw_row_len(rng);
+    // At most ~400 K elements a case, so the CPU reference stays quick.
+    std::uniform_int_distribution<int64_t> rows_of(1, std::max<int64_t>(1, 400000 / row_len));
+    const int64_t rows = c % 4 == 0 ? 1 : std::min<int64_t>(rows_of(rng), 300);
+    Shape shape{rows, row_len};
+    if (c % 3 == 1 && rows % 2 == 0) shape = {2, rows / 2, row_len};  // 3-D [B, S, H]
+    int normalized_dims = 1;
+    if (!is_fused(op) && c % 7 == 3 && row_len % 8 == 0) {  // two normalized dims [.., 8, N / 8]
+      shape.back() = row_len / 8;
+      shape.insert(shape.end() - 1, 8);
+      normalized_dims = 2;
+    }
+    NormInputs in = make_inputs(op, shape, dtypes[c % 3], rng, c % 5 != 2, normalized_dims,
+                                c % 9 == 4 ? Values::special : Values::normal);
+    const Options o{.offset = c % 6 == 5 ? size_t{1} : size_t{0}, .in_place = is_fused(op) && c % 3 == 0};
+    EXPECT_EQ(compare_with_reference(in, o), "") << "case " << c << " " << describe(in) << " offset " << o.offset
+                                                 << (o.in_place ? " in place" : "");
+  }
+}
+
+TEST_P(NormGpu, LargeCommonOffset) {
+  // 1000 + randn: a one-pass E[x^2] - E[x]^2 loses the unit variance entirely in f32. f32 uses the
+  // tolerance of TileOPs' large-offset test.
+  std::mt19937_64 rng(11);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (int64_t row_len : {4096, 3000, 20000}) {
+      NormInputs in = make_inputs(GetParam(), {16, row_len}, dtype, rng, true, 1, Values::offset);
+      Options o;
+      if (dtype == DType::f32) o.atol = 1e-1, o.rtol = 5e-2;
+      EXPECT_EQ(compare_with_reference(in, o), "") << describe(in);
+    }
+  }
+}
+
+TEST_P(NormGpu, NaNPropagatesWithinItsRowOnly) {
+  std::mt19937_64 rng(12);
+  for (int64_t row_len : {4096, 3001, 20000}) {
+    NormInputs in = make_inputs(GetParam(), {4, row_len}, DType::bf16, rng);
+    in.x.set(row_len + 17, std::numeric_limits<double>::quiet_NaN());  // row 1 only
+    EXPECT_EQ(compare_with_reference(in), "") << describe(in);
+  }
+}
+
+TEST_P(NormGpu, UnalignedPointers) {
+  std::mt19937_64 rng(13);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (int64_t row_len : {4096, 1000, 16384}) {
+      NormInputs in = make_inputs(GetParam(), {3, row_len}, dtype, rng);
+      EXPECT_EQ(compare_with_reference(in, {.offset = 1}), "") << describe(in);
+      EXPECT_EQ(compare_with_reference(in, {.offset = 3}), "") << describe(in);
+    }
+  }
+}
+
+TEST_P(NormGpu, EmptyBatchIsANoOp) {
+  std::mt19937_64 rng(14);
+  NormInputs in = make_inputs(GetParam(), {0, 64}, DType::f16, rng);
+  EXPECT_EQ(compare_with_reference(in), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Norm, NormGpu, ::testing::Values(Op::rms, Op::layer, Op::gemma, Op::fused_rms, Op::fused_layer),
+                         [](const auto& info) { return op_name(info.param); });
+
+class NormGpuCalls : public ::testing::Test {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+TEST_F(NormGpuCalls, FusedInPlaceOnTheCatalogueShapes) {
+  std::mt19937_64 rng(15);
+  for (Op op : {Op::fused_rms, Op::fused_layer}) {
+    for (int64_t rows : {1, 2048}) {
+      NormInputs in = make_inputs(op, {rows, 8192}, DType::bf16, rng);
+      EXPECT_EQ(compare_with_reference(in, {.in_place = true}), "") << describe(in);
+    }
+  }
+}
+
+TEST_F(NormGpuCalls, HostTensorsAreRejected) {
+  HostTensor x({2, 8}, DType::f16), y({2, 8}, DType::f16);
+  try {
+    rms_norm(x.ref(), nullptr, y.ref(), {{8}});
+    ADD_FAILURE() << "accepted a CPU tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rms_norm: x must be a CUDA tensor"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(NormGpuCalls, PartialAliasingIsRejectedOnTheDevice) {
+  DeviceBuffer buffer(3 * 64 * sizeof(float)), residual(2 * 64 * sizeof(float)), out(2 * 64 * sizeof(float));
+  const auto view = [&](void* data, size_t offset) {
+    return make_tensor(static_cast<char*>(data) + offset * sizeof(float), DType::f32, Shape{2, 64}, 0);
+  };
+  try {
+    fused_add_rms_norm(view(buffer.data(), 0), view(residual.data(), 0), nullptr, view(buffer.data(), 32),
+                       view(out.data(), 0), {});
+    ADD_FAILURE() << "accepted an output half over x";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("output and x overlap in memory without being the same tensor"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST_F(NormGpuCalls, CapturedInACudaGraph) {
+  std::mt19937_64 rng(16);
+  NormInputs in = make_inputs(Op::rms, {64, 4096}, DType::bf16, rng);
+  HostTensor expected(in.x.shape, in.x.dtype), actual(in.x.shape, in.x.dtype);
+  const TensorRef host_weight = in.weight->ref();
+  reference::rms_norm(in.x.ref(), &host_weight, expected.ref(), {{4096}, in.eps});
+  DeviceBuffer x(in.x.bytes.size()), w(in.weight->bytes.size()), y(in.x.bytes.size());
+  x.upload(in.x.bytes.data());
+  w.upload(in.weight->bytes.data());
+  y.poison();
+  const TensorRef x_ref = make_tensor(x.data(), in.x.dtype, in.x.shape, 0);
+  const TensorRef w_ref = make_tensor(w.data(), in.x.dtype, Shape{4096}, 0);
+  const TensorRef y_ref = make_tensor(y.data(), in.x.dtype, in.x.shape, 0);
+  cudaStream_t stream;
+  testing::cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  testing::cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  rms_norm(x_ref, &w_ref, y_ref, {{4096}, in.eps}, stream);
+  testing::cuda_ok(cudaStreamEndCapture(stream, &graph), "end capture");
+  testing::cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  testing::cuda_ok(cudaGraphLaunch(exec, stream), "launch");
+  testing::cuda_ok(cudaStreamSynchronize(stream), "replay");
+  y.download(actual.bytes.data());
+  EXPECT_EQ(first_difference("output", expected, actual, 1.6e-2, 1.6e-2), "");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+}  // namespace
+}  // namespace solops

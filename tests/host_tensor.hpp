@@ -1,0 +1,42 @@
+// Host tensors of any dtype for the tests, and the exact-value comparison.
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "core/host_values.hpp"
+#include "solops/tensor.hpp"
+
+namespace solops::testing {
+
+// A host tensor whose storage is raw bytes of its dtype.
+struct HostTensor {
+  std::vector<int64_t> shape;
+  DType dtype = DType::f32;
+  std::vector<unsigned char> bytes;
+
+  HostTensor(std::vector<int64_t> shape_, DType dtype_) : shape(std::move(shape_)), dtype(dtype_) {
+    int64_t count = 1;
+    for (int64_t s : shape) count *= s;
+    bytes.assign(static_cast<size_t>(count * dtype_size(dtype)), 0);
+  }
+  int64_t numel() const { return static_cast<int64_t>(bytes.size()) / dtype_size(dtype); }
+  TensorRef ref() { return make_tensor(bytes.data(), dtype, shape); }
+  double at(int64_t i) { return detail::load_value(ref(), i); }
+  void set(int64_t i, double v) { detail::store_value(ref(), i, v); }
+  int64_t index_at(int64_t i) const {
+    int64_t v;
+    std::memcpy(&v, bytes.data() + i * sizeof(int64_t), sizeof v);
+    return v;
+  }
+  // Every byte 0xFF: NaN for every float dtype, -1 for indices. Catches unwritten outputs.
+  void poison() { std::memset(bytes.data(), 0xFF, bytes.size()); }
+};
+
+// Both NaN, or the same value: what exact results must be.
+inline bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+
+}  // namespace solops::testing

@@ -1,0 +1,224 @@
+"""solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
+and to the usual formulas (Gemma, fused add-norms), the fused ops' in-place form, traced by
+torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input.
+Needs PyTorch and a CUDA device; skips loudly without them."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="SKIPPED: PyTorch is not installed on this machine")
+if not torch.cuda.is_available():
+    pytest.skip("SKIPPED: no CUDA device on this machine; these tests need one", allow_module_level=True)
+
+import torch.nn.functional as F  # noqa: E402
+
+import solops  # noqa: E402
+
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+# spec/ops.md 2.1, 2.2, 2.4, 2.5, 2.17: atol = rtol.
+RMS_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1.6e-2}
+LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1e-2}
+FUSED_LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
+
+SHAPES = [
+    # x shape, normalized_shape
+    ((2048, 4096), (4096,)),
+    ((1, 16384), (16384,)),
+    ((3, 5, 3000), (3000,)),  # 3-D, N not a multiple of the vector width
+    ((7, 5121), (5121,)),
+    ((1025, 64), (64,)),  # short rows, several a block
+    ((4, 6, 8), (6, 8)),  # two normalized dims
+    ((2, 20000), (20000,)),  # beyond the register capacity
+    ((1, 1), (1,)),
+]
+
+
+def random_input(shape, dtype, seed=0, offset=0.0):
+    generator = torch.Generator(device="cuda").manual_seed(seed)
+    return (torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32) + offset).to(dtype)
+
+
+def close(got, want, tolerance):
+    torch.testing.assert_close(got, want, rtol=tolerance, atol=tolerance, equal_nan=True)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, normalized_shape", SHAPES)
+def test_rms_norm_equals_pytorch(shape, normalized_shape, dtype):
+    x = random_input(shape, dtype)
+    weight = random_input(normalized_shape, dtype, seed=1)
+    tol = RMS_TOLERANCE[dtype]
+    want = F.rms_norm(x.float(), normalized_shape, weight.float(), 1e-6).to(dtype)
+    close(solops.rms_norm(x, normalized_shape, weight, 1e-6), want, tol)
+    # eps=None is PyTorch's CUDA default; no weight is a weight of ones.
+    close(solops.rms_norm(x, normalized_shape), F.rms_norm(x.float(), normalized_shape).to(dtype), tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, normalized_shape", SHAPES)
+def test_layer_norm_equals_pytorch(shape, normalized_shape, dtype):
+    x = random_input(shape, dtype)
+    weight = random_input(normalized_shape, dtype, seed=1)
+    bias = random_input(normalized_shape, dtype, seed=2)
+    tol = LAYER_TOLERANCE[dtype]
+    want = F.layer_norm(x.float(), normalized_shape, weight.float(), bias.float(), 1e-5).to(dtype)
+    close(solops.layer_norm(x, normalized_shape, weight, bias), want, tol)
+    close(solops.layer_norm(x, normalized_shape, eps=1e-3), F.layer_norm(x.float(), normalized_shape,
+                                                                          eps=1e-3).to(dtype), tol)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_layer_norm_is_stable_under_a_large_offset(dtype):
+    # TileOPs' large-offset test: rows of 10000 + 0.01 * randn (f32 at its looser tolerance).
+    x = (10000 + 0.01 * random_input((64, 4096), torch.float32)).to(dtype)
+    want = F.layer_norm(x.double(), (4096,)).to(dtype)
+    got = solops.layer_norm(x, (4096,))
+    if dtype == torch.float32:
+        torch.testing.assert_close(got, want, atol=1e-1, rtol=5e-2)
+    else:
+        close(got, want, LAYER_TOLERANCE[dtype])
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemma_rms_norm_equals_the_hugging_face_formula(dtype):
+    x = random_input((33, 4096), dtype)
+    weight = (0.1 * random_input((4096,), torch.float32, seed=1)).to(dtype)
+    xf = x.float()
+    want = (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6) * (1.0 + weight.float())).to(dtype)
+    close(solops.gemma_rms_norm(x, weight), want, RMS_TOLERANCE[dtype])
+
+
+def fused_reference(kind, x, residual, weight, bias, eps):
+    summed = (x.float() + residual.float()).to(x.dtype)
+    if kind == "rms":
+        out = F.rms_norm(summed.float(), weight.shape, weight.float(), eps)
+    else:
+        out = F.layer_norm(summed.float(), weight.shape, weight.float(), bias.float(), eps)
+    return out.to(x.dtype), summed
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("kind", ["rms", "layer"])
+@pytest.mark.parametrize("shape", [(2048, 8192), (1, 4096), (2, 3, 3000), (5, 20000)])
+def test_fused_add_norms_out_of_place_and_in_place(kind, shape, dtype):
+    x, residual = random_input(shape, dtype), random_input(shape, dtype, seed=1)
+    weight, bias = random_input(shape[-1:], dtype, seed=2), random_input(shape[-1:], dtype, seed=3)
+    want_out, want_residual = fused_reference(kind, x, residual, weight, bias, 1e-6 if kind == "rms" else 1e-5)
+    tol = RMS_TOLERANCE[dtype] if kind == "rms" else FUSED_LAYER_TOLERANCE[dtype]
+    x_before, residual_before = x.clone(), residual.clone()
+    if kind == "rms":
+        out, residual_out = solops.fused_add_rms_norm(x, residual, weight)
+    else:
+        out, residual_out = solops.fused_add_layer_norm(x, residual, weight, bias)
+    close(out, want_out, tol)
+    close(residual_out, want_residual, tol)
+    assert torch.equal(x, x_before) and torch.equal(residual, residual_before)  # out of place: inputs untouched
+
+    if kind == "rms":
+        assert solops.fused_add_rms_norm_(x, residual, weight) is None
+    else:
+        assert solops.fused_add_layer_norm_(x, residual, weight, bias) is None
+    close(x, want_out, tol)
+    close(residual, want_residual, tol)
+
+
+def test_nan_stays_in_its_row():
+    x = random_input((4, 4096), torch.bfloat16)
+    x[1, 17] = float("nan")
+    got = solops.rms_norm(x, (4096,))
+    assert torch.isnan(got[1]).all()
+    assert not torch.isnan(got[[0, 2, 3]]).any()
+
+
+def test_ops_are_registered_with_torch():
+    for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
+                 "fused_add_layer_norm", "fused_add_layer_norm_"):
+        assert hasattr(torch.ops.solops, name)
+
+
+def test_torch_compile_traces_without_graph_breaks():
+    x, residual = random_input((64, 4096), torch.bfloat16), random_input((64, 4096), torch.bfloat16, seed=1)
+    weight, bias = random_input((4096,), torch.bfloat16, seed=2), random_input((4096,), torch.bfloat16, seed=3)
+
+    def block(x, residual):
+        a = solops.rms_norm(x, (4096,), weight, 1e-6)
+        b = solops.layer_norm(x, (4096,), weight, bias)
+        c = solops.gemma_rms_norm(x, weight)
+        d, e = solops.fused_add_rms_norm(x, residual, weight)
+        f, g = solops.fused_add_layer_norm(x, residual, weight, bias)
+        return a, b, c, d, e, f, g
+
+    compiled = torch.compile(block, fullgraph=True)
+    for got, want in zip(compiled(x, residual), block(x, residual)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    assert torch._dynamo.explain(block)(x, residual).graph_break_count == 0
+
+
+def test_in_place_form_under_torch_compile():
+    x, residual = random_input((16, 4096), torch.float16), random_input((16, 4096), torch.float16, seed=1)
+    weight = random_input((4096,), torch.float16, seed=2)
+    want_out, want_residual = solops.fused_add_rms_norm(x, residual, weight)
+
+    def step(x, residual):
+        solops.fused_add_rms_norm_(x, residual, weight)
+        return x * 2
+
+    doubled = torch.compile(step, fullgraph=True)(x, residual)
+    torch.testing.assert_close(x, want_out, rtol=0, atol=0)
+    torch.testing.assert_close(residual, want_residual, rtol=0, atol=0)
+    torch.testing.assert_close(doubled, want_out * 2, rtol=0, atol=0)
+
+
+def test_cuda_graph_capture_and_replay():
+    static_x = random_input((2048, 8192), torch.bfloat16)
+    static_residual = random_input((2048, 8192), torch.bfloat16, seed=1)
+    weight = random_input((8192,), torch.bfloat16, seed=2)
+    solops.rms_norm(static_x, (8192,), weight, 1e-6)  # warm up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph):
+            static_out = solops.rms_norm(static_x, (8192,), weight, 1e-6)
+            static_fused, static_sum = solops.fused_add_rms_norm(static_x, static_residual, weight)
+    torch.cuda.current_stream().wait_stream(stream)
+    for seed in (5, 6):
+        static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        close(static_out, F.rms_norm(static_x.float(), (8192,), weight.float(), 1e-6).bfloat16(), 1.6e-2)
+        want_out, want_sum = fused_reference("rms", static_x, static_residual, weight, None, 1e-6)
+        close(static_fused, want_out, 1.6e-2)
+        close(static_sum, want_sum, 1.6e-2)
+
+
+def cuda(*shape, dtype=torch.float32):
+    return torch.randn(shape, device="cuda", dtype=dtype)
+
+
+def overlapping_halves():
+    """x and residual [2, 64] sharing half of their rows in one buffer."""
+    buffer = cuda(3, 64)
+    return buffer[0:2], buffer[1:3]
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda: solops.rms_norm(cuda(2, 4095), (4096,)), "normalized_shape [4096] does not match the trailing dims"),
+    (lambda: solops.layer_norm(cuda(8), (1, 8)), "has more dims than x"),
+    (lambda: solops.rms_norm(cuda(2, 8), ()), "normalized_shape must be non-empty"),
+    (lambda: solops.rms_norm(cuda(2, 8), (8,), cuda(4)), "weight: shape [4] must be [8]"),
+    (lambda: solops.layer_norm(cuda(2, 8), (8,), None, cuda(2, 8)), "bias: shape [2, 8] must be [8]"),
+    (lambda: solops.rms_norm(cuda(2, 8, dtype=torch.bfloat16), (8,), cuda(8)), "weight: dtype f32 must be bf16"),
+    (lambda: solops.layer_norm(cuda(2, 8), (8,), eps=-1e-5), "eps = -1e-05 must be finite and >= 0"),
+    (lambda: solops.fused_add_rms_norm(cuda(2, 8), cuda(2, 8), eps=-1.0), "eps = -1 must be"),
+    (lambda: solops.rms_norm(cuda(2, 16)[:, ::2], (8,)), "x must be contiguous"),
+    (lambda: solops.layer_norm(cuda(8, 2).t(), (8,)), "x must be contiguous"),
+    (lambda: solops.rms_norm(torch.randn(2, 8), (8,)), "must be a CUDA tensor"),
+    (lambda: solops.rms_norm(cuda(2, 8, dtype=torch.float64), (8,)), "float64"),
+    (lambda: solops.fused_add_rms_norm(cuda(2, 8), cuda(1, 8)), "residual: shape [1, 8] must be [2, 8]"),
+    (lambda: solops.fused_add_rms_norm_(*overlapping_halves()), "residual_out and x overlap in memory"),
+    (lambda: (lambda x: solops.fused_add_layer_norm_(x, x))(cuda(2, 8)), "residual_out and x overlap in memory"),
+])
+def test_bad_input_gives_a_clear_error(call, fragment):
+    with pytest.raises(solops.SolopsError) as error:
+        call()
+    assert fragment in str(error.value)
