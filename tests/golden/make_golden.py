@@ -15,8 +15,10 @@ the same number in every dtype and max-pool outputs can be compared exactly. Val
 row-major lists; non-finite values are the strings "nan", "inf" and "-inf", since JSON has none.
 "cases" hold values; "shape_cases" hold only the output shape (or PyTorch's error) of one
 parameter set, to pin down the output-size rule and its validation. Shape cases that PyTorch accepts
-but the spec rejects are flagged: has_window_without_real_tap (sliding pools, spec 4.0) and
-has_empty_output_axis (adaptive output_size 0, spec 4.4).
+but solops rejects are flagged: has_window_without_real_tap (sliding pools, spec 4.0) and
+has_empty_non_batch_axis (adaptive pools answering with an empty output: output_size 0, which spec
+4.4 rejects, and zero channels, which PyTorch's adaptive_avg_pool2d accepts but its
+adaptive_max_pool2d and every sliding-window pool reject; solops rejects both for every pool).
 """
 
 import argparse
@@ -121,6 +123,9 @@ def run_pool(op, x, params):
         return getattr(F, op)(x, **params, return_indices=True)
     if op == "mean_pooling":
         return mean_pooling(x, **params), None
+    if op == "avg_pool3d" and x.device.type == "cpu" and x.dtype != torch.float32:
+        # CPU PyTorch has no half-type avg_pool3d; CUDA's sums in f32 and rounds once, as this does.
+        return F.avg_pool3d(x.float(), **params).to(x.dtype), None
     return getattr(F, op)(x, **params), None
 
 
@@ -447,8 +452,9 @@ def shape_case(op, input_shape, params, device):
         return case
     case["output_shape"] = list(y.shape)
     if "output_size" in params:
-        # PyTorch's adaptive pools return an empty output for output_size 0; spec 4.4 wants >= 1.
-        case["has_empty_output_axis"] = 0 in case["output_shape"][-2:]
+        # PyTorch's adaptive pools return an empty output for output_size 0 (spec 4.4 wants >= 1),
+        # and its adaptive_avg_pool2d for zero channels (solops wants non-batch dims non-empty).
+        case["has_empty_non_batch_axis"] = 0 in case["output_shape"][-3:]
         return case
     rank = int(op[-2])  # the N of max_poolNd / avg_poolNd
     spatial_in, spatial_out = input_shape[-rank:], list(y.shape)[-rank:]
