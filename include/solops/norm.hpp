@@ -1,4 +1,4 @@
-// Row-wise normalization operators (spec §2.1, 2.2, 2.4, 2.5, 2.17). Each of the M rows of x (the
+// Row-wise normalization operators (spec §2.1, 2.2, 2.4, 2.5, 2.15, 2.16, 2.17). Each of the M rows of x (the
 // trailing dims normalized_shape, N elements, contiguous) is normalized on its own; statistics
 // run in f32 and the result is rounded once to x's dtype. Semantics and defaults: docs/api.md.
 #pragma once
@@ -43,6 +43,18 @@ struct FusedAddLayerNorm {
   double eps = 1e-5;
 };
 
+// RMSNorm and LayerNorm quantized per row to float8_e4m3fn (spec §2.15, 2.16): the f32 result y
+// of the norm (not rounded to x's dtype) gives scale = max(max_j |y_j|, 1e-12) / 448 and
+// q = e4m3(y / scale), round to nearest even, saturating; q.float() * scale dequantizes.
+struct RMSNormQuant {
+  std::vector<int64_t> normalized_shape;
+  double eps = 1e-6;
+};
+struct LayerNormQuant {
+  std::vector<int64_t> normalized_shape;
+  double eps = 1e-5;
+};
+
 // Output shapes (x's shape; the fused ops' two outputs both have it). They check the shape rule
 // (normalized_shape non-empty, equal to x's trailing dims; eps >= 0) and throw solops::Error.
 std::vector<int64_t> rms_norm_output_shape(std::span<const int64_t> x_shape, const RMSNorm& p);
@@ -51,6 +63,11 @@ std::vector<int64_t> gemma_rms_norm_output_shape(std::span<const int64_t> x_shap
 std::vector<int64_t> fused_add_rms_norm_output_shape(std::span<const int64_t> x_shape, const FusedAddRMSNorm& p);
 std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> x_shape,
                                                        const FusedAddLayerNorm& p);
+// The quantizing norms: q has x's shape, scale x's leading dims (one per row).
+std::vector<int64_t> rms_norm_quant_output_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p);
+std::vector<int64_t> layer_norm_quant_output_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p);
+std::vector<int64_t> rms_norm_quant_scale_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p);
+std::vector<int64_t> layer_norm_quant_scale_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p);
 
 // Roofline cost (the spec's formulas, with the affine parameters present).
 Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p);
@@ -58,6 +75,8 @@ Cost layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const LayerN
 Cost gemma_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GemmaRMSNorm& p);
 Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddRMSNorm& p);
 Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p);
+Cost rms_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormQuant& p);
+Cost layer_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormQuant& p);
 
 // Every tensor: a contiguous CUDA tensor of x's dtype (f32, f16 or bf16). weight and bias have the
 // normalized shape and may be null (PyTorch's None: scale 1, shift 0); outputs have x's shape and
@@ -77,5 +96,13 @@ void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const Ten
 void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
                           const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
                           const FusedAddLayerNorm& p, cudaStream_t stream = nullptr);
+
+// The quantizing norms. x, weight and bias as for rms_norm and layer_norm (weight and bias may be
+// null); q is a contiguous fp8_e4m3 CUDA tensor of x's shape, scale a contiguous f32 CUDA tensor of
+// x's leading dims. No output may overlap another tensor of the call.
+void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,
+                    const RMSNormQuant& p, cudaStream_t stream = nullptr);
+void layer_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& q,
+                      const TensorRef& scale, const LayerNormQuant& p, cudaStream_t stream = nullptr);
 
 }  // namespace solops

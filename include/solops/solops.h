@@ -287,6 +287,32 @@ solops_status solops_fused_add_rms_norm_cost(int32_t x_rank, const int64_t* x_sh
 solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                                const solops_fused_add_norm_params* p, solops_cost* cost);
 
+/* Quantizing row norms (RMSNormQuant, LayerNormQuant) over the trailing normalized_rank dims of x.
+ * has_eps = 0: 1e-6 (rms_norm_quant), 1e-5 (layer_norm_quant). weight and bias may be NULL. q is
+ * SOLOPS_FP8_E4M3 of x's shape (the output shape), scale SOLOPS_F32 of x's leading dims; no output
+ * may overlap another tensor of the call. */
+solops_status solops_rms_norm_quant_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape);
+solops_status solops_layer_norm_quant_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                   const solops_norm_params* p, int32_t* out_rank,
+                                                   int64_t* out_shape);
+solops_status solops_rms_norm_quant(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* q,
+                                    const solops_tensor* scale, const solops_norm_params* p, void* stream);
+solops_status solops_layer_norm_quant(const solops_tensor* x, const solops_tensor* weight,
+                                      const solops_tensor* bias, const solops_tensor* q, const solops_tensor* scale,
+                                      const solops_norm_params* p, void* stream);
+solops_status solops_reference_rms_norm_quant(const solops_tensor* x, const solops_tensor* weight,
+                                              const solops_tensor* q, const solops_tensor* scale,
+                                              const solops_norm_params* p);
+solops_status solops_reference_layer_norm_quant(const solops_tensor* x, const solops_tensor* weight,
+                                                const solops_tensor* bias, const solops_tensor* q,
+                                                const solops_tensor* scale, const solops_norm_params* p);
+solops_status solops_rms_norm_quant_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_norm_params* p, solops_cost* cost);
+solops_status solops_layer_norm_quant_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                           const solops_norm_params* p, solops_cost* cost);
+
 #ifdef __cplusplus
 }
 #endif

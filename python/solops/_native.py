@@ -103,6 +103,8 @@ NORM_OPS = {
     "gemma_rms_norm": (NormParams, 3),
     "fused_add_rms_norm": (FusedAddNormParams, 5),
     "fused_add_layer_norm": (FusedAddNormParams, 6),
+    "rms_norm_quant": (NormParams, 4),
+    "layer_norm_quant": (NormParams, 5),
 }
 
 

@@ -1,7 +1,8 @@
 """Row-wise normalization ops, registered as torch.ops.solops.*: rms_norm and layer_norm with the
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
-fused_add_layer_norm_).
+fused_add_layer_norm_), and the quantizing norms rms_norm_quant and layer_norm_quant, which return
+(q, scale): float8_e4m3fn codes and one float32 scale per row.
 
 Each op runs a solops kernel through the C ABI on the current CUDA stream; the fake implementations
 give torch.compile the output shapes (and check the shape rule) without running anything.
@@ -137,6 +138,43 @@ def _(x, residual, weight, bias, eps):
                               _native.norm_params("fused_add_layer_norm", eps=eps))
 
 
+def _quant_outputs(x, name, params, new):
+    """(q, scale): codes of x's shape, one scale per row (x's leading dims)."""
+    shape = _native.norm_output_shape(name, list(x.shape), params)
+    return (new(shape, dtype=torch.float8_e4m3fn, device=x.device),
+            new(shape[: len(shape) - params.normalized_rank], dtype=torch.float32, device=x.device))
+
+
+@torch.library.custom_op("solops::rms_norm_quant", mutates_args=())
+def _rms_norm_quant(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor],
+                    eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    params = _native.norm_params("rms_norm_quant", normalized_shape, eps)
+    q, scale = _quant_outputs(x, "rms_norm_quant", params, torch.empty)
+    _call("rms_norm_quant", params, (x, weight), (q, scale), x)
+    return q, scale
+
+
+@_rms_norm_quant.register_fake
+def _(x, normalized_shape, weight, eps):
+    return _quant_outputs(x, "rms_norm_quant", _native.norm_params("rms_norm_quant", normalized_shape, eps),
+                          x.new_empty)
+
+
+@torch.library.custom_op("solops::layer_norm_quant", mutates_args=())
+def _layer_norm_quant(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor],
+                      bias: Optional[torch.Tensor], eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    params = _native.norm_params("layer_norm_quant", normalized_shape, eps)
+    q, scale = _quant_outputs(x, "layer_norm_quant", params, torch.empty)
+    _call("layer_norm_quant", params, (x, weight, bias), (q, scale), x)
+    return q, scale
+
+
+@_layer_norm_quant.register_fake
+def _(x, normalized_shape, weight, bias, eps):
+    return _quant_outputs(x, "layer_norm_quant", _native.norm_params("layer_norm_quant", normalized_shape, eps),
+                          x.new_empty)
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """F.rms_norm: input / sqrt(mean(input^2 over normalized_shape) + eps) * weight. eps=None is
     PyTorch's CUDA default, the float32 machine epsilon. Op: torch.ops.solops.rms_norm."""
@@ -180,3 +218,19 @@ def fused_add_layer_norm_(x, residual, weight=None, bias=None, eps=1e-5):
     """In place: residual becomes x + residual and x its LayerNorm; returns None.
     Op: torch.ops.solops.fused_add_layer_norm_."""
     torch.ops.solops.fused_add_layer_norm_(x, residual, weight, bias, float(eps))
+
+
+def rms_norm_quant(x, normalized_shape, weight=None, eps=1e-6):
+    """RMSNorm (times weight) in float32, then per-row symmetric FP8 quantization: returns (q, scale)
+    with scale = max(amax(|y|), 1e-12) / 448 per row (float32, x's leading dims) and
+    q = float8_e4m3fn(y / scale), rounded to nearest even and saturating; q.float() * scale[..., None]
+    dequantizes. Op: torch.ops.solops.rms_norm_quant."""
+    return torch.ops.solops.rms_norm_quant(x, list(_native.normalized_shape_tuple(normalized_shape)), weight,
+                                           float(eps))
+
+
+def layer_norm_quant(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """LayerNorm (weight, bias) in float32, then the per-row FP8 quantization of rms_norm_quant:
+    returns (q, scale). Op: torch.ops.solops.layer_norm_quant."""
+    return torch.ops.solops.layer_norm_quant(x, list(_native.normalized_shape_tuple(normalized_shape)), weight, bias,
+                                             float(eps))

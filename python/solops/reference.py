@@ -106,3 +106,20 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
     """(output, residual_out)."""
     return _norm("fused_add_layer_norm", _native.norm_params("fused_add_layer_norm", eps=eps),
                  (x, residual, weight, bias), (torch.empty_like(x), torch.empty_like(x)))
+
+
+def _quant_outputs(x, normalized_shape):
+    rows = x.shape[: x.dim() - len(_native.normalized_shape_tuple(normalized_shape))]
+    return torch.empty(x.shape, dtype=torch.float8_e4m3fn), torch.empty(rows, dtype=torch.float32)
+
+
+def rms_norm_quant(x, normalized_shape, weight=None, eps=1e-6):
+    """(q, scale)."""
+    return _norm("rms_norm_quant", _native.norm_params("rms_norm_quant", normalized_shape, eps), (x, weight),
+                 _quant_outputs(x, normalized_shape))
+
+
+def layer_norm_quant(x, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(q, scale)."""
+    return _norm("layer_norm_quant", _native.norm_params("layer_norm_quant", normalized_shape, eps),
+                 (x, weight, bias), _quant_outputs(x, normalized_shape))

@@ -330,6 +330,33 @@ solops_status fused_add_layer_norm(const char* function, Op op, const solops_ten
   });
 }
 
+template <class Op, class... Stream>
+solops_status rms_norm_quant(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                             const solops_tensor* q, const solops_tensor* scale, const solops_norm_params* p,
+                             Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto q_ref = to_tensor(q, function, "q");
+    op(x_ref, optional_ref(weight_ref), q_ref, to_tensor(scale, function, "scale"),
+       to_norm<solops::RMSNormQuant>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status layer_norm_quant(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                               const solops_tensor* bias, const solops_tensor* q, const solops_tensor* scale,
+                               const solops_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    const auto q_ref = to_tensor(q, function, "q");
+    op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), q_ref, to_tensor(scale, function, "scale"),
+       to_norm<solops::LayerNormQuant>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -672,6 +699,54 @@ solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_
                                                const solops_fused_add_norm_params* p, solops_cost* out) {
   return norm_cost<solops::FusedAddLayerNorm>(__func__, solops::fused_add_layer_norm_cost, x_rank, x_shape, x_dtype,
                                               p, out);
+}
+
+solops_status solops_rms_norm_quant_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape) {
+  return norm_output_shape<solops::RMSNormQuant>(__func__, solops::rms_norm_quant_output_shape, x_rank, x_shape, p,
+                                                 out_rank, out_shape);
+}
+
+solops_status solops_layer_norm_quant_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                   const solops_norm_params* p, int32_t* out_rank,
+                                                   int64_t* out_shape) {
+  return norm_output_shape<solops::LayerNormQuant>(__func__, solops::layer_norm_quant_output_shape, x_rank, x_shape,
+                                                   p, out_rank, out_shape);
+}
+
+solops_status solops_rms_norm_quant(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* q,
+                                    const solops_tensor* scale, const solops_norm_params* p, void* stream) {
+  return rms_norm_quant(__func__, solops::rms_norm_quant, x, weight, q, scale, p, stream);
+}
+
+solops_status solops_layer_norm_quant(const solops_tensor* x, const solops_tensor* weight,
+                                      const solops_tensor* bias, const solops_tensor* q, const solops_tensor* scale,
+                                      const solops_norm_params* p, void* stream) {
+  return layer_norm_quant(__func__, solops::layer_norm_quant, x, weight, bias, q, scale, p, stream);
+}
+
+solops_status solops_reference_rms_norm_quant(const solops_tensor* x, const solops_tensor* weight,
+                                              const solops_tensor* q, const solops_tensor* scale,
+                                              const solops_norm_params* p) {
+  return rms_norm_quant(__func__, solops::reference::rms_norm_quant, x, weight, q, scale, p);
+}
+
+solops_status solops_reference_layer_norm_quant(const solops_tensor* x, const solops_tensor* weight,
+                                                const solops_tensor* bias, const solops_tensor* q,
+                                                const solops_tensor* scale, const solops_norm_params* p) {
+  return layer_norm_quant(__func__, solops::reference::layer_norm_quant, x, weight, bias, q, scale, p);
+}
+
+solops_status solops_rms_norm_quant_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::RMSNormQuant>(__func__, solops::rms_norm_quant_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_layer_norm_quant_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                           const solops_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::LayerNormQuant>(__func__, solops::layer_norm_quant_cost, x_rank, x_shape, x_dtype, p,
+                                           out);
 }
 
 }  // extern "C"

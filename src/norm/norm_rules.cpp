@@ -68,22 +68,29 @@ RowGeometry validate_row_norm(std::string_view op, Placement placement, std::spa
   check_float_dtype(op, "x", t.x);
   const RowGeometry g = resolve_rows(op, t.x.sizes(), normalized_shape);
   check_eps(op, eps);
-  const auto check_like = [&](std::string_view name, const TensorRef* tensor, std::span<const int64_t> shape) {
+  const auto check_like = [&](std::string_view name, const TensorRef* tensor, std::span<const int64_t> shape,
+                              DType dtype) {
     if (!tensor) return;
     check_tensor(op, name, *tensor);
-    check_dtype(op, name, *tensor, t.x.dtype);
+    check_dtype(op, name, *tensor, dtype);
     check_shape(op, name, *tensor, shape);
   };
-  check_like("residual", t.residual, t.x.sizes());
-  check_like("weight", t.weight, normalized_shape);
-  check_like("bias", t.bias, normalized_shape);
-  check_like("output", &t.y, t.x.sizes());
-  check_like("residual_out", t.residual_out, t.x.sizes());
+  check_like("residual", t.residual, t.x.sizes(), t.x.dtype);
+  check_like("weight", t.weight, normalized_shape, t.x.dtype);
+  check_like("bias", t.bias, normalized_shape, t.x.dtype);
+  check_like("output", &t.y, t.x.sizes(), t.row_scale ? DType::fp8_e4m3 : t.x.dtype);
+  check_like("residual_out", t.residual_out, t.x.sizes(), t.x.dtype);
+  check_like("scale", t.row_scale, leading_dims(t.x.sizes(), normalized_shape), DType::f32);
 
   if (!t.residual) {
-    check_no_overlap(op, "x", t.x, "output", t.y);
-    if (t.weight) check_no_overlap(op, "weight", *t.weight, "output", t.y);
-    if (t.bias) check_no_overlap(op, "bias", *t.bias, "output", t.y);
+    const std::pair<std::string_view, const TensorRef*> inputs[] = {
+        {"x", &t.x}, {"weight", t.weight}, {"bias", t.bias}};
+    for (const auto& [name, input] : inputs) {
+      if (!input) continue;
+      check_no_overlap(op, name, *input, "output", t.y);
+      if (t.row_scale) check_no_overlap(op, name, *input, "scale", *t.row_scale);
+    }
+    if (t.row_scale) check_no_overlap(op, "output", t.y, "scale", *t.row_scale);
     return g;
   }
   const std::pair<std::string_view, const TensorRef*> inputs[] = {
@@ -97,12 +104,24 @@ RowGeometry validate_row_norm(std::string_view op, Placement placement, std::spa
   return g;
 }
 
+std::span<const int64_t> leading_dims(std::span<const int64_t> x_shape, std::span<const int64_t> normalized_shape) {
+  return x_shape.first(x_shape.size() - normalized_shape.size());
+}
+
 Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
                    int flops_per_element, int row_tensors, int affine_tensors) {
   const RowGeometry g = resolve_rows("row_norm_cost", x_shape, normalized_shape);
   const double elements = static_cast<double>(g.rows) * g.row_len;
   const double moved = row_tensors * elements + affine_tensors * static_cast<double>(g.row_len);
   return {flops_per_element * elements, moved * static_cast<double>(dtype_size(dtype))};
+}
+
+Cost quant_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
+                     int flops_per_element, int affine_tensors) {
+  const RowGeometry g = resolve_rows("quant_norm_cost", x_shape, normalized_shape);
+  Cost cost = row_norm_cost(x_shape, dtype, normalized_shape, flops_per_element, 1, affine_tensors);
+  cost.bytes += static_cast<double>(g.rows) * g.row_len + static_cast<double>(g.rows) * sizeof(float);
+  return cost;
 }
 
 }  // namespace detail
@@ -118,6 +137,13 @@ std::vector<int64_t> checked_shape(std::string_view op, std::span<const int64_t>
   detail::resolve_rows(op, x_shape, normalized_shape);
   detail::check_eps(op, eps);
   return {x_shape.begin(), x_shape.end()};
+}
+
+std::vector<int64_t> checked_scale_shape(std::string_view op, std::span<const int64_t> x_shape,
+                                         std::span<const int64_t> normalized_shape, double eps) {
+  checked_shape(op, x_shape, normalized_shape, eps);
+  const std::span<const int64_t> lead = detail::leading_dims(x_shape, normalized_shape);
+  return {lead.begin(), lead.end()};
 }
 
 void run(std::string_view op, std::span<const int64_t> normalized_shape, const detail::NormMath& math,
@@ -153,6 +179,22 @@ std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> 
   return checked_shape(kOp, x_shape, detail::last_dim(kOp, x_shape), p.eps);
 }
 
+std::vector<int64_t> rms_norm_quant_output_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p) {
+  return checked_shape("rms_norm_quant", x_shape, p.normalized_shape, p.eps);
+}
+
+std::vector<int64_t> layer_norm_quant_output_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p) {
+  return checked_shape("layer_norm_quant", x_shape, p.normalized_shape, p.eps);
+}
+
+std::vector<int64_t> rms_norm_quant_scale_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p) {
+  return checked_scale_shape("rms_norm_quant", x_shape, p.normalized_shape, p.eps);
+}
+
+std::vector<int64_t> layer_norm_quant_scale_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p) {
+  return checked_scale_shape("layer_norm_quant", x_shape, p.normalized_shape, p.eps);
+}
+
 // Spec §2.1, 2.2, 2.17, 2.5, 2.4: FLOPs per element; tensors of x's size (read or written) and
 // affine tensors of the row's size.
 Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p) {
@@ -178,6 +220,17 @@ Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, cons
 Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p) {
   fused_add_layer_norm_output_shape(x_shape, p);
   return detail::row_norm_cost(x_shape, dtype, x_shape.last(1), 6, 4, 2);
+}
+
+// Spec §2.16, 2.15 (the bias present).
+Cost rms_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormQuant& p) {
+  rms_norm_quant_output_shape(x_shape, p);
+  return detail::quant_norm_cost(x_shape, dtype, p.normalized_shape, 7, 1);
+}
+
+Cost layer_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormQuant& p) {
+  layer_norm_quant_output_shape(x_shape, p);
+  return detail::quant_norm_cost(x_shape, dtype, p.normalized_shape, 8, 2);
 }
 
 void rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const RMSNorm& p,
@@ -211,6 +264,18 @@ void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const T
   run(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
       {.x = x, .residual = &residual, .weight = weight, .bias = bias, .y = output, .residual_out = &residual_out},
       stream);
+}
+
+void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,
+                    const RMSNormQuant& p, cudaStream_t stream) {
+  run("rms_norm_quant", p.normalized_shape, {NormKind::rms, p.eps},
+      {.x = x, .weight = weight, .y = q, .row_scale = &scale}, stream);
+}
+
+void layer_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& q,
+                      const TensorRef& scale, const LayerNormQuant& p, cudaStream_t stream) {
+  run("layer_norm_quant", p.normalized_shape, {NormKind::layer, p.eps},
+      {.x = x, .weight = weight, .bias = bias, .y = q, .row_scale = &scale}, stream);
 }
 
 }  // namespace solops

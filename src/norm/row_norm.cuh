@@ -7,8 +7,11 @@
 // vector width, one element otherwise) and the weight and bias at the same columns before any
 // arithmetic, so a block has all of its row's loads in flight at once. Statistics run in f32;
 // LayerNorm takes the mean first and then the sum of squared deviations from the held values (no
-// E[x^2] - E[x]^2 cancellation). Rows too long to hold (over 16384 f16/bf16 elements, 8192 f32
-// ones or 8192 without vectors) take the streaming kernel, which reads the row again each pass.
+// E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second pass over the held row
+// for its amax (the normalized values are recomputed rather than kept, which would double the
+// registers a thread needs) and a third that writes the fp8 codes. Rows too long to hold (over
+// 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors) take the streaming kernel, which
+// reads the row again each pass.
 #pragma once
 
 #include <algorithm>
@@ -16,6 +19,8 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+
+#include <cuda_fp8.h>
 
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
@@ -45,6 +50,9 @@ struct RowPointers {
   const T* bias;
   T* y;
   T* residual_out;
+  // The quantizing norms write codes and row_scale instead of y.
+  __nv_fp8_storage_t* codes;
+  float* row_scale;
 };
 
 struct RowShape {
@@ -77,21 +85,52 @@ __device__ __forceinline__ Pack<T, kVec> pack(const float (&values)[kVec]) {
   return bits;
 }
 
-// The sum over the threads of this thread's row (threadIdx.y); rows are whole warps. Every thread
-// of the block must call it.
-__device__ __forceinline__ float row_sum(float value, float* partial) {
+// The reduction by `combine` over the threads of this thread's row (threadIdx.y); rows are whole
+// warps. Every thread of the block must call it.
+template <class Combine>
+__device__ __forceinline__ float row_reduce(float value, float* partial, Combine combine) {
 #pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
+    value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
+  }
   const int warps = blockDim.x / kWarp;
   if (warps == 1) return value;
   float* row_partial = partial + threadIdx.y * warps;
   if (threadIdx.x % kWarp == 0) row_partial[threadIdx.x / kWarp] = value;
   __syncthreads();
-  float total = 0;
-  for (int w = 0; w < warps; ++w) total += row_partial[w];
+  float total = row_partial[0];
+  for (int w = 1; w < warps; ++w) total = combine(total, row_partial[w]);
   __syncthreads();  // the next call overwrites partial
   return total;
 }
+
+__device__ __forceinline__ float row_sum(float value, float* partial) {
+  return row_reduce(value, partial, [](float a, float b) { return a + b; });
+}
+
+// The larger of a and b, NaN if either is: a row's NaN reaches its scale and codes (spec §2.15),
+// where fmaxf would drop it.
+__device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
+
+// The row's scale from the amax of this thread's values, stored by the row's first thread.
+__device__ __forceinline__ float row_quant_scale(float amax, float* partial, float* row_scale, int64_t row,
+                                                 bool row_active) {
+  amax = row_reduce(amax, partial, [](float a, float b) { return nan_max(a, b); });
+  const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
+  if (row_active && threadIdx.x == 0) row_scale[row] = scale;
+  return scale;
+}
+
+// Round to nearest even, saturating to +-448 (spec §2.15; NaN stays NaN).
+__device__ __forceinline__ __nv_fp8_storage_t quantize(float value, float scale) {
+  return __nv_cvt_float_to_fp8(value / scale, __NV_SATFINITE, __NV_E4M3);
+}
+
+// kVec codes, stored as one access.
+template <int kVec>
+struct alignas(kVec) Codes {
+  __nv_fp8_storage_t lanes[kVec];
+};
 
 // x + residual rounded to T (residual_out), written out and returned: the norm reads the rounded sum.
 template <class T, int kVec>
@@ -116,7 +155,7 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // x, residual and the outputs are not __restrict__ and x is not read through the read-only cache:
 // the fused add-norms' in-place form aliases them. Each element is read before the same thread
 // writes it, and never read again.
-template <class T, NormKind kKind, bool kResidual, int kVec, int kVecs>
+template <class T, NormKind kKind, bool kResidual, bool kQuant, int kVec, int kVecs>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
@@ -162,10 +201,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
 
-#pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      if (!valid(i)) continue;
-      float values[kVec], scale[kVec], shift[kVec];
+    // The output values of the held vector i.
+    const auto output_values = [&](int i, float (&values)[kVec]) {
+      float scale[kVec], shift[kVec];
       held_values(i, values);
       if (p.weight) {
         unpack<T, kVec>(weight[i], scale);
@@ -185,7 +223,34 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       for (int e = 0; e < kVec; ++e) {
         values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
       }
-      reinterpret_cast<P*>(p.y)[first + threadIdx.x + i * blockDim.x] = pack<T, kVec>(values);
+    };
+    // f(at, values) for each held vector: its index among the tensor's vectors and its output values.
+    const auto for_each_output = [&](auto f) {
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (!valid(i)) continue;
+        float values[kVec];
+        output_values(i, values);
+        f(first + threadIdx.x + i * blockDim.x, values);
+      }
+    };
+    if constexpr (kQuant) {
+      float amax = 0;
+      for_each_output([&](int64_t, const float (&values)[kVec]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) amax = nan_max(fabsf(values[e]), amax);
+      });
+      const float row_scale = row_quant_scale(amax, partial, p.row_scale, row, row_active);
+      for_each_output([&](int64_t at, const float (&values)[kVec]) {
+        Codes<kVec> codes;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) codes.lanes[e] = quantize(values[e], row_scale);
+        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = codes;
+      });
+    } else {
+      for_each_output([&](int64_t at, const float (&values)[kVec]) {
+        reinterpret_cast<P*>(p.y)[at] = pack<T, kVec>(values);
+      });
     }
   }
 }
@@ -194,7 +259,7 @@ constexpr int kStreamingThreads = 1024;
 
 // Rows too long for registers, one element per access: each pass reads the row again (the fused
 // ops read their rounded sum back from residual_out, each thread only the elements it wrote).
-template <class T, NormKind kKind, bool kResidual>
+template <class T, NormKind kKind, bool kResidual, bool kQuant>
 __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const RowPointers<T> p, const RowShape s) {
   __shared__ float partial[kStreamingThreads / kWarp];
   for (int64_t row = blockIdx.x; row < s.rows; row += gridDim.x) {
@@ -221,10 +286,20 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
       }
     }
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
-    for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
+    const auto output_value = [&](int j) {
       const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + j)) : 1.0f;
       const float shift = kKind == NormKind::layer && p.bias ? to_float(__ldg(p.bias + j)) : 0.0f;
-      p.y[first + j] = from_float<T>(normalized<kKind>(to_float(source[j]), mean, inv_std, scale, shift));
+      return normalized<kKind>(to_float(source[j]), mean, inv_std, scale, shift);
+    };
+    if constexpr (kQuant) {
+      float amax = 0;
+      for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) amax = nan_max(fabsf(output_value(j)), amax);
+      const float row_scale = row_quant_scale(amax, partial, p.row_scale, row, true);
+      for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
+        p.codes[first + j] = quantize(output_value(j), row_scale);
+      }
+    } else {
+      for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) p.y[first + j] = from_float<T>(output_value(j));
     }
   }
 }
@@ -250,7 +325,7 @@ LaunchShape choose_shape(int units, int vec, bool many_rows) {
   return {};
 }
 
-template <class T, NormKind kKind, bool kResidual, int kVec, int... kCandidates>
+template <class T, NormKind kKind, bool kResidual, bool kQuant, int kVec, int... kCandidates>
 void launch_in_registers(const LaunchShape& shape, const RowPointers<T>& p, const RowShape& s, cudaStream_t stream) {
   const int rows_per_block = std::max(1, kMinBlockThreads / shape.threads);
   const int64_t groups = (s.rows + rows_per_block - 1) / rows_per_block;
@@ -258,7 +333,8 @@ void launch_in_registers(const LaunchShape& shape, const RowPointers<T>& p, cons
   const dim3 block(shape.threads, rows_per_block);
   // The runtime vector count picks its compiled kernel.
   ((shape.vecs == kCandidates
-        ? (row_norm_in_registers<T, kKind, kResidual, kVec, kCandidates><<<grid, block, 0, stream>>>(p, s), true)
+        ? (row_norm_in_registers<T, kKind, kResidual, kQuant, kVec, kCandidates><<<grid, block, 0, stream>>>(p, s),
+           true)
         : false) ||
    ...);
 }
@@ -267,21 +343,21 @@ inline bool aligned_to_vector(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
 }
 
-template <class T, NormKind kKind, bool kResidual>
+template <class T, NormKind kKind, bool kResidual, bool kQuant>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   const bool vectorized = s.row_len % kVec == 0 &&
                           std::ranges::all_of(std::initializer_list<const void*>{p.x, p.residual, p.weight, p.bias,
-                                                                                 p.y, p.residual_out},
+                                                                                 p.y, p.residual_out, p.codes},
                                               aligned_to_vector);
   if (vectorized) {
     const LaunchShape shape = choose_shape<1, 2, 4, 8>(s.row_len / kVec, kVec, many_rows);
-    if (shape.vecs) return launch_in_registers<T, kKind, kResidual, kVec, 1, 2, 4, 8>(shape, p, s, stream);
+    if (shape.vecs) return launch_in_registers<T, kKind, kResidual, kQuant, kVec, 1, 2, 4, 8>(shape, p, s, stream);
   }
   const LaunchShape shape = choose_shape<2, 8>(s.row_len, 1, many_rows);
-  if (shape.vecs) return launch_in_registers<T, kKind, kResidual, 1, 2, 8>(shape, p, s, stream);
+  if (shape.vecs) return launch_in_registers<T, kKind, kResidual, kQuant, 1, 2, 8>(shape, p, s, stream);
   const auto grid = static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX));
-  row_norm_streaming<T, kKind, kResidual><<<grid, kStreamingThreads, 0, stream>>>(p, s);
+  row_norm_streaming<T, kKind, kResidual, kQuant><<<grid, kStreamingThreads, 0, stream>>>(p, s);
 }
 
 }  // namespace solops::detail::row_norm
@@ -298,10 +374,15 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
   const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
     const auto data = [](const TensorRef* tensor) { return tensor ? static_cast<T*>(tensor->data) : nullptr; };
-    const RowPointers<T> p{data(&t.x), data(t.residual), data(t.weight), data(t.bias), data(&t.y),
-                           data(t.residual_out)};
-    if (t.residual) launch_typed<T, kKind, true>(p, s, many_rows, stream);
-    else launch_typed<T, kKind, false>(p, s, many_rows, stream);
+    if (t.row_scale) {
+      const RowPointers<T> p{data(&t.x), nullptr, data(t.weight), data(t.bias), nullptr, nullptr,
+                             static_cast<__nv_fp8_storage_t*>(t.y.data), static_cast<float*>(t.row_scale->data)};
+      return launch_typed<T, kKind, false, true>(p, s, many_rows, stream);
+    }
+    const RowPointers<T> p{data(&t.x),  data(t.residual),     data(t.weight), data(t.bias),
+                           data(&t.y), data(t.residual_out), nullptr,        nullptr};
+    if (t.residual) launch_typed<T, kKind, true, false>(p, s, many_rows, stream);
+    else launch_typed<T, kKind, false, false>(p, s, many_rows, stream);
   });
   check_launch(op);
 }

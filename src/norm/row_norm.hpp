@@ -1,4 +1,4 @@
-// The row norms (RMSNorm, LayerNorm, GemmaRMSNorm and the fused add-norms): the shape rule, the
+// The row norms (RMSNorm, LayerNorm, GemmaRMSNorm, the fused add-norms and the quantizing norms): the shape rule, the
 // validation of a call, and the launcher, shared by the entry points (norm_rules.cpp), the CPU
 // references (row_norm_ref.cpp) and the kernels (row_norm.cuh).
 #pragma once
@@ -32,7 +32,8 @@ struct NormMath {
 };
 
 // The tensors of one call. residual and residual_out are given together (the fused add-norms) or
-// not at all; weight and bias may be null.
+// not at all; weight and bias may be null. With row_scale (the quantizing norms) y holds the fp8
+// codes and row_scale the f32 scale of each row.
 struct RowNormTensors {
   const TensorRef& x;
   const TensorRef* residual = nullptr;
@@ -40,7 +41,12 @@ struct RowNormTensors {
   const TensorRef* bias = nullptr;
   const TensorRef& y;
   const TensorRef* residual_out = nullptr;
+  const TensorRef* row_scale = nullptr;
 };
+
+// The quantizing norms' per-row scale (spec §2.15): amax / 448, amax at least kMinAmax.
+inline constexpr float kE4m3Max = 448.0f;
+inline constexpr float kMinAmax = 1e-12f;
 
 // The shape rule: normalized_shape non-empty, with no empty dim, equal to x's trailing dims.
 RowGeometry resolve_rows(std::string_view op, std::span<const int64_t> x_shape,
@@ -53,15 +59,22 @@ std::span<const int64_t> last_dim(std::string_view op, std::span<const int64_t> 
 inline constexpr double kRmsNormDefaultEps = FLT_EPSILON;
 
 // Every check of a call: the shape rule and eps, every tensor on the placement's memory with x's
-// dtype, weight and bias of the normalized shape, outputs of x's shape, and the aliasing rule
+// dtype (the quantizing norms: y fp8_e4m3, row_scale f32 of x's leading dims), weight and bias of
+// the normalized shape, outputs of x's shape, and the aliasing rule
 // (outputs overlap no input, except the fused add-norms' in-place form: y == x and
 // residual_out == residual, pointer for pointer). Returns the geometry.
 RowGeometry validate_row_norm(std::string_view op, Placement placement, std::span<const int64_t> normalized_shape,
                               double eps, const RowNormTensors& t);
 
+// x's leading dims: the shape of the quantizing norms' row_scale.
+std::span<const int64_t> leading_dims(std::span<const int64_t> x_shape, std::span<const int64_t> normalized_shape);
+
 // Spec §2: `flops_per_element` per element of x, and every tensor's elements once.
 Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
                    int flops_per_element, int row_tensors, int affine_tensors);
+// Spec §2.15, 2.16: x and the affine tensors in x's dtype, one fp8 code per element, one f32 scale per row.
+Cost quant_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
+                     int flops_per_element, int affine_tensors);
 
 // The CUDA kernels of one statistic on validated tensors (norm_rms.cu, norm_layer.cu).
 template <NormKind kKind>

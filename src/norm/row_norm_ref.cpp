@@ -1,6 +1,8 @@
-// CPU references of the row norms (spec §2.1, 2.2, 2.4, 2.5, 2.17): the executable specification.
-// Statistics in float64; the fused add-norms round x + residual to the dtype (residual_out) and
-// normalize that rounded sum, as the spec's reference does.
+// CPU references of the row norms (spec §2.1, 2.2, 2.4, 2.5, 2.15, 2.16, 2.17): the executable
+// specification. Statistics in float64; the fused add-norms round x + residual to the dtype
+// (residual_out) and normalize that rounded sum, as the spec's reference does. The quantizing norms
+// keep y in float64 and divide it by the scale as stored (f32), which the codes dequantize with.
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -43,8 +45,17 @@ void reference_row_norm(std::string_view op, std::span<const int64_t> normalized
     for (int64_t j = 0; j < n; ++j) {
       const double scale = t.weight ? math.weight_offset + detail::load_value(*t.weight, j) : 1.0;
       const double shift = t.bias ? detail::load_value(*t.bias, j) : 0.0;
-      detail::store_value(t.y, first + j, (row[j] - mean) * inv_std * scale + shift);
+      row[j] = (row[j] - mean) * inv_std * scale + shift;
     }
+    if (t.row_scale) {
+      // NaN wins both maxima, as torch's amax and clamp_min propagate it.
+      double amax = 0;
+      for (double v : row) amax = std::isnan(amax) ? amax : std::max(std::abs(v), amax);
+      detail::store_value(*t.row_scale, m, std::max(amax, double{detail::kMinAmax}) / detail::kE4m3Max);
+      const double row_scale = detail::load_value(*t.row_scale, m);
+      for (double& v : row) v /= row_scale;
+    }
+    for (int64_t j = 0; j < n; ++j) detail::store_value(t.y, first + j, row[j]);
   }
 }
 
@@ -80,6 +91,18 @@ void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const T
   reference_row_norm(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
                      {.x = x, .residual = &residual, .weight = weight, .bias = bias, .y = output,
                       .residual_out = &residual_out});
+}
+
+void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,
+                    const RMSNormQuant& p) {
+  reference_row_norm("reference::rms_norm_quant", p.normalized_shape, {NormKind::rms, p.eps},
+                     {.x = x, .weight = weight, .y = q, .row_scale = &scale});
+}
+
+void layer_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& q,
+                      const TensorRef& scale, const LayerNormQuant& p) {
+  reference_row_norm("reference::layer_norm_quant", p.normalized_shape, {NormKind::layer, p.eps},
+                     {.x = x, .weight = weight, .bias = bias, .y = q, .row_scale = &scale});
 }
 
 }  // namespace solops::reference

@@ -1,5 +1,6 @@
 """solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
-and to the usual formulas (Gemma, fused add-norms), the fused ops' in-place form, traced by
+and to the usual formulas (Gemma, fused add-norms, the quantizing norms' norm-amax-scale-cast), the
+fused ops' in-place form, traced by
 torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input.
 Needs PyTorch and a CUDA device; skips loudly without them."""
 
@@ -12,6 +13,7 @@ if not torch.cuda.is_available():
 import torch.nn.functional as F  # noqa: E402
 
 import solops  # noqa: E402
+from solops.bench.norm import check_quantized, quantize_rows  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # spec/ops.md 2.1, 2.2, 2.4, 2.5, 2.17: atol = rtol.
@@ -121,6 +123,42 @@ def test_fused_add_norms_out_of_place_and_in_place(kind, shape, dtype):
     close(residual, want_residual, tol)
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, normalized_shape", SHAPES)
+def test_rms_norm_quant_equals_the_pytorch_formula(shape, normalized_shape, dtype):
+    x = random_input(shape, dtype)
+    weight = random_input(normalized_shape, dtype, seed=1)
+    y = F.rms_norm(x.float(), normalized_shape, weight.float(), 1e-6)
+    check_quantized(solops.rms_norm_quant(x, normalized_shape, weight), quantize_rows(y, len(normalized_shape)))
+    y = F.rms_norm(x.float(), normalized_shape, None, 1e-3)
+    check_quantized(solops.rms_norm_quant(x, normalized_shape, eps=1e-3), quantize_rows(y, len(normalized_shape)))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, normalized_shape", SHAPES)
+def test_layer_norm_quant_equals_the_pytorch_formula(shape, normalized_shape, dtype):
+    x = random_input(shape, dtype)
+    weight = random_input(normalized_shape, dtype, seed=1)
+    bias = random_input(normalized_shape, dtype, seed=2)
+    y = F.layer_norm(x.float(), normalized_shape, weight.float(), bias.float(), 1e-5)
+    got = solops.layer_norm_quant(x, normalized_shape, weight, bias)
+    check_quantized(got, quantize_rows(y, len(normalized_shape)))
+    # Dequantized, the codes are y to within half an e4m3 step (2^-4 relative) of the row's amax.
+    q, scale = got
+    dequantized = q.float() * scale.reshape(*scale.shape, *[1] * len(normalized_shape))
+    torch.testing.assert_close(dequantized, y, rtol=2 ** -4, atol=float(scale.max()) * 2 ** -9 * 1.01)
+    y = F.layer_norm(x.float(), normalized_shape, weight.float(), None, 1e-5)
+    check_quantized(solops.layer_norm_quant(x, normalized_shape, weight), quantize_rows(y, len(normalized_shape)))
+
+
+def test_quant_nan_poisons_its_rows_scale_and_codes():
+    x = random_input((4, 4096), torch.bfloat16)
+    x[1, 17] = float("nan")
+    for q, scale in (solops.rms_norm_quant(x, (4096,)), solops.layer_norm_quant(x, (4096,))):
+        assert torch.isnan(scale[1]) and torch.isnan(q[1].float()).all()
+        assert not torch.isnan(scale[[0, 2, 3]]).any() and not torch.isnan(q[[0, 2, 3]].float()).any()
+
+
 def test_nan_stays_in_its_row():
     x = random_input((4, 4096), torch.bfloat16)
     x[1, 17] = float("nan")
@@ -131,7 +169,7 @@ def test_nan_stays_in_its_row():
 
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
-                 "fused_add_layer_norm", "fused_add_layer_norm_"):
+                 "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -145,7 +183,9 @@ def test_torch_compile_traces_without_graph_breaks():
         c = solops.gemma_rms_norm(x, weight)
         d, e = solops.fused_add_rms_norm(x, residual, weight)
         f, g = solops.fused_add_layer_norm(x, residual, weight, bias)
-        return a, b, c, d, e, f, g
+        h, i = solops.rms_norm_quant(x, (4096,), weight)
+        j, k = solops.layer_norm_quant(x, (4096,), weight, bias)
+        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k
 
     compiled = torch.compile(block, fullgraph=True)
     for got, want in zip(compiled(x, residual), block(x, residual)):
@@ -180,6 +220,7 @@ def test_cuda_graph_capture_and_replay():
         with torch.cuda.graph(graph):
             static_out = solops.rms_norm(static_x, (8192,), weight, 1e-6)
             static_fused, static_sum = solops.fused_add_rms_norm(static_x, static_residual, weight)
+            static_quant = solops.rms_norm_quant(static_x, (8192,), weight)
     torch.cuda.current_stream().wait_stream(stream)
     for seed in (5, 6):
         static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
@@ -189,6 +230,7 @@ def test_cuda_graph_capture_and_replay():
         want_out, want_sum = fused_reference("rms", static_x, static_residual, weight, None, 1e-6)
         close(static_fused, want_out, 1.6e-2)
         close(static_sum, want_sum, 1.6e-2)
+        check_quantized(static_quant, quantize_rows(F.rms_norm(static_x.float(), (8192,), weight.float(), 1e-6), 1))
 
 
 def cuda(*shape, dtype=torch.float32):
@@ -217,6 +259,11 @@ def overlapping_halves():
     (lambda: solops.fused_add_rms_norm(cuda(2, 8), cuda(1, 8)), "residual: shape [1, 8] must be [2, 8]"),
     (lambda: solops.fused_add_rms_norm_(*overlapping_halves()), "residual_out and x overlap in memory"),
     (lambda: (lambda x: solops.fused_add_layer_norm_(x, x))(cuda(2, 8)), "residual_out and x overlap in memory"),
+    (lambda: solops.rms_norm_quant(cuda(2, 4095), (4096,)), "rms_norm_quant: normalized_shape [4096] does not match"),
+    (lambda: solops.layer_norm_quant(cuda(2, 8), (8,), cuda(8, dtype=torch.float16)), "weight: dtype f16 must be f32"),
+    (lambda: solops.rms_norm_quant(cuda(2, 8), (8,), eps=-1.0), "eps = -1 must be"),
+    (lambda: solops.layer_norm_quant(cuda(2, 8).to(torch.float8_e4m3fn), (8,)), "x: dtype fp8_e4m3 is not supported"),
+    (lambda: solops.rms_norm_quant(torch.randn(2, 8), (8,)), "must be a CUDA tensor"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:

@@ -1,12 +1,15 @@
 """Norm family benchmark entries: RMSNormFwd, LayerNormFwd, FusedAddRMSNormFwd,
-FusedAddLayerNormFwd and GemmaRMSNormFwd over the last dim of x [M, N].
+FusedAddLayerNormFwd, GemmaRMSNormFwd, RMSNormQuantFwd and LayerNormQuantFwd over the last dim of
+x [M, N].
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype), the solops call with the spec's eps passed explicitly (1e-6 for the RMS norms, 1e-5
 for the LayerNorms), the CPU reference, the cost model, the spec's tolerance (spec/ops.md 2.1, 2.2,
-2.4, 2.5, 2.17) on every output, and the alternatives:
+2.4, 2.5, 2.17; for the quantizing norms' codes and scales 2.15) on every output, and the
+alternatives:
     torch          F.rms_norm / F.layer_norm; Gemma as Hugging Face writes it (f32 math, 1 + weight);
-                   the fused add-norms as x + residual followed by the norm
+                   the fused add-norms as x + residual followed by the norm; the quantizing norms as
+                   the f32 norm, its per-row amax scale, then .to(torch.float8_e4m3fn)
     torch-compile  the same functions under torch.compile (default mode, static shapes)
 FlashInfer, Liger and vLLM are not installed on the H200 (design/gpu-machine.md); their wheels
 are not carried yet.
@@ -29,6 +32,7 @@ class NormOp:
     eps: float  # the spec's default, passed explicitly
     fused: bool = False
     bias: bool = False  # LayerNorms take a bias
+    quant: bool = False  # returns (float8_e4m3fn codes, f32 row scales)
 
 
 NORM_OPS = {
@@ -37,6 +41,8 @@ NORM_OPS = {
     "FusedAddLayerNormFwd": NormOp("fused_add_layer_norm", 1e-5, fused=True, bias=True),
     "FusedAddRMSNormFwd": NormOp("fused_add_rms_norm", 1e-6, fused=True),
     "GemmaRMSNormFwd": NormOp("gemma_rms_norm", 1e-6),
+    "RMSNormQuantFwd": NormOp("rms_norm_quant", 1e-6, quant=True),
+    "LayerNormQuantFwd": NormOp("layer_norm_quant", 1e-5, bias=True, quant=True),
 }
 OPS = tuple(NORM_OPS)
 
@@ -63,8 +69,36 @@ def random_tensor(shape, dtype: torch.dtype, stream: int) -> torch.Tensor:
     return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
 
 
+def quantize_rows(y: torch.Tensor, normalized_dims: int = 1):
+    """Spec 2.15 on f32 y: scale = max(amax |y| of each row, 1e-12) / 448, q = (y / scale) cast to
+    float8_e4m3fn. Returns (q, scale)."""
+    scale = y.abs().flatten(-normalized_dims).amax(-1).clamp_min(1e-12) / 448
+    return (y / scale.reshape(*scale.shape, *[1] * normalized_dims)).to(torch.float8_e4m3fn), scale
+
+
+def check_quantized(actual, expected):
+    """Spec 2.15: scales to rtol 1e-4; codes within one e4m3 step of the expected ones and at least
+    99.9 % identical."""
+    (q, scale), (want_q, want_scale) = actual, expected
+    assert q.dtype == torch.float8_e4m3fn and scale.dtype == torch.float32, (q.dtype, scale.dtype)
+    torch.testing.assert_close(scale, want_scale, rtol=1e-4, atol=0, equal_nan=True)
+    codes, want_codes = q.view(torch.uint8).int(), want_q.view(torch.uint8).int()
+    values, want_values = q.float(), want_q.float()
+    differ = (codes != want_codes) & ~(torch.isnan(values) & torch.isnan(want_values))
+    # Adjacent codes of one sign are adjacent values; +0 and -0 differ in the sign bit only.
+    one_step = ((codes - want_codes).abs() <= 1) & ((codes ^ want_codes) & 0x80 == 0)
+    zeros = (values == 0) & (want_values == 0)
+    assert bool((~differ | one_step | zeros).all()), "a code is more than one e4m3 step from the expected one"
+    assert differ.sum().item() <= 1e-3 * q.numel(), f"{differ.sum().item()} of {q.numel()} codes differ"
+
+
 def torch_function(op: NormOp):
     """The PyTorch formulation of the op, as a function of ours (so torch.compile traces it)."""
+    if op.name == "rms_norm_quant":
+        return lambda x, weight: quantize_rows(F.rms_norm(x.float(), weight.shape, weight.float(), op.eps))
+    if op.name == "layer_norm_quant":
+        return lambda x, weight, bias: quantize_rows(
+            F.layer_norm(x.float(), weight.shape, weight.float(), bias.float(), op.eps))
     if op.name == "rms_norm":
         return lambda x, weight: F.rms_norm(x, weight.shape, weight, op.eps)
     if op.name == "layer_norm":
@@ -127,5 +161,5 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)
         expected = partial(reference, cpu[0], [row_len], *cpu[1:], eps=op.eps)
     impls = [Impl("solops", ours)] + [alternative_impl(name, op, inputs) for name in alternatives]
-    check = check_close(TOLERANCE[op_name][dtype])
+    check = check_quantized if op.quant else check_close(TOLERANCE[op_name][dtype])
     return run.row_case(op_name, row, cost(op, shape, dtype), RATE_KIND, expected, check, impls)
