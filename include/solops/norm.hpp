@@ -1,4 +1,4 @@
-// Row-wise normalization operators (spec §2.1, 2.2, 2.4, 2.5, 2.15, 2.16, 2.17). Each of the M rows of x (the
+// Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.15, 2.16, 2.17). Each of the M rows of x (the
 // trailing dims normalized_shape, N elements, contiguous) is normalized on its own; statistics
 // run in f32 and the result is rounded once to x's dtype. Semantics and defaults: docs/api.md.
 #pragma once
@@ -43,6 +43,13 @@ struct FusedAddLayerNorm {
   double eps = 1e-5;
 };
 
+// Parameter-free LayerNorm over the last dim, then a per-element modulation (DiT-style, spec §2.3):
+// y = scale * (x - mean) / sqrt(var + eps) + shift, scale and shift of x's shape. DiT's
+// x-hat * (1 + scale) + shift is this op given 1 + scale.
+struct AdaLayerNorm {
+  double eps = 1e-5;
+};
+
 // RMSNorm and LayerNorm quantized per row to float8_e4m3fn (spec §2.15, 2.16): the f32 result y
 // of the norm (not rounded to x's dtype) gives scale = max(max_j |y_j|, 1e-12) / 448 and
 // q = e4m3(y / scale), round to nearest even, saturating; q.float() * scale dequantizes.
@@ -63,6 +70,7 @@ std::vector<int64_t> gemma_rms_norm_output_shape(std::span<const int64_t> x_shap
 std::vector<int64_t> fused_add_rms_norm_output_shape(std::span<const int64_t> x_shape, const FusedAddRMSNorm& p);
 std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> x_shape,
                                                        const FusedAddLayerNorm& p);
+std::vector<int64_t> ada_layer_norm_output_shape(std::span<const int64_t> x_shape, const AdaLayerNorm& p);
 // The quantizing norms: q has x's shape, scale x's leading dims (one per row).
 std::vector<int64_t> rms_norm_quant_output_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p);
 std::vector<int64_t> layer_norm_quant_output_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p);
@@ -75,6 +83,7 @@ Cost layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const LayerN
 Cost gemma_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GemmaRMSNorm& p);
 Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddRMSNorm& p);
 Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p);
+Cost ada_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const AdaLayerNorm& p);
 Cost rms_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormQuant& p);
 Cost layer_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormQuant& p);
 
@@ -96,6 +105,10 @@ void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const Ten
 void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
                           const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
                           const FusedAddLayerNorm& p, cudaStream_t stream = nullptr);
+
+// AdaLayerNorm: scale, shift and y have x's shape and dtype; y may not overlap an input.
+void ada_layer_norm(const TensorRef& x, const TensorRef& scale, const TensorRef& shift, const TensorRef& y,
+                    const AdaLayerNorm& p, cudaStream_t stream = nullptr);
 
 // The quantizing norms. x, weight and bias as for rms_norm and layer_norm (weight and bias may be
 // null); q is a contiguous fp8_e4m3 CUDA tensor of x's shape, scale a contiguous f32 CUDA tensor of

@@ -31,6 +31,8 @@ void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const Ten
 void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
                           const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
                           const FusedAddLayerNorm& p);
+void ada_layer_norm(const TensorRef& x, const TensorRef& scale, const TensorRef& shift, const TensorRef& y,
+                    const AdaLayerNorm& p);
 // The quantizing norms: y in float64, q rounded from y / scale once (exact e4m3 rounding on the host).
 void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,
                     const RMSNormQuant& p);

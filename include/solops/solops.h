@@ -113,6 +113,12 @@ typedef struct {
   double eps;
 } solops_fused_add_norm_params;
 
+/* AdaLayerNorm, over the last dim of x. has_eps = 0: 1e-5. */
+typedef struct {
+  int32_t has_eps;
+  double eps;
+} solops_ada_layer_norm_params;
+
 typedef struct {
   double flops;
   double bytes;
@@ -286,6 +292,19 @@ solops_status solops_fused_add_rms_norm_cost(int32_t x_rank, const int64_t* x_sh
                                              const solops_fused_add_norm_params* p, solops_cost* cost);
 solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                                const solops_fused_add_norm_params* p, solops_cost* cost);
+
+/* AdaLayerNorm: y = scale * layer_norm(x) + shift over the last dim; scale, shift and y have x's
+ * shape and dtype (all required); y may not overlap an input. The output shape is x's. */
+solops_status solops_ada_layer_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_ada_layer_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape);
+solops_status solops_ada_layer_norm(const solops_tensor* x, const solops_tensor* scale, const solops_tensor* shift,
+                                    const solops_tensor* y, const solops_ada_layer_norm_params* p, void* stream);
+solops_status solops_reference_ada_layer_norm(const solops_tensor* x, const solops_tensor* scale,
+                                              const solops_tensor* shift, const solops_tensor* y,
+                                              const solops_ada_layer_norm_params* p);
+solops_status solops_ada_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_ada_layer_norm_params* p, solops_cost* cost);
 
 /* Quantizing row norms (RMSNormQuant, LayerNormQuant) over the trailing normalized_rank dims of x.
  * has_eps = 0: 1e-6 (rms_norm_quant), 1e-5 (layer_norm_quant). weight and bias may be NULL. q is

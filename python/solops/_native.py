@@ -95,6 +95,10 @@ class FusedAddNormParams(ctypes.Structure):
     _fields_ = [("has_eps", ctypes.c_int32), ("eps", ctypes.c_double)]
 
 
+class AdaLayerNormParams(ctypes.Structure):
+    _fields_ = [("has_eps", ctypes.c_int32), ("eps", ctypes.c_double)]
+
+
 # The row norms: their parameter struct and how many tensors their C functions take (inputs, then
 # outputs; an absent weight or bias is NULL).
 NORM_OPS = {
@@ -103,6 +107,7 @@ NORM_OPS = {
     "gemma_rms_norm": (NormParams, 3),
     "fused_add_rms_norm": (FusedAddNormParams, 5),
     "fused_add_layer_norm": (FusedAddNormParams, 6),
+    "ada_layer_norm": (AdaLayerNormParams, 4),
     "rms_norm_quant": (NormParams, 4),
     "layer_norm_quant": (NormParams, 5),
 }

@@ -97,6 +97,10 @@ def fused_add_layer_norm(x_shape, dtype, eps=1e-5):
     return _norm_cost("fused_add_layer_norm", x_shape, dtype, _native.norm_params("fused_add_layer_norm", eps=eps))
 
 
+def ada_layer_norm(x_shape, dtype, eps=1e-5):
+    return _norm_cost("ada_layer_norm", x_shape, dtype, _native.norm_params("ada_layer_norm", eps=eps))
+
+
 def rms_norm_quant(x_shape, dtype, normalized_shape, eps=1e-6):
     return _norm_cost("rms_norm_quant", x_shape, dtype, _native.norm_params("rms_norm_quant", normalized_shape, eps))
 

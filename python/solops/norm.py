@@ -1,8 +1,9 @@
 """Row-wise normalization ops, registered as torch.ops.solops.*: rms_norm and layer_norm with the
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
-fused_add_layer_norm_), and the quantizing norms rms_norm_quant and layer_norm_quant, which return
-(q, scale): float8_e4m3fn codes and one float32 scale per row.
+fused_add_layer_norm_), ada_layer_norm (DiT's modulated LayerNorm), and the quantizing norms
+rms_norm_quant and layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32
+scale per row.
 
 Each op runs a solops kernel through the C ABI on the current CUDA stream; the fake implementations
 give torch.compile the output shapes (and check the shape rule) without running anything.
@@ -138,6 +139,19 @@ def _(x, residual, weight, bias, eps):
                               _native.norm_params("fused_add_layer_norm", eps=eps))
 
 
+@torch.library.custom_op("solops::ada_layer_norm", mutates_args=())
+def _ada_layer_norm(x: torch.Tensor, scale: torch.Tensor, shift: torch.Tensor, eps: float) -> torch.Tensor:
+    params = _native.norm_params("ada_layer_norm", eps=eps)
+    y = _new_output(x, "ada_layer_norm", params)
+    _call("ada_layer_norm", params, (x, scale, shift), (y,), x)
+    return y
+
+
+@_ada_layer_norm.register_fake
+def _(x, scale, shift, eps):
+    return _fake_output(x, "ada_layer_norm", _native.norm_params("ada_layer_norm", eps=eps))
+
+
 def _quant_outputs(x, name, params, new):
     """(q, scale): codes of x's shape, one scale per row (x's leading dims)."""
     shape = _native.norm_output_shape(name, list(x.shape), params)
@@ -218,6 +232,13 @@ def fused_add_layer_norm_(x, residual, weight=None, bias=None, eps=1e-5):
     """In place: residual becomes x + residual and x its LayerNorm; returns None.
     Op: torch.ops.solops.fused_add_layer_norm_."""
     torch.ops.solops.fused_add_layer_norm_(x, residual, weight, bias, float(eps))
+
+
+def ada_layer_norm(x, scale, shift, eps=1e-5):
+    """AdaLayerNorm (DiT conditioning): scale * layer_norm(x over its last dim, no affine) + shift,
+    scale and shift of x's shape and dtype, the arithmetic in float32. DiT's x_hat * (1 + scale) +
+    shift is ada_layer_norm(x, 1 + scale, shift). Op: torch.ops.solops.ada_layer_norm."""
+    return torch.ops.solops.ada_layer_norm(x, scale, shift, float(eps))
 
 
 def rms_norm_quant(x, normalized_shape, weight=None, eps=1e-6):

@@ -108,6 +108,11 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
                  (x, residual, weight, bias), (torch.empty_like(x), torch.empty_like(x)))
 
 
+def ada_layer_norm(x, scale, shift, eps=1e-5):
+    return _norm("ada_layer_norm", _native.norm_params("ada_layer_norm", eps=eps), (x, scale, shift),
+                 (torch.empty_like(x),))
+
+
 def _quant_outputs(x, normalized_shape):
     rows = x.shape[: x.dim() - len(_native.normalized_shape_tuple(normalized_shape))]
     return torch.empty(x.shape, dtype=torch.float8_e4m3fn), torch.empty(rows, dtype=torch.float32)

@@ -331,6 +331,19 @@ solops_status fused_add_layer_norm(const char* function, Op op, const solops_ten
 }
 
 template <class Op, class... Stream>
+solops_status ada_layer_norm(const char* function, Op op, const solops_tensor* x, const solops_tensor* scale,
+                             const solops_tensor* shift, const solops_tensor* y, const solops_ada_layer_norm_params* p,
+                             Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto scale_ref = to_tensor(scale, function, "scale");
+    const auto shift_ref = to_tensor(shift, function, "shift");
+    op(x_ref, scale_ref, shift_ref, to_tensor(y, function, "y"), to_norm<solops::AdaLayerNorm>(p, function),
+       static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
 solops_status rms_norm_quant(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
                              const solops_tensor* q, const solops_tensor* scale, const solops_norm_params* p,
                              Stream... stream) {
@@ -699,6 +712,29 @@ solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_
                                                const solops_fused_add_norm_params* p, solops_cost* out) {
   return norm_cost<solops::FusedAddLayerNorm>(__func__, solops::fused_add_layer_norm_cost, x_rank, x_shape, x_dtype,
                                               p, out);
+}
+
+solops_status solops_ada_layer_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_ada_layer_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape) {
+  return norm_output_shape<solops::AdaLayerNorm>(__func__, solops::ada_layer_norm_output_shape, x_rank, x_shape, p,
+                                                 out_rank, out_shape);
+}
+
+solops_status solops_ada_layer_norm(const solops_tensor* x, const solops_tensor* scale, const solops_tensor* shift,
+                                    const solops_tensor* y, const solops_ada_layer_norm_params* p, void* stream) {
+  return ada_layer_norm(__func__, solops::ada_layer_norm, x, scale, shift, y, p, stream);
+}
+
+solops_status solops_reference_ada_layer_norm(const solops_tensor* x, const solops_tensor* scale,
+                                              const solops_tensor* shift, const solops_tensor* y,
+                                              const solops_ada_layer_norm_params* p) {
+  return ada_layer_norm(__func__, solops::reference::ada_layer_norm, x, scale, shift, y, p);
+}
+
+solops_status solops_ada_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_ada_layer_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::AdaLayerNorm>(__func__, solops::ada_layer_norm_cost, x_rank, x_shape, x_dtype, p, out);
 }
 
 solops_status solops_rms_norm_quant_output_shape(int32_t x_rank, const int64_t* x_shape,

@@ -76,15 +76,17 @@ RowGeometry validate_row_norm(std::string_view op, Placement placement, std::spa
     check_shape(op, name, *tensor, shape);
   };
   check_like("residual", t.residual, t.x.sizes(), t.x.dtype);
-  check_like("weight", t.weight, normalized_shape, t.x.dtype);
-  check_like("bias", t.bias, normalized_shape, t.x.dtype);
+  const std::span<const int64_t> affine_shape = t.modulation ? t.x.sizes() : normalized_shape;
+  const std::string_view weight_name = t.modulation ? "scale" : "weight", bias_name = t.modulation ? "shift" : "bias";
+  check_like(weight_name, t.weight, affine_shape, t.x.dtype);
+  check_like(bias_name, t.bias, affine_shape, t.x.dtype);
   check_like("output", &t.y, t.x.sizes(), t.row_scale ? DType::fp8_e4m3 : t.x.dtype);
   check_like("residual_out", t.residual_out, t.x.sizes(), t.x.dtype);
   check_like("scale", t.row_scale, leading_dims(t.x.sizes(), normalized_shape), DType::f32);
 
   if (!t.residual) {
     const std::pair<std::string_view, const TensorRef*> inputs[] = {
-        {"x", &t.x}, {"weight", t.weight}, {"bias", t.bias}};
+        {"x", &t.x}, {weight_name, t.weight}, {bias_name, t.bias}};
     for (const auto& [name, input] : inputs) {
       if (!input) continue;
       check_no_overlap(op, name, *input, "output", t.y);
@@ -179,6 +181,11 @@ std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> 
   return checked_shape(kOp, x_shape, detail::last_dim(kOp, x_shape), p.eps);
 }
 
+std::vector<int64_t> ada_layer_norm_output_shape(std::span<const int64_t> x_shape, const AdaLayerNorm& p) {
+  constexpr std::string_view kOp = "ada_layer_norm";
+  return checked_shape(kOp, x_shape, detail::last_dim(kOp, x_shape), p.eps);
+}
+
 std::vector<int64_t> rms_norm_quant_output_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p) {
   return checked_shape("rms_norm_quant", x_shape, p.normalized_shape, p.eps);
 }
@@ -220,6 +227,12 @@ Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, cons
 Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p) {
   fused_add_layer_norm_output_shape(x_shape, p);
   return detail::row_norm_cost(x_shape, dtype, x_shape.last(1), 6, 4, 2);
+}
+
+// Spec §2.3: x, scale, shift read and y written, each of x's size.
+Cost ada_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const AdaLayerNorm& p) {
+  ada_layer_norm_output_shape(x_shape, p);
+  return detail::row_norm_cost(x_shape, dtype, x_shape.last(1), 5, 4, 0);
 }
 
 // Spec §2.16, 2.15 (the bias present).
@@ -264,6 +277,13 @@ void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const T
   run(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
       {.x = x, .residual = &residual, .weight = weight, .bias = bias, .y = output, .residual_out = &residual_out},
       stream);
+}
+
+void ada_layer_norm(const TensorRef& x, const TensorRef& scale, const TensorRef& shift, const TensorRef& y,
+                    const AdaLayerNorm& p, cudaStream_t stream) {
+  constexpr std::string_view kOp = "ada_layer_norm";
+  run(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
+      {.x = x, .weight = &scale, .bias = &shift, .y = y, .modulation = true}, stream);
 }
 
 void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,

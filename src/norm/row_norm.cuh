@@ -4,14 +4,14 @@
 // two warps, a group of threadIdx.y rows in a block of 128 threads) normalizes one row at a time.
 // The row stays in registers between the reduction and the output pass: each thread loads its
 // kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
-// vector width, one element otherwise) and the weight and bias at the same columns before any
-// arithmetic, so a block has all of its row's loads in flight at once. Statistics run in f32;
-// LayerNorm takes the mean first and then the sum of squared deviations from the held values (no
-// E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second pass over the held row
-// for its amax (the normalized values are recomputed rather than kept, which would double the
-// registers a thread needs) and a third that writes the fp8 codes. Rows too long to hold (over
-// 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors) take the streaming kernel, which
-// reads the row again each pass.
+// vector width, one element otherwise) and the weight and bias at the same columns (AdaLayerNorm:
+// of the same row) before any arithmetic, so a block has all of its row's loads in flight at once.
+// Statistics run in f32; LayerNorm takes the mean first and then the sum of squared deviations
+// from the held values (no E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second
+// pass over the held row for its amax (the normalized values are recomputed rather than kept,
+// which would double the registers a thread needs) and a third that writes the fp8 codes. Rows too
+// long to hold (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors) take the
+// streaming kernel, which reads the row again each pass.
 #pragma once
 
 #include <algorithm>
@@ -61,6 +61,7 @@ struct RowShape {
   float inv_len;  // 1 / row_len
   float eps;
   float weight_offset;
+  bool modulation;  // weight and bias hold one value per element of x (AdaLayerNorm), not per column
 };
 
 // kVec elements move as one 16-byte access, a single element as itself.
@@ -177,8 +178,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
         held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
                                         reinterpret_cast<P*>(p.residual_out) + first + v);
       }
-      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + v);
-      if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + v);
+      const int64_t affine = (s.modulation ? first : 0) + v;
+      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
+      if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
     const auto valid = [&](int i) { return row_active && static_cast<int>(threadIdx.x + i * blockDim.x) < vectors; };
@@ -286,9 +288,10 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
       }
     }
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+    const int64_t affine_first = s.modulation ? first : 0;
     const auto output_value = [&](int j) {
-      const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + j)) : 1.0f;
-      const float shift = kKind == NormKind::layer && p.bias ? to_float(__ldg(p.bias + j)) : 0.0f;
+      const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + affine_first + j)) : 1.0f;
+      const float shift = kKind == NormKind::layer && p.bias ? to_float(__ldg(p.bias + affine_first + j)) : 0.0f;
       return normalized<kKind>(to_float(source[j]), mean, inv_std, scale, shift);
     };
     if constexpr (kQuant) {
@@ -370,7 +373,7 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
   using namespace row_norm;
   if (g.rows == 0) return;
   const RowShape s{g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps),
-                   math.weight_offset};
+                   math.weight_offset, t.modulation};
   const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
     const auto data = [](const TensorRef* tensor) { return tensor ? static_cast<T*>(tensor->data) : nullptr; };

@@ -33,7 +33,8 @@ struct NormMath {
 
 // The tensors of one call. residual and residual_out are given together (the fused add-norms) or
 // not at all; weight and bias may be null. With row_scale (the quantizing norms) y holds the fp8
-// codes and row_scale the f32 scale of each row.
+// codes and row_scale the f32 scale of each row. With modulation (AdaLayerNorm) weight and bias are
+// its scale and shift, one per element of x.
 struct RowNormTensors {
   const TensorRef& x;
   const TensorRef* residual = nullptr;
@@ -42,6 +43,7 @@ struct RowNormTensors {
   const TensorRef& y;
   const TensorRef* residual_out = nullptr;
   const TensorRef* row_scale = nullptr;
+  bool modulation = false;
 };
 
 // The quantizing norms' per-row scale (spec §2.15): amax / 448, amax at least kMinAmax.
@@ -60,7 +62,7 @@ inline constexpr double kRmsNormDefaultEps = FLT_EPSILON;
 
 // Every check of a call: the shape rule and eps, every tensor on the placement's memory with x's
 // dtype (the quantizing norms: y fp8_e4m3, row_scale f32 of x's leading dims), weight and bias of
-// the normalized shape, outputs of x's shape, and the aliasing rule
+// the normalized shape (AdaLayerNorm's scale and shift: x's shape), outputs of x's shape, and the aliasing rule
 // (outputs overlap no input, except the fused add-norms' in-place form: y == x and
 // residual_out == residual, pointer for pointer). Returns the geometry.
 RowGeometry validate_row_norm(std::string_view op, Placement placement, std::span<const int64_t> normalized_shape,

@@ -1,4 +1,4 @@
-// CPU references of the row norms (spec §2.1, 2.2, 2.4, 2.5, 2.15, 2.16, 2.17): the executable
+// CPU references of the row norms (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.15, 2.16, 2.17): the executable
 // specification. Statistics in float64; the fused add-norms round x + residual to the dtype
 // (residual_out) and normalize that rounded sum, as the spec's reference does. The quantizing norms
 // keep y in float64 and divide it by the scale as stored (f32), which the codes dequantize with.
@@ -42,9 +42,10 @@ void reference_row_norm(std::string_view op, std::span<const int64_t> normalized
     double squares = 0;
     for (double v : row) squares += (v - mean) * (v - mean);
     const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(n) + math.eps);
+    const int64_t affine_first = t.modulation ? first : 0;
     for (int64_t j = 0; j < n; ++j) {
-      const double scale = t.weight ? math.weight_offset + detail::load_value(*t.weight, j) : 1.0;
-      const double shift = t.bias ? detail::load_value(*t.bias, j) : 0.0;
+      const double scale = t.weight ? math.weight_offset + detail::load_value(*t.weight, affine_first + j) : 1.0;
+      const double shift = t.bias ? detail::load_value(*t.bias, affine_first + j) : 0.0;
       row[j] = (row[j] - mean) * inv_std * scale + shift;
     }
     if (t.row_scale) {
@@ -91,6 +92,13 @@ void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const T
   reference_row_norm(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
                      {.x = x, .residual = &residual, .weight = weight, .bias = bias, .y = output,
                       .residual_out = &residual_out});
+}
+
+void ada_layer_norm(const TensorRef& x, const TensorRef& scale, const TensorRef& shift, const TensorRef& y,
+                    const AdaLayerNorm& p) {
+  constexpr std::string_view kOp = "reference::ada_layer_norm";
+  reference_row_norm(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
+                     {.x = x, .weight = &scale, .bias = &shift, .y = y, .modulation = true});
 }
 
 void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,

@@ -1,4 +1,4 @@
-// Row norms (spec §2.1, 2.2, 2.4, 2.5, 2.15, 2.16, 2.17): the shape rule, one test per validation
+// Row norms (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.15, 2.16, 2.17): the shape rule, one test per validation
 // and aliasing rule, the host e4m3 encoder against PyTorch's, the CPU references against values
 // computed by hand, the cost models and the C ABI.
 #include <gtest/gtest.h>
@@ -185,6 +185,63 @@ TEST(NormReference, NaNPoisonsOnlyItsRow) {
   reference::rms_norm(x.ref(), nullptr, y.ref(), {{2}, 0.0});
   const double r = 1 / std::sqrt(12.5);
   expect_values(y, {kNaN, kNaN, 3 * r, 4 * r});
+}
+
+// ---- AdaLayerNorm ----------------------------------------------------------------------------------
+
+TEST(AdaLayerNormShapeRule, OverTheLastDim) {
+  EXPECT_EQ(ada_layer_norm_output_shape(Shape{2, 256, 1152}, {}), (Shape{2, 256, 1152}));
+  EXPECT_EQ(AdaLayerNorm{}.eps, 1e-5);
+  expect_error([] { ada_layer_norm_output_shape(Shape{}, {}); }, "ada_layer_norm: x must have at least one dim");
+  expect_error([] { ada_layer_norm_output_shape(Shape{2, 0}, {}); }, "has an empty dim");
+  expect_error([] { ada_layer_norm_output_shape(Shape{2, 4}, {-1}); }, "ada_layer_norm: eps = -1 must be");
+}
+
+TEST(AdaLayerNormReference, ModulatesEachElement) {
+  // Rows [1, 2, 3, 4] (x-hat = [-1.5, -0.5, 0.5, 1.5] / sqrt(1.25)) and [0, 2, 0, 2] (x-hat =
+  // [-1, 1, -1, 1]): every element has its own scale and shift.
+  HostTensor x = filled({2, 4}, {1, 2, 3, 4, 0, 2, 0, 2});
+  HostTensor scale = filled({2, 4}, {1, 2, -1, 0.5, 3, 3, 3, 3}), shift = filled({2, 4}, {0, 0, 1, 0, 1, 2, 3, 4});
+  HostTensor y({2, 4}, DType::f32);
+  reference::ada_layer_norm(x.ref(), scale.ref(), shift.ref(), y.ref(), {0.0});
+  const double s = 1 / std::sqrt(1.25);
+  expect_values(y, {-1.5 * s, -0.5 * s * 2, 1 - 0.5 * s, 1.5 * s * 0.5, -2, 5, 0, 7});
+}
+
+TEST(AdaLayerNormReference, ScaleOfOneIsLayerNormPlusShift) {
+  // Not DiT's x-hat * (1 + scale) + shift (spec §2.3): a scale of 1 leaves x-hat as it is.
+  HostTensor x = filled({1, 2}, {1, 3}), one = filled({1, 2}, {1}), shift = filled({1, 2}, {0.25, -0.25});
+  HostTensor y({1, 2}, DType::f32);
+  reference::ada_layer_norm(x.ref(), one.ref(), shift.ref(), y.ref(), {0.0});
+  expect_values(y, {-0.75, 0.75});
+}
+
+TEST(AdaLayerNormValidation, ScaleAndShiftHaveXsShape) {
+  HostTensor x({2, 8}, DType::bf16), row({8}, DType::bf16), full({2, 8}, DType::bf16), y({2, 8}, DType::bf16);
+  expect_error([&] { reference::ada_layer_norm(x.ref(), row.ref(), full.ref(), y.ref(), {}); },
+               "reference::ada_layer_norm: scale: shape [8] must be [2, 8]");
+  expect_error([&] { reference::ada_layer_norm(x.ref(), full.ref(), row.ref(), y.ref(), {}); },
+               "shift: shape [8] must be [2, 8]");
+}
+
+TEST(AdaLayerNormValidation, ScaleAndShiftHaveXsDtype) {
+  HostTensor x({2, 8}, DType::f16), f32({2, 8}, DType::f32), f16({2, 8}, DType::f16), y({2, 8}, DType::f16);
+  expect_error([&] { reference::ada_layer_norm(x.ref(), f32.ref(), f16.ref(), y.ref(), {}); },
+               "scale: dtype f32 must be f16");
+}
+
+TEST(AdaLayerNormAliasing, OutputMayNotOverlapAnInput) {
+  HostTensor x({2, 8}, DType::f32), scale({2, 8}, DType::f32), shift({2, 8}, DType::f32);
+  expect_error([&] { reference::ada_layer_norm(x.ref(), scale.ref(), shift.ref(), shift.ref(), {}); },
+               "shift and output overlap in memory");
+  expect_error([&] { reference::ada_layer_norm(x.ref(), scale.ref(), shift.ref(), x.ref(), {}); },
+               "x and output overlap in memory");
+}
+
+TEST(AdaLayerNormCost, SpecFormula) {
+  const Cost c = ada_layer_norm_cost(Shape{1024, 1152}, DType::bf16, {});
+  EXPECT_DOUBLE_EQ(c.flops, 5.0 * 1024 * 1152);
+  EXPECT_DOUBLE_EQ(c.bytes, 4.0 * 1024 * 1152 * 2);
 }
 
 // ---- fp8 e4m3 on the host ---------------------------------------------------------------------------
@@ -551,6 +608,24 @@ TEST(NormCApi, QuantReferenceShapeAndCost) {
   ASSERT_EQ(solops_rms_norm_quant_cost(2, x.shape.data(), SOLOPS_F16, &p, &cost), SOLOPS_OK);
   EXPECT_DOUBLE_EQ(cost.bytes, (4 + 4) * 2.0 + 4 + 4);
   EXPECT_EQ(solops_reference_rms_norm_quant(&cx, nullptr, &cq, nullptr, &p), SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("scale is a null pointer"), std::string::npos);
+}
+
+TEST(AdaLayerNormCApi, ReferenceShapeAndCost) {
+  HostTensor x = filled({1, 2}, {1, 3}), scale = filled({1, 2}, {2}), shift = filled({1, 2}, {1});
+  HostTensor y({1, 2}, DType::f32);
+  const solops_ada_layer_norm_params p{1, 0};
+  solops_tensor cx = c_tensor(x), cs = c_tensor(scale), ch = c_tensor(shift), cy = c_tensor(y);
+  ASSERT_EQ(solops_reference_ada_layer_norm(&cx, &cs, &ch, &cy, &p), SOLOPS_OK) << solops_last_error();
+  expect_values(y, {-1, 3});
+  int32_t rank = 0;
+  int64_t shape[SOLOPS_MAX_RANK] = {};
+  ASSERT_EQ(solops_ada_layer_norm_output_shape(2, x.shape.data(), &p, &rank, shape), SOLOPS_OK);
+  EXPECT_EQ(rank, 2);
+  solops_cost cost{};
+  ASSERT_EQ(solops_ada_layer_norm_cost(2, x.shape.data(), SOLOPS_F32, &p, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.bytes, 4 * 2 * 4.0);
+  EXPECT_EQ(solops_reference_ada_layer_norm(&cx, nullptr, &ch, &cy, &p), SOLOPS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(solops_last_error()).find("scale is a null pointer"), std::string::npos);
 }
 

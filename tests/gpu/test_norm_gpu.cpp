@@ -1,4 +1,4 @@
-// Row norms on the GPU against the CPU reference: every catalogue row of the seven ops, at least 100
+// Row norms on the GPU against the CPU reference: every catalogue row of the eight ops, at least 100
 // random shapes per op (N not a multiple of the vector width, one-row and 3-D inputs, rows long
 // enough for the streaming kernel, normalized shapes of two dims, with and without weight and bias),
 // a large common offset (variance stability), NaN propagation, pointers not 16-byte aligned, the
@@ -30,11 +30,15 @@ using testing::DeviceBuffer;
 using testing::HostTensor;
 using Shape = std::vector<int64_t>;
 
-enum class Op { rms, layer, gemma, fused_rms, fused_layer, rms_quant, layer_quant };
+enum class Op { rms, layer, gemma, fused_rms, fused_layer, rms_quant, layer_quant, ada };
 
 bool is_fused(Op op) { return op == Op::fused_rms || op == Op::fused_layer; }
 bool is_quant(Op op) { return op == Op::rms_quant || op == Op::layer_quant; }
-bool has_bias(Op op) { return op == Op::layer || op == Op::fused_layer || op == Op::layer_quant; }
+bool has_bias(Op op) { return op == Op::layer || op == Op::fused_layer || op == Op::layer_quant || op == Op::ada; }
+// Weight and bias always given: Gemma's weight, AdaLayerNorm's scale and shift.
+bool affine_required(Op op) { return op == Op::gemma || op == Op::ada; }
+// Normalized over the last dim only.
+bool last_dim_only(Op op) { return is_fused(op) || op == Op::ada; }
 
 std::string op_name(Op op) {
   switch (op) {
@@ -45,18 +49,19 @@ std::string op_name(Op op) {
     case Op::fused_layer: return "fused_add_layer_norm";
     case Op::rms_quant: return "rms_norm_quant";
     case Op::layer_quant: return "layer_norm_quant";
+    case Op::ada: return "ada_layer_norm";
   }
   return "";
 }
 
-// Spec §2.1, 2.2, 2.4, 2.5, 2.17: atol = rtol.
+// Spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.17: atol = rtol.
 double tolerance(Op op, DType dtype) {
   if (dtype == DType::f32) return 1e-5;
   if (dtype == DType::bf16) return op == Op::layer ? 1e-2 : 1.6e-2;
-  return op == Op::layer || op == Op::fused_layer ? 1e-3 : 1e-2;
+  return op == Op::layer || op == Op::fused_layer || op == Op::ada ? 1e-3 : 1e-2;
 }
 
-double default_eps(Op op) { return op == Op::layer || op == Op::fused_layer || op == Op::layer_quant ? 1e-5 : 1e-6; }
+double default_eps(Op op) { return has_bias(op) ? 1e-5 : 1e-6; }
 
 // One call's inputs. weight and bias are optional (gemma's weight is always there).
 struct NormInputs {
@@ -68,6 +73,7 @@ struct NormInputs {
 
   Shape normalized_shape() const { return Shape(x.shape.end() - normalized_dims, x.shape.end()); }
   Shape scale_shape() const { return Shape(x.shape.begin(), x.shape.end() - normalized_dims); }
+  Shape affine_shape() const { return op == Op::ada ? x.shape : normalized_shape(); }
   DType output_dtype() const { return is_quant(op) ? DType::fp8_e4m3 : x.dtype; }
 };
 
@@ -106,6 +112,10 @@ void run_op(const NormInputs& in, bool device, const TensorRef& x, const TensorR
     case Op::layer_quant:
       device ? layer_norm_quant(x, weight, bias, y, *row_scale, {ns, in.eps}, stream)
              : reference::layer_norm_quant(x, weight, bias, y, *row_scale, {ns, in.eps});
+      break;
+    case Op::ada:
+      device ? ada_layer_norm(x, *weight, *bias, y, {in.eps}, stream)
+             : reference::ada_layer_norm(x, *weight, *bias, y, {in.eps});
       break;
   }
 }
@@ -182,8 +192,8 @@ std::string compare_with_reference(NormInputs& in, const Options& o = {}) {
   const TensorRef x_ref = on_device(x.data(), in.x.shape, dtype);
   std::optional<TensorRef> residual_ref, weight_ref, bias_ref, residual_out_ref, scale_ref;
   if (residual) residual_ref = on_device(residual->data(), in.x.shape, dtype);
-  if (weight) weight_ref = on_device(weight->data(), in.normalized_shape(), dtype);
-  if (bias) bias_ref = on_device(bias->data(), in.normalized_shape(), dtype);
+  if (weight) weight_ref = on_device(weight->data(), in.affine_shape(), dtype);
+  if (bias) bias_ref = on_device(bias->data(), in.affine_shape(), dtype);
   const TensorRef y_ref = o.in_place ? x_ref : on_device(y.data(), in.x.shape, in.output_dtype());
   if (fused) residual_out_ref = o.in_place ? *residual_ref : on_device(residual_out.data(), in.x.shape, dtype);
   if (quant) scale_ref = on_device(scale.data(), in.scale_shape(), DType::f32);
@@ -237,12 +247,12 @@ NormInputs make_inputs(Op op, Shape shape, DType dtype, std::mt19937_64& rng, bo
     in.residual.emplace(in.x.shape, dtype);
     fill(*in.residual, rng);
   }
-  if (affine || op == Op::gemma) {
-    in.weight.emplace(in.normalized_shape(), dtype);
+  if (affine || affine_required(op)) {
+    in.weight.emplace(in.affine_shape(), dtype);
     fill(*in.weight, rng);
   }
-  if (affine && has_bias(op)) {
-    in.bias.emplace(in.normalized_shape(), dtype);
+  if ((affine || affine_required(op)) && has_bias(op)) {
+    in.bias.emplace(in.affine_shape(), dtype);
     fill(*in.bias, rng);
   }
   return in;
@@ -267,6 +277,7 @@ const char* catalogue_op(Op op) {
     case Op::fused_layer: return "FusedAddLayerNormFwd";
     case Op::rms_quant: return "RMSNormQuantFwd";
     case Op::layer_quant: return "LayerNormQuantFwd";
+    case Op::ada: return "AdaLayerNormFwd";
   }
   return "";
 }
@@ -307,7 +318,7 @@ TEST_P(NormGpu, RandomShapes) {
     Shape shape{rows, row_len};
     if (c % 3 == 1 && rows % 2 == 0) shape = {2, rows / 2, row_len};  // 3-D [B, S, H]
     int normalized_dims = 1;
-    if (!is_fused(op) && c % 7 == 3 && row_len % 8 == 0) {  // two normalized dims [.., 8, N / 8]
+    if (!last_dim_only(op) && c % 7 == 3 && row_len % 8 == 0) {  // two normalized dims [.., 8, N / 8]
       shape.back() = row_len / 8;
       shape.insert(shape.end() - 1, 8);
       normalized_dims = 2;
@@ -365,7 +376,7 @@ TEST_P(NormGpu, EmptyBatchIsANoOp) {
 
 INSTANTIATE_TEST_SUITE_P(Norm, NormGpu,
                          ::testing::Values(Op::rms, Op::layer, Op::gemma, Op::fused_rms, Op::fused_layer, Op::rms_quant,
-                                           Op::layer_quant),
+                                           Op::layer_quant, Op::ada),
                          [](const auto& info) { return op_name(info.param); });
 
 class NormGpuCalls : public ::testing::Test {

@@ -1,5 +1,6 @@
 """solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
-and to the usual formulas (Gemma, fused add-norms, the quantizing norms' norm-amax-scale-cast), the
+and to the usual formulas (Gemma, fused add-norms, AdaLayerNorm, the quantizing norms'
+norm-amax-scale-cast), the
 fused ops' in-place form, traced by
 torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input.
 Needs PyTorch and a CUDA device; skips loudly without them."""
@@ -20,6 +21,7 @@ DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 RMS_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1.6e-2}
 LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1e-2}
 FUSED_LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
+ADA_TOLERANCE = FUSED_LAYER_TOLERANCE  # spec 2.3
 
 SHAPES = [
     # x shape, normalized_shape
@@ -151,6 +153,18 @@ def test_layer_norm_quant_equals_the_pytorch_formula(shape, normalized_shape, dt
     check_quantized(solops.layer_norm_quant(x, normalized_shape, weight), quantize_rows(y, len(normalized_shape)))
 
 
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(1024, 1152), (1, 4096), (2, 256, 1152), (7, 5121), (1025, 64), (2, 20000), (1, 1)])
+def test_ada_layer_norm_equals_the_spec_formula(shape, dtype):
+    x = random_input(shape, dtype)
+    scale, shift = random_input(shape, dtype, seed=1), random_input(shape, dtype, seed=2)
+    want = (scale.float() * F.layer_norm(x.float(), shape[-1:], None, None, 1e-5) + shift.float()).to(dtype)
+    close(solops.ada_layer_norm(x, scale, shift), want, ADA_TOLERANCE[dtype])
+    # DiT's x_hat * (1 + scale) + shift is the op given 1 + scale.
+    dit = (F.layer_norm(x.float(), shape[-1:], eps=1e-6) * (1 + scale.float()) + shift.float()).to(dtype)
+    close(solops.ada_layer_norm(x, (1 + scale.float()).to(dtype), shift, eps=1e-6), dit, ADA_TOLERANCE[dtype])
+
+
 def test_quant_nan_poisons_its_rows_scale_and_codes():
     x = random_input((4, 4096), torch.bfloat16)
     x[1, 17] = float("nan")
@@ -169,7 +183,8 @@ def test_nan_stays_in_its_row():
 
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
-                 "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant"):
+                 "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant",
+                 "ada_layer_norm"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -185,7 +200,8 @@ def test_torch_compile_traces_without_graph_breaks():
         f, g = solops.fused_add_layer_norm(x, residual, weight, bias)
         h, i = solops.rms_norm_quant(x, (4096,), weight)
         j, k = solops.layer_norm_quant(x, (4096,), weight, bias)
-        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k
+        m = solops.ada_layer_norm(x, residual, x)
+        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k, m
 
     compiled = torch.compile(block, fullgraph=True)
     for got, want in zip(compiled(x, residual), block(x, residual)):
@@ -221,6 +237,7 @@ def test_cuda_graph_capture_and_replay():
             static_out = solops.rms_norm(static_x, (8192,), weight, 1e-6)
             static_fused, static_sum = solops.fused_add_rms_norm(static_x, static_residual, weight)
             static_quant = solops.rms_norm_quant(static_x, (8192,), weight)
+            static_ada = solops.ada_layer_norm(static_x, static_residual, static_residual)
     torch.cuda.current_stream().wait_stream(stream)
     for seed in (5, 6):
         static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
@@ -231,6 +248,8 @@ def test_cuda_graph_capture_and_replay():
         close(static_fused, want_out, 1.6e-2)
         close(static_sum, want_sum, 1.6e-2)
         check_quantized(static_quant, quantize_rows(F.rms_norm(static_x.float(), (8192,), weight.float(), 1e-6), 1))
+        want_ada = static_residual.float() * F.layer_norm(static_x.float(), (8192,)) + static_residual.float()
+        close(static_ada, want_ada.bfloat16(), 1.6e-2)
 
 
 def cuda(*shape, dtype=torch.float32):
@@ -264,6 +283,9 @@ def overlapping_halves():
     (lambda: solops.rms_norm_quant(cuda(2, 8), (8,), eps=-1.0), "eps = -1 must be"),
     (lambda: solops.layer_norm_quant(cuda(2, 8).to(torch.float8_e4m3fn), (8,)), "x: dtype fp8_e4m3 is not supported"),
     (lambda: solops.rms_norm_quant(torch.randn(2, 8), (8,)), "must be a CUDA tensor"),
+    (lambda: solops.ada_layer_norm(cuda(2, 8), cuda(8), cuda(2, 8)), "scale: shape [8] must be [2, 8]"),
+    (lambda: solops.ada_layer_norm(cuda(2, 8), cuda(2, 8), cuda(2, 8, dtype=torch.float16)),
+     "shift: dtype f16 must be f32"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:

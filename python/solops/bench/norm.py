@@ -1,14 +1,15 @@
 """Norm family benchmark entries: RMSNormFwd, LayerNormFwd, FusedAddRMSNormFwd,
-FusedAddLayerNormFwd, GemmaRMSNormFwd, RMSNormQuantFwd and LayerNormQuantFwd over the last dim of
-x [M, N].
+FusedAddLayerNormFwd, GemmaRMSNormFwd, AdaLayerNormFwd, RMSNormQuantFwd and LayerNormQuantFwd over
+the last dim of x [M, N].
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
-row's dtype), the solops call with the spec's eps passed explicitly (1e-6 for the RMS norms, 1e-5
-for the LayerNorms), the CPU reference, the cost model, the spec's tolerance (spec/ops.md 2.1, 2.2,
-2.4, 2.5, 2.17; for the quantizing norms' codes and scales 2.15) on every output, and the
-alternatives:
+row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
+passed explicitly (1e-6 for the RMS norms, 1e-5 for the LayerNorms), the CPU reference, the cost
+model, the spec's tolerance (spec/ops.md 2.1, 2.2, 2.3, 2.4, 2.5, 2.17; for the quantizing norms'
+codes and scales 2.15) on every output, and the alternatives:
     torch          F.rms_norm / F.layer_norm; Gemma as Hugging Face writes it (f32 math, 1 + weight);
-                   the fused add-norms as x + residual followed by the norm; the quantizing norms as
+                   the fused add-norms as x + residual followed by the norm; AdaLayerNorm as the
+                   spec writes it (f32 scale * F.layer_norm + shift); the quantizing norms as
                    the f32 norm, its per-row amax scale, then .to(torch.float8_e4m3fn)
     torch-compile  the same functions under torch.compile (default mode, static shapes)
 FlashInfer, Liger and vLLM are not installed on the H200 (design/gpu-machine.md); their wheels
@@ -33,6 +34,7 @@ class NormOp:
     fused: bool = False
     bias: bool = False  # LayerNorms take a bias
     quant: bool = False  # returns (float8_e4m3fn codes, f32 row scales)
+    modulation: bool = False  # weight and bias (AdaLayerNorm's scale and shift) have x's shape
 
 
 NORM_OPS = {
@@ -41,6 +43,7 @@ NORM_OPS = {
     "FusedAddLayerNormFwd": NormOp("fused_add_layer_norm", 1e-5, fused=True, bias=True),
     "FusedAddRMSNormFwd": NormOp("fused_add_rms_norm", 1e-6, fused=True),
     "GemmaRMSNormFwd": NormOp("gemma_rms_norm", 1e-6),
+    "AdaLayerNormFwd": NormOp("ada_layer_norm", 1e-5, bias=True, modulation=True),
     "RMSNormQuantFwd": NormOp("rms_norm_quant", 1e-6, quant=True),
     "LayerNormQuantFwd": NormOp("layer_norm_quant", 1e-5, bias=True, quant=True),
 }
@@ -56,6 +59,7 @@ TOLERANCE = {
     "FusedAddLayerNormFwd": {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "FusedAddRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "GemmaRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "AdaLayerNormFwd": {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
 }
 
 
@@ -94,6 +98,9 @@ def check_quantized(actual, expected):
 
 def torch_function(op: NormOp):
     """The PyTorch formulation of the op, as a function of ours (so torch.compile traces it)."""
+    if op.name == "ada_layer_norm":
+        return lambda x, scale, shift: (
+            scale.float() * F.layer_norm(x.float(), x.shape[-1:], None, None, op.eps) + shift.float()).to(x.dtype)
     if op.name == "rms_norm_quant":
         return lambda x, weight: quantize_rows(F.rms_norm(x.float(), weight.shape, weight.float(), op.eps))
     if op.name == "layer_norm_quant":
@@ -126,7 +133,7 @@ def check_close(tolerance: float):
 
 
 def cost(op: NormOp, shape, dtype):
-    if op.fused:
+    if op.fused or op.modulation:
         return getattr(solops.cost, op.name)(shape, dtype, op.eps)
     return getattr(solops.cost, op.name)(shape, dtype, shape[-1:], op.eps)
 
@@ -149,13 +156,14 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     cpu = [random_tensor(shape, dtype, 0)]
     if op.fused:
         cpu.append(random_tensor(shape, dtype, 1))
-    cpu.append(random_tensor([row_len], dtype, 2))
+    affine_shape = shape if op.modulation else [row_len]
+    cpu.append(random_tensor(affine_shape, dtype, 2))
     if op.bias:
-        cpu.append(random_tensor([row_len], dtype, 3))
+        cpu.append(random_tensor(affine_shape, dtype, 3))
     inputs = tuple(t.cuda() for t in cpu)
     function = getattr(solops, op.name)
     reference = getattr(solops.reference, op.name)
-    if op.fused or op.name == "gemma_rms_norm":  # normalized over weight's dims, the last one
+    if op.fused or op.modulation or op.name == "gemma_rms_norm":  # normalized over the last dim
         ours, expected = partial(function, *inputs, eps=op.eps), partial(reference, *cpu, eps=op.eps)
     else:
         ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)
