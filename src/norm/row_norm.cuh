@@ -127,11 +127,31 @@ __device__ __forceinline__ __nv_fp8_storage_t quantize(float value, float scale)
   return __nv_cvt_float_to_fp8(value / scale, __NV_SATFINITE, __NV_E4M3);
 }
 
-// kVec codes, stored as one access.
+// kVec codes, stored as one access. Vectors convert in pairs: one instruction, and a 16-bit lane
+// that packs into the store without byte shuffles.
 template <int kVec>
 struct alignas(kVec) Codes {
-  __nv_fp8_storage_t lanes[kVec];
+  __nv_fp8x2_storage_t pairs[kVec / 2];
 };
+template <>
+struct Codes<1> {
+  __nv_fp8_storage_t code;
+};
+
+template <int kVec>
+__device__ __forceinline__ Codes<kVec> quantize(const float (&values)[kVec], float scale) {
+  Codes<kVec> codes;
+  if constexpr (kVec == 1) {
+    codes.code = quantize(values[0], scale);
+  } else {
+#pragma unroll
+    for (int e = 0; e < kVec; e += 2) {
+      codes.pairs[e / 2] = __nv_cvt_float2_to_fp8x2(make_float2(values[e] / scale, values[e + 1] / scale),
+                                                     __NV_SATFINITE, __NV_E4M3);
+    }
+  }
+  return codes;
+}
 
 // x + residual rounded to T (residual_out), written out and returned: the norm reads the rounded sum.
 template <class T, int kVec>
@@ -156,8 +176,15 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // x, residual and the outputs are not __restrict__ and x is not read through the read-only cache:
 // the fused add-norms' in-place form aliases them. Each element is read before the same thread
 // writes it, and never read again.
+// Blocks an SM the kernel must allow. Left free, ptxas gives the quantizing LayerNorm at 8 vectors
+// a thread (x, weight and bias held, y recomputed) up to 147 registers, one 256-thread block an SM
+// whose 8 warps cannot hide the DRAM latency; bounded, it fits 128 without spilling.
+__host__ __device__ constexpr int min_blocks(bool quant, int vec, int vecs) {
+  return quant && max_threads(vec, vecs) == 256 ? 2 : 1;
+}
+
 template <class T, NormKind kKind, bool kResidual, bool kQuant, int kVec, int kVecs>
-__global__ void __launch_bounds__(max_threads(kVec, kVecs))
+__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, kVec, kVecs))
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
   __shared__ float partial[kMaxThreads / kWarp];
@@ -244,10 +271,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       });
       const float row_scale = row_quant_scale(amax, partial, p.row_scale, row, row_active);
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        Codes<kVec> codes;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) codes.lanes[e] = quantize(values[e], row_scale);
-        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = codes;
+        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
       });
     } else {
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
