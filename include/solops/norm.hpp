@@ -1,4 +1,4 @@
-// Row-wise normalization operators (spec §2.1, 2.2, 2.4, 2.5, 2.17). Each of the M rows of x (the
+// Row-wise normalization operators (spec §2.1, 2.2, 2.4, 2.5, 2.17, 2.18). Each of the M rows of x (the
 // trailing dims normalized_shape, N elements, contiguous) is normalized on its own; statistics
 // run in f32 and the result is rounded once to x's dtype. Semantics and defaults: docs/api.md.
 #pragma once
@@ -43,6 +43,13 @@ struct FusedAddLayerNorm {
   double eps = 1e-5;
 };
 
+// QK-norm (Qwen3, OLMo-2): two independent RMSNorms over the same trailing normalized_shape, one of
+// the query with q_weight and one of the key with k_weight; q and k may differ in their leading dims.
+struct QKNorm {
+  std::vector<int64_t> normalized_shape;
+  double eps = 1e-6;
+};
+
 // Output shapes (x's shape; the fused ops' two outputs both have it). They check the shape rule
 // (normalized_shape non-empty, equal to x's trailing dims; eps >= 0) and throw solops::Error.
 std::vector<int64_t> rms_norm_output_shape(std::span<const int64_t> x_shape, const RMSNorm& p);
@@ -51,6 +58,8 @@ std::vector<int64_t> gemma_rms_norm_output_shape(std::span<const int64_t> x_shap
 std::vector<int64_t> fused_add_rms_norm_output_shape(std::span<const int64_t> x_shape, const FusedAddRMSNorm& p);
 std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> x_shape,
                                                        const FusedAddLayerNorm& p);
+// Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
+std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 
 // Roofline cost (the spec's formulas, with the affine parameters present).
 Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p);
@@ -58,6 +67,7 @@ Cost layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const LayerN
 Cost gemma_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GemmaRMSNorm& p);
 Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddRMSNorm& p);
 Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p);
+Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_shape, DType dtype, const QKNorm& p);
 
 // Every tensor: a contiguous CUDA tensor of x's dtype (f32, f16 or bf16). weight and bias have the
 // normalized shape and may be null (PyTorch's None: scale 1, shift 0); outputs have x's shape and
@@ -77,5 +87,10 @@ void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const Ten
 void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
                           const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
                           const FusedAddLayerNorm& p, cudaStream_t stream = nullptr);
+
+// q_out = RMSNorm(q) * q_weight and k_out = RMSNorm(k) * k_weight. k has q's dtype; the weights (of
+// the normalized shape) may be null. No output may overlap another output or any input.
+void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
+             const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p, cudaStream_t stream = nullptr);
 
 }  // namespace solops

@@ -31,5 +31,7 @@ void fused_add_rms_norm(const TensorRef& x, const TensorRef& residual, const Ten
 void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const TensorRef* weight,
                           const TensorRef* bias, const TensorRef& output, const TensorRef& residual_out,
                           const FusedAddLayerNorm& p);
+void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
+             const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p);
 
 }  // namespace solops::reference

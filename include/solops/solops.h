@@ -287,6 +287,21 @@ solops_status solops_fused_add_rms_norm_cost(int32_t x_rank, const int64_t* x_sh
 solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                                const solops_fused_add_norm_params* p, solops_cost* cost);
 
+/* QK-norm: q_out = RMSNorm(q) * q_weight, k_out = RMSNorm(k) * k_weight over the same trailing
+ * normalized_rank dims (has_eps = 0: 1e-6). k has q's dtype and may differ in its leading dims; the
+ * weights may be NULL; no output overlaps another output or an input. The output shape function
+ * applies to either of q and k (each output has its input's shape). */
+solops_status solops_qk_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                          int32_t* out_rank, int64_t* out_shape);
+solops_status solops_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                             const solops_tensor* k_weight, const solops_tensor* q_out, const solops_tensor* k_out,
+                             const solops_norm_params* p, void* stream);
+solops_status solops_reference_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                                       const solops_tensor* k_weight, const solops_tensor* q_out,
+                                       const solops_tensor* k_out, const solops_norm_params* p);
+solops_status solops_qk_norm_cost(int32_t q_rank, const int64_t* q_shape, int32_t k_rank, const int64_t* k_shape,
+                                  int32_t dtype, const solops_norm_params* p, solops_cost* cost);
+
 #ifdef __cplusplus
 }
 #endif

@@ -103,6 +103,7 @@ NORM_OPS = {
     "gemma_rms_norm": (NormParams, 3),
     "fused_add_rms_norm": (FusedAddNormParams, 5),
     "fused_add_layer_norm": (FusedAddNormParams, 6),
+    "qk_norm": (NormParams, 6),
 }
 
 
@@ -183,6 +184,10 @@ def _load():
             f"solops_reference_{name}": (status, [P(Tensor)] * tensors + [P(params)]),
             f"solops_{name}_cost": (status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)]),
         })
+    # QKNorm's cost takes the shapes of q and k.
+    signatures["solops_qk_norm_cost"] = (
+        status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(NormParams),
+                 P(Cost)])
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype = restype

@@ -95,3 +95,12 @@ def fused_add_rms_norm(x_shape, dtype, eps=1e-6):
 
 def fused_add_layer_norm(x_shape, dtype, eps=1e-5):
     return _norm_cost("fused_add_layer_norm", x_shape, dtype, _native.norm_params("fused_add_layer_norm", eps=eps))
+
+
+def qk_norm(q_shape, k_shape, dtype, normalized_shape, eps=1e-6):
+    cost = _native.Cost()
+    _native.check(_native.lib.solops_qk_norm_cost(
+        len(q_shape), _native.shape_array(q_shape), len(k_shape), _native.shape_array(k_shape),
+        dtype_code(dtype, "cost.qk_norm"), ctypes.byref(_native.norm_params("qk_norm", normalized_shape, eps)),
+        ctypes.byref(cost)))
+    return cost.flops, cost.bytes

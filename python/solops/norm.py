@@ -1,7 +1,7 @@
 """Row-wise normalization ops, registered as torch.ops.solops.*: rms_norm and layer_norm with the
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
-fused_add_layer_norm_).
+fused_add_layer_norm_), and qk_norm (q, k, q_weight, k_weight, eps) returning (q_out, k_out).
 
 Each op runs a solops kernel through the C ABI on the current CUDA stream; the fake implementations
 give torch.compile the output shapes (and check the shape rule) without running anything.
@@ -137,6 +137,21 @@ def _(x, residual, weight, bias, eps):
                               _native.norm_params("fused_add_layer_norm", eps=eps))
 
 
+@torch.library.custom_op("solops::qk_norm", mutates_args=())
+def _qk_norm(q: torch.Tensor, k: torch.Tensor, normalized_shape: List[int], q_weight: Optional[torch.Tensor],
+             k_weight: Optional[torch.Tensor], eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    params = _native.norm_params("qk_norm", normalized_shape, eps)
+    q_out, k_out = _new_output(q, "qk_norm", params), _new_output(k, "qk_norm", params)
+    _call("qk_norm", params, (q, k, q_weight, k_weight), (q_out, k_out), q)
+    return q_out, k_out
+
+
+@_qk_norm.register_fake
+def _(q, k, normalized_shape, q_weight, k_weight, eps):
+    params = _native.norm_params("qk_norm", normalized_shape, eps)
+    return _fake_output(q, "qk_norm", params), _fake_output(k, "qk_norm", params)
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """F.rms_norm: input / sqrt(mean(input^2 over normalized_shape) + eps) * weight. eps=None is
     PyTorch's CUDA default, the float32 machine epsilon. Op: torch.ops.solops.rms_norm."""
@@ -180,3 +195,14 @@ def fused_add_layer_norm_(x, residual, weight=None, bias=None, eps=1e-5):
     """In place: residual becomes x + residual and x its LayerNorm; returns None.
     Op: torch.ops.solops.fused_add_layer_norm_."""
     torch.ops.solops.fused_add_layer_norm_(x, residual, weight, bias, float(eps))
+
+
+def qk_norm(q, k, q_weight=None, k_weight=None, eps=1e-6, normalized_shape=None):
+    """Qwen3-style QK-norm: (F.rms_norm(q, ns, q_weight, eps), F.rms_norm(k, ns, k_weight, eps)) in one
+    call. normalized_shape defaults to the weights' shape, else to the last dim (the head dim); q and k
+    may differ in their leading dims (GQA). Op: torch.ops.solops.qk_norm."""
+    if normalized_shape is None:
+        weight = q_weight if q_weight is not None else k_weight
+        normalized_shape = weight.shape if weight is not None else q.shape[-1:]
+    return torch.ops.solops.qk_norm(q, k, list(_native.normalized_shape_tuple(normalized_shape)), q_weight, k_weight,
+                                    float(eps))

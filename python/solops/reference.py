@@ -106,3 +106,12 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
     """(output, residual_out)."""
     return _norm("fused_add_layer_norm", _native.norm_params("fused_add_layer_norm", eps=eps),
                  (x, residual, weight, bias), (torch.empty_like(x), torch.empty_like(x)))
+
+
+def qk_norm(q, k, q_weight=None, k_weight=None, eps=1e-6, normalized_shape=None):
+    """(q_out, k_out)."""
+    if normalized_shape is None:
+        weight = q_weight if q_weight is not None else k_weight
+        normalized_shape = weight.shape if weight is not None else q.shape[-1:]
+    return _norm("qk_norm", _native.norm_params("qk_norm", normalized_shape, eps), (q, k, q_weight, k_weight),
+                 (torch.empty_like(q), torch.empty_like(k)))

@@ -330,6 +330,22 @@ solops_status fused_add_layer_norm(const char* function, Op op, const solops_ten
   });
 }
 
+template <class Op, class... Stream>
+solops_status qk_norm(const char* function, Op op, const solops_tensor* q, const solops_tensor* k,
+                      const solops_tensor* q_weight, const solops_tensor* k_weight, const solops_tensor* q_out,
+                      const solops_tensor* k_out, const solops_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto q_ref = to_tensor(q, function, "q");
+    const auto k_ref = to_tensor(k, function, "k");
+    const auto q_weight_ref = optional_tensor(q_weight, function, "q_weight");
+    const auto k_weight_ref = optional_tensor(k_weight, function, "k_weight");
+    const auto q_out_ref = to_tensor(q_out, function, "q_out");
+    op(q_ref, k_ref, optional_ref(q_weight_ref), optional_ref(k_weight_ref), q_out_ref,
+       to_tensor(k_out, function, "k_out"), to_norm<solops::QKNorm>(p, function),
+       static_cast<cudaStream_t>(stream)...);
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -672,6 +688,33 @@ solops_status solops_fused_add_layer_norm_cost(int32_t x_rank, const int64_t* x_
                                                const solops_fused_add_norm_params* p, solops_cost* out) {
   return norm_cost<solops::FusedAddLayerNorm>(__func__, solops::fused_add_layer_norm_cost, x_rank, x_shape, x_dtype,
                                               p, out);
+}
+
+solops_status solops_qk_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                          int32_t* out_rank, int64_t* out_shape) {
+  return norm_output_shape<solops::QKNorm>(__func__, solops::qk_norm_output_shape, x_rank, x_shape, p, out_rank,
+                                           out_shape);
+}
+
+solops_status solops_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                             const solops_tensor* k_weight, const solops_tensor* q_out, const solops_tensor* k_out,
+                             const solops_norm_params* p, void* stream) {
+  return qk_norm(__func__, solops::qk_norm, q, k, q_weight, k_weight, q_out, k_out, p, stream);
+}
+
+solops_status solops_reference_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                                       const solops_tensor* k_weight, const solops_tensor* q_out,
+                                       const solops_tensor* k_out, const solops_norm_params* p) {
+  return qk_norm(__func__, solops::reference::qk_norm, q, k, q_weight, k_weight, q_out, k_out, p);
+}
+
+solops_status solops_qk_norm_cost(int32_t q_rank, const int64_t* q_shape, int32_t k_rank, const int64_t* k_shape,
+                                  int32_t dtype, const solops_norm_params* p, solops_cost* out) {
+  return guarded(__func__, [&] {
+    write_cost(solops::qk_norm_cost(to_shape(q_rank, q_shape, __func__), to_shape(k_rank, k_shape, __func__),
+                                    static_cast<solops::DType>(dtype), to_norm<solops::QKNorm>(p, __func__)),
+               out, __func__);
+  });
 }
 
 }  // extern "C"

@@ -97,6 +97,21 @@ RowGeometry validate_row_norm(std::string_view op, Placement placement, std::spa
   return g;
 }
 
+std::pair<RowGeometry, RowGeometry> validate_qk_norm(std::string_view op, Placement placement,
+                                                     std::span<const int64_t> normalized_shape, double eps,
+                                                     const RowNormTensors& q, const RowNormTensors& k) {
+  const RowGeometry q_rows = validate_row_norm(concat(op, " (q)"), placement, normalized_shape, eps, q);
+  check_dtype(op, "k", k.x, q.x.dtype);
+  const RowGeometry k_rows = validate_row_norm(concat(op, " (k)"), placement, normalized_shape, eps, k);
+  // Within each norm validate_row_norm has checked the overlaps; these are the ones across.
+  check_no_overlap(op, "q_out", q.y, "k", k.x);
+  check_no_overlap(op, "k_out", k.y, "q", q.x);
+  check_no_overlap(op, "q_out", q.y, "k_out", k.y);
+  if (k.weight) check_no_overlap(op, "q_out", q.y, "k_weight", *k.weight);
+  if (q.weight) check_no_overlap(op, "k_out", k.y, "q_weight", *q.weight);
+  return {q_rows, k_rows};
+}
+
 Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
                    int flops_per_element, int row_tensors, int affine_tensors) {
   const RowGeometry g = resolve_rows("row_norm_cost", x_shape, normalized_shape);
@@ -153,6 +168,10 @@ std::vector<int64_t> fused_add_layer_norm_output_shape(std::span<const int64_t> 
   return checked_shape(kOp, x_shape, detail::last_dim(kOp, x_shape), p.eps);
 }
 
+std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p) {
+  return checked_shape("qk_norm", x_shape, p.normalized_shape, p.eps);
+}
+
 // Spec §2.1, 2.2, 2.17, 2.5, 2.4: FLOPs per element; tensors of x's size (read or written) and
 // affine tensors of the row's size.
 Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p) {
@@ -178,6 +197,15 @@ Cost fused_add_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, cons
 Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const FusedAddLayerNorm& p) {
   fused_add_layer_norm_output_shape(x_shape, p);
   return detail::row_norm_cost(x_shape, dtype, x_shape.last(1), 6, 4, 2);
+}
+
+// Spec §2.18: RMSNormFwd's cost for each of q and k.
+Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_shape, DType dtype, const QKNorm& p) {
+  qk_norm_output_shape(q_shape, p);
+  qk_norm_output_shape(k_shape, p);
+  const Cost q = detail::row_norm_cost(q_shape, dtype, p.normalized_shape, 4, 2, 1);
+  const Cost k = detail::row_norm_cost(k_shape, dtype, p.normalized_shape, 4, 2, 1);
+  return {q.flops + k.flops, q.bytes + k.bytes};
 }
 
 void rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const RMSNorm& p,
@@ -211,6 +239,20 @@ void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const T
   run(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
       {.x = x, .residual = &residual, .weight = weight, .bias = bias, .y = output, .residual_out = &residual_out},
       stream);
+}
+
+void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
+             const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p, cudaStream_t stream) {
+  constexpr std::string_view kOp = "qk_norm";
+  const detail::RowNormTensors q_rows{.x = q, .weight = q_weight, .y = q_out};
+  const detail::RowNormTensors k_rows{.x = k, .weight = k_weight, .y = k_out};
+  const auto [q_geometry, k_geometry] =
+      detail::validate_qk_norm(kOp, detail::Placement::device, p.normalized_shape, p.eps, q_rows, k_rows);
+  // Two launches of the RMSNorm kernel, back to back on the stream: a decode step pays one extra
+  // launch (docs/perf-notes.md), the prefill shapes nothing measurable.
+  const detail::NormMath math{NormKind::rms, p.eps};
+  detail::launch_rows<NormKind::rms>(kOp, q_geometry, math, q_rows, stream);
+  detail::launch_rows<NormKind::rms>(kOp, k_geometry, math, k_rows, stream);
 }
 
 }  // namespace solops

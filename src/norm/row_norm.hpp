@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "core/check.hpp"
 #include "solops/cost.hpp"
@@ -58,6 +59,12 @@ inline constexpr double kRmsNormDefaultEps = FLT_EPSILON;
 // residual_out == residual, pointer for pointer). Returns the geometry.
 RowGeometry validate_row_norm(std::string_view op, Placement placement, std::span<const int64_t> normalized_shape,
                               double eps, const RowNormTensors& t);
+
+// QKNorm: validate_row_norm of each of the two norms (their messages name the query "q" and the key
+// "k"), k of q's dtype, and no output of one overlapping a tensor of the other.
+std::pair<RowGeometry, RowGeometry> validate_qk_norm(std::string_view op, Placement placement,
+                                                     std::span<const int64_t> normalized_shape, double eps,
+                                                     const RowNormTensors& q, const RowNormTensors& k);
 
 // Spec §2: `flops_per_element` per element of x, and every tensor's elements once.
 Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,

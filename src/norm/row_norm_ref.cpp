@@ -1,4 +1,4 @@
-// CPU references of the row norms (spec §2.1, 2.2, 2.4, 2.5, 2.17): the executable specification.
+// CPU references of the row norms (spec §2.1, 2.2, 2.4, 2.5, 2.17, 2.18): the executable specification.
 // Statistics in float64; the fused add-norms round x + residual to the dtype (residual_out) and
 // normalize that rounded sum, as the spec's reference does.
 #include <cmath>
@@ -13,10 +13,8 @@ namespace {
 
 using detail::NormKind;
 
-void reference_row_norm(std::string_view op, std::span<const int64_t> normalized_shape, const detail::NormMath& math,
-                        const detail::RowNormTensors& t) {
-  const detail::RowGeometry g =
-      detail::validate_row_norm(op, detail::Placement::host, normalized_shape, math.eps, t);
+// Normalizes the rows of validated tensors.
+void normalize_rows(const detail::RowGeometry& g, const detail::NormMath& math, const detail::RowNormTensors& t) {
   const int64_t n = g.row_len;
   std::vector<double> row(static_cast<size_t>(n));
   for (int64_t m = 0; m < g.rows; ++m) {
@@ -46,6 +44,11 @@ void reference_row_norm(std::string_view op, std::span<const int64_t> normalized
       detail::store_value(t.y, first + j, (row[j] - mean) * inv_std * scale + shift);
     }
   }
+}
+
+void reference_row_norm(std::string_view op, std::span<const int64_t> normalized_shape, const detail::NormMath& math,
+                        const detail::RowNormTensors& t) {
+  normalize_rows(detail::validate_row_norm(op, detail::Placement::host, normalized_shape, math.eps, t), math, t);
 }
 
 }  // namespace
@@ -80,6 +83,17 @@ void fused_add_layer_norm(const TensorRef& x, const TensorRef& residual, const T
   reference_row_norm(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
                      {.x = x, .residual = &residual, .weight = weight, .bias = bias, .y = output,
                       .residual_out = &residual_out});
+}
+
+void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
+             const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p) {
+  const detail::RowNormTensors q_rows{.x = q, .weight = q_weight, .y = q_out};
+  const detail::RowNormTensors k_rows{.x = k, .weight = k_weight, .y = k_out};
+  const auto [q_geometry, k_geometry] = detail::validate_qk_norm("reference::qk_norm", detail::Placement::host,
+                                                                 p.normalized_shape, p.eps, q_rows, k_rows);
+  const detail::NormMath math{NormKind::rms, p.eps};
+  normalize_rows(q_geometry, math, q_rows);
+  normalize_rows(k_geometry, math, k_rows);
 }
 
 }  // namespace solops::reference

@@ -1,5 +1,5 @@
 """solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
-and to the usual formulas (Gemma, fused add-norms), the fused ops' in-place form, traced by
+and to the usual formulas (Gemma, fused add-norms, QK-norm as two F.rms_norm), the fused ops' in-place form, traced by
 torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input.
 Needs PyTorch and a CUDA device; skips loudly without them."""
 
@@ -14,7 +14,7 @@ import torch.nn.functional as F  # noqa: E402
 import solops  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# spec/ops.md 2.1, 2.2, 2.4, 2.5, 2.17: atol = rtol.
+# spec/ops.md 2.1, 2.2, 2.4, 2.5, 2.17, 2.18: atol = rtol.
 RMS_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1.6e-2}
 LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1e-2}
 FUSED_LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
@@ -129,9 +129,34 @@ def test_nan_stays_in_its_row():
     assert not torch.isnan(got[[0, 2, 3]]).any()
 
 
+QK_SHAPES = [
+    # q shape, k shape (GQA: fewer key heads), normalized_shape
+    ((2048, 32, 128), (2048, 8, 128), (128,)),
+    ((1, 16384), (1, 16384), (16384,)),  # decode, OLMo-2's whole-hidden QK-norm
+    ((7, 3, 100), (7, 1, 100), (100,)),
+    ((2, 5, 20000), (2, 1, 20000), (20000,)),  # beyond the register capacity
+    ((3, 4, 8, 16), (3, 2, 8, 16), (8, 16)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("q_shape, k_shape, normalized_shape", QK_SHAPES)
+def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype):
+    q, k = random_input(q_shape, dtype), random_input(k_shape, dtype, seed=1)
+    q_weight, k_weight = random_input(normalized_shape, dtype, seed=2), random_input(normalized_shape, dtype, seed=3)
+    tol = RMS_TOLERANCE[dtype]
+    q_out, k_out = solops.qk_norm(q, k, q_weight, k_weight, 1e-6)
+    close(q_out, F.rms_norm(q.float(), normalized_shape, q_weight.float(), 1e-6).to(dtype), tol)
+    close(k_out, F.rms_norm(k.float(), normalized_shape, k_weight.float(), 1e-6).to(dtype), tol)
+    # Without weights normalized_shape defaults to the last dim.
+    if len(normalized_shape) == 1:
+        q_out, k_out = solops.qk_norm(q, k)
+        close(k_out, F.rms_norm(k.float(), normalized_shape, None, 1e-6).to(dtype), tol)
+
+
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
-                 "fused_add_layer_norm", "fused_add_layer_norm_"):
+                 "fused_add_layer_norm", "fused_add_layer_norm_", "qk_norm"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -145,7 +170,8 @@ def test_torch_compile_traces_without_graph_breaks():
         c = solops.gemma_rms_norm(x, weight)
         d, e = solops.fused_add_rms_norm(x, residual, weight)
         f, g = solops.fused_add_layer_norm(x, residual, weight, bias)
-        return a, b, c, d, e, f, g
+        h, i = solops.qk_norm(x.view(64, 32, 128), residual.view(64, 32, 128), weight[:128], bias[:128])
+        return a, b, c, d, e, f, g, h, i
 
     compiled = torch.compile(block, fullgraph=True)
     for got, want in zip(compiled(x, residual), block(x, residual)):
@@ -180,6 +206,8 @@ def test_cuda_graph_capture_and_replay():
         with torch.cuda.graph(graph):
             static_out = solops.rms_norm(static_x, (8192,), weight, 1e-6)
             static_fused, static_sum = solops.fused_add_rms_norm(static_x, static_residual, weight)
+            static_q, static_k = solops.qk_norm(static_x.view(2048, 64, 128), static_residual.view(2048, 64, 128),
+                                                weight[:128], weight[128:256])
     torch.cuda.current_stream().wait_stream(stream)
     for seed in (5, 6):
         static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
@@ -189,6 +217,9 @@ def test_cuda_graph_capture_and_replay():
         want_out, want_sum = fused_reference("rms", static_x, static_residual, weight, None, 1e-6)
         close(static_fused, want_out, 1.6e-2)
         close(static_sum, want_sum, 1.6e-2)
+        close(static_q.view(2048, 8192),
+              F.rms_norm(static_x.view(2048, 64, 128).float(), (128,), weight[:128].float(), 1e-6)
+              .bfloat16().view(2048, 8192), 1.6e-2)
 
 
 def cuda(*shape, dtype=torch.float32):
@@ -217,6 +248,13 @@ def overlapping_halves():
     (lambda: solops.fused_add_rms_norm(cuda(2, 8), cuda(1, 8)), "residual: shape [1, 8] must be [2, 8]"),
     (lambda: solops.fused_add_rms_norm_(*overlapping_halves()), "residual_out and x overlap in memory"),
     (lambda: (lambda x: solops.fused_add_layer_norm_(x, x))(cuda(2, 8)), "residual_out and x overlap in memory"),
+    (lambda: solops.qk_norm(cuda(2, 4, 128), cuda(2, 1, 64), cuda(128)),
+     "qk_norm (k): normalized_shape [128] does not match the trailing dims of x [2, 1, 64]"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8), cuda(8), cuda(4), normalized_shape=(8,)),
+     "qk_norm (k): weight: shape [4] must be [8]"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8, dtype=torch.float16)), "qk_norm: k: dtype f16 must be f32"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8), eps=-1.0), "eps = -1 must be"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 16)[:, ::2]), "x must be contiguous"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:

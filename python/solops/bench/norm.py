@@ -1,12 +1,14 @@
 """Norm family benchmark entries: RMSNormFwd, LayerNormFwd, FusedAddRMSNormFwd,
-FusedAddLayerNormFwd and GemmaRMSNormFwd over the last dim of x [M, N].
+FusedAddLayerNormFwd, GemmaRMSNormFwd and QKNormFwd over the last dim of x [M, N] (QKNorm: k has
+x's shape, spec 2.18).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype), the solops call with the spec's eps passed explicitly (1e-6 for the RMS norms, 1e-5
 for the LayerNorms), the CPU reference, the cost model, the spec's tolerance (spec/ops.md 2.1, 2.2,
-2.4, 2.5, 2.17) on every output, and the alternatives:
+2.4, 2.5, 2.17, 2.18) on every output, and the alternatives:
     torch          F.rms_norm / F.layer_norm; Gemma as Hugging Face writes it (f32 math, 1 + weight);
-                   the fused add-norms as x + residual followed by the norm
+                   the fused add-norms as x + residual followed by the norm; QKNorm as F.rms_norm of
+                   q and of k
     torch-compile  the same functions under torch.compile (default mode, static shapes)
 FlashInfer, Liger and vLLM are not installed on the H200 (design/gpu-machine.md); their wheels
 are not carried yet.
@@ -29,6 +31,7 @@ class NormOp:
     eps: float  # the spec's default, passed explicitly
     fused: bool = False
     bias: bool = False  # LayerNorms take a bias
+    qk: bool = False  # two normalized inputs, each with its weight
 
 
 NORM_OPS = {
@@ -37,6 +40,7 @@ NORM_OPS = {
     "FusedAddLayerNormFwd": NormOp("fused_add_layer_norm", 1e-5, fused=True, bias=True),
     "FusedAddRMSNormFwd": NormOp("fused_add_rms_norm", 1e-6, fused=True),
     "GemmaRMSNormFwd": NormOp("gemma_rms_norm", 1e-6),
+    "QKNormFwd": NormOp("qk_norm", 1e-6, qk=True),
 }
 OPS = tuple(NORM_OPS)
 
@@ -50,6 +54,7 @@ TOLERANCE = {
     "FusedAddLayerNormFwd": {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "FusedAddRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "GemmaRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "QKNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
 }
 
 
@@ -74,6 +79,9 @@ def torch_function(op: NormOp):
             xf = x.float()
             return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + op.eps) * (1.0 + weight.float())).to(x.dtype)
         return gemma
+    if op.name == "qk_norm":
+        return lambda q, k, q_weight, k_weight: (F.rms_norm(q, q_weight.shape, q_weight, op.eps),
+                                                 F.rms_norm(k, k_weight.shape, k_weight, op.eps))
     if op.name == "fused_add_rms_norm":
         def fused_rms(x, residual, weight):
             summed = x + residual
@@ -94,6 +102,8 @@ def check_close(tolerance: float):
 def cost(op: NormOp, shape, dtype):
     if op.fused:
         return getattr(solops.cost, op.name)(shape, dtype, op.eps)
+    if op.qk:
+        return solops.cost.qk_norm(shape, shape, dtype, shape[-1:], op.eps)
     return getattr(solops.cost, op.name)(shape, dtype, shape[-1:], op.eps)
 
 
@@ -113,15 +123,15 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
     row_len = shape[-1]
     cpu = [random_tensor(shape, dtype, 0)]
-    if op.fused:
+    if op.fused or op.qk:  # residual, or k
         cpu.append(random_tensor(shape, dtype, 1))
     cpu.append(random_tensor([row_len], dtype, 2))
-    if op.bias:
+    if op.bias or op.qk:  # bias, or k_weight
         cpu.append(random_tensor([row_len], dtype, 3))
     inputs = tuple(t.cuda() for t in cpu)
     function = getattr(solops, op.name)
     reference = getattr(solops.reference, op.name)
-    if op.fused or op.name == "gemma_rms_norm":  # normalized over weight's dims, the last one
+    if op.fused or op.qk or op.name == "gemma_rms_norm":  # normalized over weight's dims, the last one
         ours, expected = partial(function, *inputs, eps=op.eps), partial(reference, *cpu, eps=op.eps)
     else:
         ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)
