@@ -15,6 +15,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 
 #include "core/device.hpp"
@@ -45,6 +46,8 @@ struct RowPointers {
   const T* bias;
   T* y;
   T* residual_out;
+  float* mean;  // the training forward's statistics, written when non-null
+  float* rstd;
 };
 
 struct RowShape {
@@ -107,6 +110,12 @@ __device__ __forceinline__ Pack<T, kVec> add_residual(const Pack<T, kVec>& x, co
   return rounded;
 }
 
+template <class T>
+__device__ __forceinline__ void write_stats(const RowPointers<T>& p, int64_t row, float mean, float inv_std) {
+  if (p.mean) p.mean[row] = mean;
+  if (p.rstd) p.rstd[row] = inv_std;
+}
+
 template <NormKind kKind>
 __device__ __forceinline__ float normalized(float value, float mean, float inv_std, float scale, float shift) {
   if constexpr (kKind == NormKind::layer) return (value - mean) * inv_std * scale + shift;
@@ -161,6 +170,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
     const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+    if (row_active && threadIdx.x == 0) write_stats(p, row, mean, inv_std);
 
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
@@ -221,6 +231,7 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
       }
     }
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+    if (threadIdx.x == 0) write_stats(p, row, mean, inv_std);
     for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
       const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + j)) : 1.0f;
       const float shift = kKind == NormKind::layer && p.bias ? to_float(__ldg(p.bias + j)) : 0.0f;
@@ -250,16 +261,15 @@ LaunchShape choose_shape(int units, int vec, bool many_rows) {
   return {};
 }
 
-template <class T, NormKind kKind, bool kResidual, int kVec, int... kCandidates>
-void launch_in_registers(const LaunchShape& shape, const RowPointers<T>& p, const RowShape& s, cudaStream_t stream) {
+// Calls in_registers.template operator()<kVec, kVecs>(grid, block) with the compiled vector count
+// `shape.vecs` (one of kCandidates), rows_per_block rows of a short row sharing a block.
+template <int kVec, int... kCandidates, class InRegisters>
+void launch_in_registers(const LaunchShape& shape, int64_t rows, InRegisters in_registers) {
   const int rows_per_block = std::max(1, kMinBlockThreads / shape.threads);
-  const int64_t groups = (s.rows + rows_per_block - 1) / rows_per_block;
+  const int64_t groups = (rows + rows_per_block - 1) / rows_per_block;
   const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX));
   const dim3 block(shape.threads, rows_per_block);
-  // The runtime vector count picks its compiled kernel.
-  ((shape.vecs == kCandidates
-        ? (row_norm_in_registers<T, kKind, kResidual, kVec, kCandidates><<<grid, block, 0, stream>>>(p, s), true)
-        : false) ||
+  ((shape.vecs == kCandidates ? (in_registers.template operator()<kVec, kCandidates>(grid, block), true) : false) ||
    ...);
 }
 
@@ -267,21 +277,39 @@ inline bool aligned_to_vector(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
 }
 
-template <class T, NormKind kKind, bool kResidual>
-void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+// Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
+// aligned and N a multiple of the vector width, single elements otherwise, and the streaming
+// kernel (streaming(grid), one row per block) for rows too long to hold.
+template <class T, class InRegisters, class Streaming>
+void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, bool many_rows,
+                       InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
-  const bool vectorized = s.row_len % kVec == 0 &&
-                          std::ranges::all_of(std::initializer_list<const void*>{p.x, p.residual, p.weight, p.bias,
-                                                                                 p.y, p.residual_out},
-                                              aligned_to_vector);
-  if (vectorized) {
+  if (s.row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector)) {
     const LaunchShape shape = choose_shape<1, 2, 4, 8>(s.row_len / kVec, kVec, many_rows);
-    if (shape.vecs) return launch_in_registers<T, kKind, kResidual, kVec, 1, 2, 4, 8>(shape, p, s, stream);
+    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, in_registers);
   }
   const LaunchShape shape = choose_shape<2, 8>(s.row_len, 1, many_rows);
-  if (shape.vecs) return launch_in_registers<T, kKind, kResidual, 1, 2, 8>(shape, p, s, stream);
-  const auto grid = static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX));
-  row_norm_streaming<T, kKind, kResidual><<<grid, kStreamingThreads, 0, stream>>>(p, s);
+  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, in_registers);
+  streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
+}
+
+template <class T, NormKind kKind, bool kResidual>
+void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+  launch_row_kernel<T>(
+      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out}, s, many_rows,
+      [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
+        row_norm_in_registers<T, kKind, kResidual, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
+      },
+      [&](unsigned grid) { row_norm_streaming<T, kKind, kResidual><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
+}
+
+inline RowShape row_shape(const RowGeometry& g, const NormMath& math) {
+  return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset};
+}
+
+template <class T>
+T* data_of(const TensorRef* tensor) {
+  return tensor ? static_cast<T*>(tensor->data) : nullptr;
 }
 
 }  // namespace solops::detail::row_norm
@@ -293,13 +321,12 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
                  cudaStream_t stream) {
   using namespace row_norm;
   if (g.rows == 0) return;
-  const RowShape s{g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps),
-                   math.weight_offset};
+  const RowShape s = row_shape(g, math);
   const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
-    const auto data = [](const TensorRef* tensor) { return tensor ? static_cast<T*>(tensor->data) : nullptr; };
-    const RowPointers<T> p{data(&t.x), data(t.residual), data(t.weight), data(t.bias), data(&t.y),
-                           data(t.residual_out)};
+    const RowPointers<T> p{data_of<T>(&t.x),         data_of<T>(t.residual),     data_of<T>(t.weight),
+                           data_of<T>(t.bias),       data_of<T>(&t.y),           data_of<T>(t.residual_out),
+                           data_of<float>(t.mean),   data_of<float>(t.rstd)};
     if (t.residual) launch_typed<T, kKind, true>(p, s, many_rows, stream);
     else launch_typed<T, kKind, false>(p, s, many_rows, stream);
   });
