@@ -95,3 +95,13 @@ def fused_add_rms_norm(x_shape, dtype, eps=1e-6):
 
 def fused_add_layer_norm(x_shape, dtype, eps=1e-5):
     return _norm_cost("fused_add_layer_norm", x_shape, dtype, _native.norm_params("fused_add_layer_norm", eps=eps))
+
+
+def rms_norm_backward(x_shape, dtype, normalized_shape):
+    return _norm_cost("rms_norm_backward", x_shape, dtype, _native.norm_backward_params("rms_norm_backward",
+                                                                                        normalized_shape))
+
+
+def layer_norm_backward(x_shape, dtype, normalized_shape):
+    return _norm_cost("layer_norm_backward", x_shape, dtype, _native.norm_backward_params("layer_norm_backward",
+                                                                                          normalized_shape))

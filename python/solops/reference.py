@@ -106,3 +106,36 @@ def fused_add_layer_norm(x, residual, weight=None, bias=None, eps=1e-5):
     """(output, residual_out)."""
     return _norm("fused_add_layer_norm", _native.norm_params("fused_add_layer_norm", eps=eps),
                  (x, residual, weight, bias), (torch.empty_like(x), torch.empty_like(x)))
+
+
+def _stats(x, normalized_shape):
+    return torch.empty(_native.norm_stats_shape(list(x.shape), normalized_shape), dtype=torch.float32)
+
+
+def rms_norm_with_stats(input, normalized_shape, weight=None, eps=None):
+    """(output, rstd): the forward and its per-row f32 rstd."""
+    rstd = _stats(input, normalized_shape)
+    return _norm("rms_norm_with_stats", _native.norm_params("rms_norm_with_stats", normalized_shape, eps),
+                 (input, weight), (torch.empty_like(input), rstd))
+
+
+def layer_norm_with_stats(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(output, mean, rstd)."""
+    return _norm("layer_norm_with_stats", _native.norm_params("layer_norm_with_stats", normalized_shape, eps),
+                 (input, weight, bias), (torch.empty_like(input), _stats(input, normalized_shape),
+                                         _stats(input, normalized_shape)))
+
+
+def rms_norm_backward(grad_out, x, normalized_shape, rstd, weight=None):
+    """(grad_x, grad_weight)."""
+    grad_weight = torch.empty(_native.normalized_shape_tuple(normalized_shape), dtype=x.dtype)
+    return _norm("rms_norm_backward", _native.norm_backward_params("rms_norm_backward", normalized_shape),
+                 (grad_out, x, weight, rstd), (torch.empty_like(x), grad_weight))
+
+
+def layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight=None):
+    """(grad_x, grad_weight, grad_bias)."""
+    shape = _native.normalized_shape_tuple(normalized_shape)
+    return _norm("layer_norm_backward", _native.norm_backward_params("layer_norm_backward", normalized_shape),
+                 (grad_out, x, weight, mean, rstd),
+                 (torch.empty_like(x), torch.empty(shape, dtype=x.dtype), torch.empty(shape, dtype=x.dtype)))
