@@ -110,6 +110,30 @@ __device__ __forceinline__ Pack<T, kVec> add_residual(const Pack<T, kVec>& x, co
   return rounded;
 }
 
+// This thread's share of a row held in registers: vectors threadIdx.x + i * blockDim.x of `row`.
+// Threads of a missing last row (inactive) hold nothing but still reach every barrier.
+struct HeldRow {
+  int64_t row;
+  int64_t first;  // the row's first vector
+  int vectors;    // vectors per row
+  bool active;
+
+  __device__ int vector(int i) const { return static_cast<int>(threadIdx.x + i * blockDim.x); }
+  __device__ bool holds(int i) const { return active && vector(i) < vectors; }
+};
+
+// Calls body(HeldRow) for each row of this thread: row threadIdx.y of each group of blockDim.y
+// rows, the groups strided over the grid.
+template <int kVec, class Body>
+__device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
+  const int vectors = s.row_len / kVec;
+  const int64_t groups = (s.rows + blockDim.y - 1) / blockDim.y;
+  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
+    const int64_t row = group * blockDim.y + threadIdx.y;
+    body(HeldRow{row, row * vectors, vectors, row < s.rows});
+  }
+}
+
 template <class T>
 __device__ __forceinline__ void write_stats(const RowPointers<T>& p, int64_t row, float mean, float inv_std) {
   if (p.mean) p.mean[row] = mean;
@@ -130,18 +154,13 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
   __shared__ float partial[kMaxThreads / kWarp];
-  const int vectors = s.row_len / kVec;
-  const int64_t groups = (s.rows + blockDim.y - 1) / blockDim.y;
-  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
-    const int64_t row = group * blockDim.y + threadIdx.y;
-    // Threads of a missing last row hold nothing but still reach every barrier.
-    const bool row_active = row < s.rows;
-    const int64_t first = row * vectors;
+  for_each_held_row<kVec>(s, [&](const HeldRow& r) {
+    const int64_t first = r.first;
     P held[kVecs], weight[kVecs], bias[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      const int v = threadIdx.x + i * blockDim.x;
-      if (!row_active || v >= vectors) continue;
+      if (!r.holds(i)) continue;
+      const int v = r.vector(i);
       held[i] = reinterpret_cast<const P*>(p.x)[first + v];
       if constexpr (kResidual) {
         held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
@@ -151,14 +170,13 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + v);
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
-    const auto valid = [&](int i) { return row_active && static_cast<int>(threadIdx.x + i * blockDim.x) < vectors; };
 
     // The sum of term(value) over the elements this thread holds.
     const auto held_sum = [&](auto term) {
       float total = 0;
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!valid(i)) continue;
+        if (!r.holds(i)) continue;
         float values[kVec];
         held_values(i, values);
 #pragma unroll
@@ -170,11 +188,11 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
     const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
-    if (row_active && threadIdx.x == 0) write_stats(p, row, mean, inv_std);
+    if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
 
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!valid(i)) continue;
+      if (!r.holds(i)) continue;
       float values[kVec], scale[kVec], shift[kVec];
       held_values(i, values);
       if (p.weight) {
@@ -195,9 +213,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       for (int e = 0; e < kVec; ++e) {
         values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
       }
-      reinterpret_cast<P*>(p.y)[first + threadIdx.x + i * blockDim.x] = pack<T, kVec>(values);
+      reinterpret_cast<P*>(p.y)[first + r.vector(i)] = pack<T, kVec>(values);
     }
-  }
+  });
 }
 
 constexpr int kStreamingThreads = 1024;

@@ -45,25 +45,18 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
   __shared__ float partial[kMaxThreads / kWarp];
-  const int vectors = s.row_len / kVec;
-  const int64_t groups = (s.rows + blockDim.y - 1) / blockDim.y;
-  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
-    const int64_t row = group * blockDim.y + threadIdx.y;
-    // Threads of a missing last row hold nothing but still reach every barrier.
-    const bool row_active = row < s.rows;
-    const int64_t first = row * vectors;
+  for_each_held_row<kVec>(s, [&](const HeldRow& r) {
     P x[kVecs], dy[kVecs], weight[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      const int v = threadIdx.x + i * blockDim.x;
-      if (!row_active || v >= vectors) continue;
-      x[i] = __ldg(reinterpret_cast<const P*>(p.x) + first + v);
-      dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + first + v);
+      if (!r.holds(i)) continue;
+      const int v = r.vector(i);
+      x[i] = __ldg(reinterpret_cast<const P*>(p.x) + r.first + v);
+      dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + r.first + v);
       if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + v);
     }
-    const float mean = kKind == NormKind::layer && row_active ? p.mean[row] : 0.0f;
-    const float rstd = row_active ? p.rstd[row] : 0.0f;
-    const auto valid = [&](int i) { return row_active && static_cast<int>(threadIdx.x + i * blockDim.x) < vectors; };
+    const float mean = kKind == NormKind::layer && r.active ? p.mean[r.row] : 0.0f;
+    const float rstd = r.active ? p.rstd[r.row] : 0.0f;
     // Calls term(e, x_hat, h) for each element e of the held vector i.
     const auto for_terms = [&](int i, auto term) {
       float xs[kVec], dys[kVec], ws[kVec];
@@ -86,7 +79,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     float h_sum = 0, projection = 0;
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!valid(i)) continue;
+      if (!r.holds(i)) continue;
       for_terms(i, [&](int, float x_hat, float h) {
         h_sum += h;
         projection += h * x_hat;
@@ -98,12 +91,12 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!valid(i)) continue;
+      if (!r.holds(i)) continue;
       float out[kVec];
       for_terms(i, [&](int e, float x_hat, float h) { out[e] = input_gradient(x_hat, h, rstd, h_mean, projection); });
-      reinterpret_cast<P*>(p.grad_x)[first + threadIdx.x + i * blockDim.x] = pack<T, kVec>(out);
+      reinterpret_cast<P*>(p.grad_x)[r.first + r.vector(i)] = pack<T, kVec>(out);
     }
-  }
+  });
 }
 
 // Rows too long for registers, one element per access: the second pass reads the row again.

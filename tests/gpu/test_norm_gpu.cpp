@@ -224,18 +224,26 @@ const char* catalogue_op(Op op) {
   return "";
 }
 
-TEST_P(NormGpu, EveryCatalogueRow) {
-  std::mt19937_64 rng(2030);
-  const std::vector<nlohmann::json> rows = testing::catalogue_rows(catalogue_op(GetParam()));
+// Calls test(row, x_shape, dtype) for every catalogue row of `op`; every row normalizes x's last dim.
+template <class Test>
+void for_each_catalogue_row(const char* op, Test test) {
+  const std::vector<nlohmann::json> rows = testing::catalogue_rows(op);
   ASSERT_FALSE(rows.empty());
   for (const auto& row : rows) {
     const Shape shape = row["tensors"]["x"].get<Shape>();
     if (row["tensors"].contains("normalized")) {
       ASSERT_EQ(row["tensors"]["normalized"].get<Shape>(), Shape{shape.back()});
     }
-    NormInputs in = make_inputs(GetParam(), shape, testing::parse_dtype(row["dtype"]), rng);
-    EXPECT_EQ(compare_with_reference(in), "") << row["workload"] << " " << describe(in);
+    test(row, shape, testing::parse_dtype(row["dtype"]));
   }
+}
+
+TEST_P(NormGpu, EveryCatalogueRow) {
+  std::mt19937_64 rng(2030);
+  for_each_catalogue_row(catalogue_op(GetParam()), [&](const nlohmann::json& row, const Shape& shape, DType dtype) {
+    NormInputs in = make_inputs(GetParam(), shape, dtype, rng);
+    EXPECT_EQ(compare_with_reference(in), "") << row["workload"] << " " << describe(in);
+  });
 }
 
 // Row lengths: short rows (several per block), odd lengths (scalar path), multiples of the vector
@@ -247,26 +255,40 @@ int64_t draw_row_len(std::mt19937_64& rng) {
   return kLengths[pick(rng)];
 }
 
+constexpr int kRandomCases = 120;
+constexpr DType kRandomDtypes[] = {DType::f32, DType::f16, DType::bf16};
+
+// The shape of random case c: one row every fourth case, 3-D [B, S, H] every third, two
+// normalized dims [.., 8, N / 8] every seventh where allowed.
+struct RandomShape {
+  Shape shape;
+  int normalized_dims = 1;
+};
+
+RandomShape draw_shape(std::mt19937_64& rng, int c, bool two_normalized_dims) {
+  const int64_t row_len = draw_row_len(rng);
+  // At most ~400 K elements a case, so the CPU reference stays quick.
+  std::uniform_int_distribution<int64_t> rows_of(1, std::max<int64_t>(1, 400000 / row_len));
+  const int64_t rows = c % 4 == 0 ? 1 : std::min<int64_t>(rows_of(rng), 300);
+  RandomShape drawn{{rows, row_len}};
+  if (c % 3 == 1 && rows % 2 == 0) drawn.shape = {2, rows / 2, row_len};
+  if (two_normalized_dims && c % 7 == 3 && row_len % 8 == 0) {
+    drawn.shape.back() = row_len / 8;
+    drawn.shape.insert(drawn.shape.end() - 1, 8);
+    drawn.normalized_dims = 2;
+  }
+  return drawn;
+}
+
+Values draw_values(int c) { return c % 9 == 4 ? Values::special : Values::normal; }
+
 TEST_P(NormGpu, RandomShapes) {
   const Op op = GetParam();
   std::mt19937_64 rng(7 + static_cast<int>(op));
-  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
-  constexpr int kCases = 120;
-  for (int c = 0; c < kCases; ++c) {
-    const int64_t row_len = draw_row_len(rng);
-    // At most ~400 K elements a case, so the CPU reference stays quick.
-    std::uniform_int_distribution<int64_t> rows_of(1, std::max<int64_t>(1, 400000 / row_len));
-    const int64_t rows = c % 4 == 0 ? 1 : std::min<int64_t>(rows_of(rng), 300);
-    Shape shape{rows, row_len};
-    if (c % 3 == 1 && rows % 2 == 0) shape = {2, rows / 2, row_len};  // 3-D [B, S, H]
-    int normalized_dims = 1;
-    if (!is_fused(op) && c % 7 == 3 && row_len % 8 == 0) {  // two normalized dims [.., 8, N / 8]
-      shape.back() = row_len / 8;
-      shape.insert(shape.end() - 1, 8);
-      normalized_dims = 2;
-    }
-    NormInputs in = make_inputs(op, shape, dtypes[c % 3], rng, c % 5 != 2, normalized_dims,
-                                c % 9 == 4 ? Values::special : Values::normal);
+  for (int c = 0; c < kRandomCases; ++c) {
+    const RandomShape drawn = draw_shape(rng, c, !is_fused(op));
+    NormInputs in = make_inputs(op, drawn.shape, kRandomDtypes[c % 3], rng, c % 5 != 2, drawn.normalized_dims,
+                                draw_values(c));
     const Options o{.offset = c % 6 == 5 ? size_t{1} : size_t{0}, .in_place = is_fused(op) && c % 3 == 0};
     EXPECT_EQ(compare_with_reference(in, o), "") << "case " << c << " " << describe(in) << " offset " << o.offset
                                                  << (o.in_place ? " in place" : "");
@@ -537,38 +559,21 @@ const char* catalogue_backward_op(Op op) { return op == Op::rms ? "RMSNormBwd" :
 
 TEST_P(NormBackwardGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2031);
-  const std::vector<nlohmann::json> rows = testing::catalogue_rows(catalogue_backward_op(GetParam()));
-  ASSERT_FALSE(rows.empty());
-  for (const auto& row : rows) {
-    const Shape shape = row["tensors"]["x"].get<Shape>();
-    if (row["tensors"].contains("normalized")) {
-      ASSERT_EQ(row["tensors"]["normalized"].get<Shape>(), Shape{shape.back()});
-    }
-    BackwardInputs in = make_backward_inputs(GetParam(), shape, testing::parse_dtype(row["dtype"]), rng);
-    EXPECT_EQ(compare_backward(in), "") << row["workload"] << " " << describe(in);
-    EXPECT_EQ(compare_training_forward(in), "") << row["workload"] << " " << describe(in);
-  }
+  for_each_catalogue_row(catalogue_backward_op(GetParam()),
+                         [&](const nlohmann::json& row, const Shape& shape, DType dtype) {
+                           BackwardInputs in = make_backward_inputs(GetParam(), shape, dtype, rng);
+                           EXPECT_EQ(compare_backward(in), "") << row["workload"] << " " << describe(in);
+                           EXPECT_EQ(compare_training_forward(in), "") << row["workload"] << " " << describe(in);
+                         });
 }
 
 TEST_P(NormBackwardGpu, RandomShapes) {
   const Op op = GetParam();
   std::mt19937_64 rng(17 + static_cast<int>(op));
-  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
-  constexpr int kCases = 120;
-  for (int c = 0; c < kCases; ++c) {
-    const int64_t row_len = draw_row_len(rng);
-    std::uniform_int_distribution<int64_t> rows_of(1, std::max<int64_t>(1, 400000 / row_len));
-    const int64_t rows = c % 4 == 0 ? 1 : std::min<int64_t>(rows_of(rng), 300);
-    Shape shape{rows, row_len};
-    if (c % 3 == 1 && rows % 2 == 0) shape = {2, rows / 2, row_len};  // 3-D [B, S, H]
-    int normalized_dims = 1;
-    if (c % 7 == 3 && row_len % 8 == 0) {  // two normalized dims [.., 8, N / 8]
-      shape.back() = row_len / 8;
-      shape.insert(shape.end() - 1, 8);
-      normalized_dims = 2;
-    }
-    BackwardInputs in = make_backward_inputs(op, shape, dtypes[c % 3], rng, c % 5 != 2, normalized_dims,
-                                             c % 9 == 4 ? Values::special : Values::normal);
+  for (int c = 0; c < kRandomCases; ++c) {
+    const RandomShape drawn = draw_shape(rng, c, true);
+    BackwardInputs in = make_backward_inputs(op, drawn.shape, kRandomDtypes[c % 3], rng, c % 5 != 2,
+                                             drawn.normalized_dims, draw_values(c));
     const size_t pad = c % 6 == 5 ? 1 : 0;
     EXPECT_EQ(compare_backward(in, pad), "") << "case " << c << " " << describe(in) << " offset " << pad;
     if (c % 4 == 1) {
