@@ -6,12 +6,13 @@ Loads the prebuilt libsolops.so through ctypes; nothing is compiled against PyTo
 from . import cost, reference
 from ._native import SolopsError
 from .norm import (fused_add_layer_norm, fused_add_layer_norm_, fused_add_rms_norm, fused_add_rms_norm_,
-                   gemma_rms_norm, layer_norm, qk_norm, rms_norm)
+                   gemma_rms_norm, layer_norm, layer_norm_backward, qk_norm, rms_norm, rms_norm_backward)
 from .pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, avg_pool3d, max_pool1d,
                    max_pool2d, max_pool3d, mean_pooling, prepare_chunk_indices)
 
 __all__ = [
     "SolopsError", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
     "cost", "fused_add_layer_norm", "fused_add_layer_norm_", "fused_add_rms_norm", "fused_add_rms_norm_",
-    "gemma_rms_norm", "layer_norm", "max_pool1d", "max_pool2d", "max_pool3d", "mean_pooling", "prepare_chunk_indices", "qk_norm", "reference", "rms_norm",
+    "gemma_rms_norm", "layer_norm", "layer_norm_backward", "max_pool1d", "max_pool2d", "max_pool3d", "mean_pooling",
+    "prepare_chunk_indices", "qk_norm", "reference", "rms_norm", "rms_norm_backward",
 ]

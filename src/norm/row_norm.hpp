@@ -33,7 +33,8 @@ struct NormMath {
 };
 
 // The tensors of one call. residual and residual_out are given together (the fused add-norms) or
-// not at all; weight and bias may be null.
+// not at all; weight and bias may be null. mean and rstd are the training forward's per-row f32
+// statistics, written when given.
 struct RowNormTensors {
   const TensorRef& x;
   const TensorRef* residual = nullptr;
@@ -41,6 +42,20 @@ struct RowNormTensors {
   const TensorRef* bias = nullptr;
   const TensorRef& y;
   const TensorRef* residual_out = nullptr;
+  const TensorRef* mean = nullptr;
+  const TensorRef* rstd = nullptr;
+};
+
+// The tensors of a backward call (mean: LayerNorm only). weight, grad_weight and grad_bias may be null.
+struct RowNormBackwardTensors {
+  const TensorRef& grad_out;
+  const TensorRef& x;
+  const TensorRef* weight = nullptr;
+  const TensorRef* mean = nullptr;
+  const TensorRef& rstd;
+  const TensorRef& grad_x;
+  const TensorRef* grad_weight = nullptr;
+  const TensorRef* grad_bias = nullptr;
 };
 
 // The shape rule: normalized_shape non-empty, with no empty dim, equal to x's trailing dims.
@@ -66,9 +81,15 @@ std::pair<RowGeometry, RowGeometry> validate_qk_norm(std::string_view op, Placem
                                                      std::span<const int64_t> normalized_shape, double eps,
                                                      const RowNormTensors& q, const RowNormTensors& k);
 
+// Every check of a backward call: the shape rule; grad_out and grad_x of x's shape and dtype;
+// weight, grad_weight and grad_bias of the normalized shape; mean and rstd f32 of x's leading
+// dims; no output overlapping any other tensor.
+RowGeometry validate_row_norm_backward(std::string_view op, Placement placement,
+                                       std::span<const int64_t> normalized_shape, const RowNormBackwardTensors& t);
+
 // Spec §2: `flops_per_element` per element of x, and every tensor's elements once.
 Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
-                   int flops_per_element, int row_tensors, int affine_tensors);
+                   int flops_per_element, int row_tensors, int affine_tensors, int stats_per_row = 0);
 
 // The CUDA kernels of one statistic on validated tensors (norm_rms.cu, norm_layer.cu).
 template <NormKind kKind>
@@ -78,5 +99,12 @@ extern template void launch_rows<NormKind::rms>(std::string_view, const RowGeome
                                                 const RowNormTensors&, cudaStream_t);
 extern template void launch_rows<NormKind::layer>(std::string_view, const RowGeometry&, const NormMath&,
                                                   const RowNormTensors&, cudaStream_t);
+template <NormKind kKind>
+void launch_rows_backward(std::string_view op, const RowGeometry& g, const RowNormBackwardTensors& t,
+                          cudaStream_t stream);
+extern template void launch_rows_backward<NormKind::rms>(std::string_view, const RowGeometry&,
+                                                         const RowNormBackwardTensors&, cudaStream_t);
+extern template void launch_rows_backward<NormKind::layer>(std::string_view, const RowGeometry&,
+                                                           const RowNormBackwardTensors&, cudaStream_t);
 
 }  // namespace solops::detail
