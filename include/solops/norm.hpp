@@ -1,6 +1,7 @@
-// Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.15, 2.16, 2.17). Each of the M rows of x (the
-// trailing dims normalized_shape, N elements, contiguous) is normalized on its own; statistics
-// run in f32 and the result is rounded once to x's dtype. Semantics and defaults: docs/api.md.
+// Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
+// 2.18). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
+// normalized on its own; statistics run in f32 and the result is rounded once to x's dtype.
+// Semantics and defaults: docs/api.md.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -62,6 +63,22 @@ struct LayerNormQuant {
   double eps = 1e-5;
 };
 
+// QK-norm (Qwen3, OLMo-2): two independent RMSNorms over the same trailing normalized_shape, one of
+// the query with q_weight and one of the key with k_weight; q and k may differ in their leading dims.
+struct QKNorm {
+  std::vector<int64_t> normalized_shape;
+  double eps = 1e-6;
+};
+
+// The gradients of RMSNorm and LayerNorm given the forward's saved per-row statistics; eps is
+// folded into rstd, so it is no parameter.
+struct RMSNormBackward {
+  std::vector<int64_t> normalized_shape;
+};
+struct LayerNormBackward {
+  std::vector<int64_t> normalized_shape;
+};
+
 // Output shapes (x's shape; the fused ops' two outputs both have it). They check the shape rule
 // (normalized_shape non-empty, equal to x's trailing dims; eps >= 0) and throw solops::Error.
 std::vector<int64_t> rms_norm_output_shape(std::span<const int64_t> x_shape, const RMSNorm& p);
@@ -76,6 +93,10 @@ std::vector<int64_t> rms_norm_quant_output_shape(std::span<const int64_t> x_shap
 std::vector<int64_t> layer_norm_quant_output_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p);
 std::vector<int64_t> rms_norm_quant_scale_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p);
 std::vector<int64_t> layer_norm_quant_scale_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p);
+// Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
+std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
+// The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
+std::vector<int64_t> norm_stats_shape(std::span<const int64_t> x_shape, std::span<const int64_t> normalized_shape);
 
 // Roofline cost (the spec's formulas, with the affine parameters present).
 Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p);
@@ -86,6 +107,9 @@ Cost fused_add_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, co
 Cost ada_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const AdaLayerNorm& p);
 Cost rms_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormQuant& p);
 Cost layer_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormQuant& p);
+Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_shape, DType dtype, const QKNorm& p);
+Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
+Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
 
 // Every tensor: a contiguous CUDA tensor of x's dtype (f32, f16 or bf16). weight and bias have the
 // normalized shape and may be null (PyTorch's None: scale 1, shift 0); outputs have x's shape and
@@ -96,6 +120,29 @@ void layer_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bi
                 const LayerNorm& p, cudaStream_t stream = nullptr);
 void gemma_rms_norm(const TensorRef& x, const TensorRef& weight, const TensorRef& y, const GemmaRMSNorm& p,
                     cudaStream_t stream = nullptr);
+
+// The forward for training: as rms_norm and layer_norm, and also writes each row's statistics
+// for the backward (contiguous f32 CUDA tensors of norm_stats_shape): rstd = 1 / sqrt(mean(x^2) +
+// eps) for RMSNorm, mean and rstd = 1 / sqrt(var + eps) for LayerNorm. No output may overlap
+// another tensor of the call.
+void rms_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
+                         const RMSNorm& p, cudaStream_t stream = nullptr);
+void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                           const TensorRef& mean, const TensorRef& rstd, const LayerNorm& p,
+                           cudaStream_t stream = nullptr);
+
+// The backward ops (spec §2.13, 2.14). grad_out, x and grad_x have x's shape and dtype; weight
+// (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and
+// rstd are f32 of norm_stats_shape. grad_weight and grad_bias may be null (not computed). Outputs
+// may not overlap any tensor of the call. grad_weight and grad_bias are column sums over the rows
+// in f32, summed in a fixed order (deterministic, no atomics, no workspace).
+void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
+                       const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p,
+                       cudaStream_t stream = nullptr);
+void layer_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                         const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const LayerNormBackward& p,
+                         cudaStream_t stream = nullptr);
 
 // The fused add-norms. residual has x's shape, weight and bias [N]. The in-place form (spec §6.6):
 // output may be x itself and residual_out may be residual itself (the same data pointer); any
@@ -117,5 +164,10 @@ void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef
                     const RMSNormQuant& p, cudaStream_t stream = nullptr);
 void layer_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& q,
                       const TensorRef& scale, const LayerNormQuant& p, cudaStream_t stream = nullptr);
+
+// q_out = RMSNorm(q) * q_weight and k_out = RMSNorm(k) * k_weight. k has q's dtype; the weights (of
+// the normalized shape) may be null. No output may overlap another output or any input.
+void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
+             const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p, cudaStream_t stream = nullptr);
 
 }  // namespace solops

@@ -38,5 +38,17 @@ void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef
                     const RMSNormQuant& p);
 void layer_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& q,
                       const TensorRef& scale, const LayerNormQuant& p);
+void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
+             const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p);
+void rms_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
+                         const RMSNorm& p);
+void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                           const TensorRef& mean, const TensorRef& rstd, const LayerNorm& p);
+// The backward ops in float64 from the given statistics, gradients rounded once.
+void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
+                       const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p);
+void layer_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                         const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const LayerNormBackward& p);
 
 }  // namespace solops::reference

@@ -119,6 +119,13 @@ typedef struct {
   double eps;
 } solops_ada_layer_norm_params;
 
+/* The row-norm backward ops and the statistics' shape: the trailing dims of x that are normalized
+ * (eps is folded into the saved rstd). */
+typedef struct {
+  int32_t normalized_rank;
+  int64_t normalized_shape[SOLOPS_MAX_RANK];
+} solops_norm_backward_params;
+
 typedef struct {
   double flops;
   double bytes;
@@ -331,6 +338,63 @@ solops_status solops_rms_norm_quant_cost(int32_t x_rank, const int64_t* x_shape,
                                          const solops_norm_params* p, solops_cost* cost);
 solops_status solops_layer_norm_quant_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                            const solops_norm_params* p, solops_cost* cost);
+
+/* QK-norm: q_out = RMSNorm(q) * q_weight, k_out = RMSNorm(k) * k_weight over the same trailing
+ * normalized_rank dims (has_eps = 0: 1e-6). k has q's dtype and may differ in its leading dims; the
+ * weights may be NULL; no output overlaps another output or an input. The output shape function
+ * applies to either of q and k (each output has its input's shape). */
+solops_status solops_qk_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                          int32_t* out_rank, int64_t* out_shape);
+solops_status solops_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                             const solops_tensor* k_weight, const solops_tensor* q_out, const solops_tensor* k_out,
+                             const solops_norm_params* p, void* stream);
+solops_status solops_reference_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                                       const solops_tensor* k_weight, const solops_tensor* q_out,
+                                       const solops_tensor* k_out, const solops_norm_params* p);
+solops_status solops_qk_norm_cost(int32_t q_rank, const int64_t* q_shape, int32_t k_rank, const int64_t* k_shape,
+                                  int32_t dtype, const solops_norm_params* p, solops_cost* cost);
+
+/* Training forward and backward of RMSNorm and LayerNorm. mean and rstd are f32, one per row, of
+ * shape x.shape[:-normalized_rank] (solops_norm_stats_shape); the forward writes them, the
+ * backward reads them. The backward's weight may be NULL (scale 1); grad_weight and grad_bias may
+ * be NULL (not computed). No output may overlap another tensor of the call. */
+solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_backward_params* p,
+                                      int32_t* out_rank, int64_t* out_shape);
+solops_status solops_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                         const solops_tensor* rstd, const solops_norm_params* p, void* stream);
+solops_status solops_layer_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                           const solops_tensor* bias, const solops_tensor* y,
+                                           const solops_tensor* mean, const solops_tensor* rstd,
+                                           const solops_norm_params* p, void* stream);
+solops_status solops_rms_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                       const solops_tensor* weight, const solops_tensor* rstd,
+                                       const solops_tensor* grad_x, const solops_tensor* grad_weight,
+                                       const solops_norm_backward_params* p, void* stream);
+solops_status solops_layer_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                         const solops_tensor* weight, const solops_tensor* mean,
+                                         const solops_tensor* rstd, const solops_tensor* grad_x,
+                                         const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                         const solops_norm_backward_params* p, void* stream);
+solops_status solops_reference_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                                   const solops_tensor* y, const solops_tensor* rstd,
+                                                   const solops_norm_params* p);
+solops_status solops_reference_layer_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                                     const solops_tensor* bias, const solops_tensor* y,
+                                                     const solops_tensor* mean, const solops_tensor* rstd,
+                                                     const solops_norm_params* p);
+solops_status solops_reference_rms_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                 const solops_tensor* weight, const solops_tensor* rstd,
+                                                 const solops_tensor* grad_x, const solops_tensor* grad_weight,
+                                                 const solops_norm_backward_params* p);
+solops_status solops_reference_layer_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                   const solops_tensor* weight, const solops_tensor* mean,
+                                                   const solops_tensor* rstd, const solops_tensor* grad_x,
+                                                   const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                                   const solops_norm_backward_params* p);
+solops_status solops_rms_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                            const solops_norm_backward_params* p, solops_cost* cost);
+solops_status solops_layer_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_norm_backward_params* p, solops_cost* cost);
 
 #ifdef __cplusplus
 }

@@ -99,6 +99,10 @@ class AdaLayerNormParams(ctypes.Structure):
     _fields_ = [("has_eps", ctypes.c_int32), ("eps", ctypes.c_double)]
 
 
+class NormBackwardParams(ctypes.Structure):
+    _fields_ = [("normalized_rank", ctypes.c_int32), ("normalized_shape", ctypes.c_int64 * MAX_RANK)]
+
+
 # The row norms: their parameter struct and how many tensors their C functions take (inputs, then
 # outputs; an absent weight or bias is NULL).
 NORM_OPS = {
@@ -110,6 +114,15 @@ NORM_OPS = {
     "ada_layer_norm": (AdaLayerNormParams, 4),
     "rms_norm_quant": (NormParams, 4),
     "layer_norm_quant": (NormParams, 5),
+    "qk_norm": (NormParams, 6),
+}
+
+# The training forward and backward of RMSNorm and LayerNorm (the backward ones also have a cost).
+NORM_TRAINING_OPS = {
+    "rms_norm_with_stats": (NormParams, 4),
+    "layer_norm_with_stats": (NormParams, 6),
+    "rms_norm_backward": (NormBackwardParams, 6),
+    "layer_norm_backward": (NormBackwardParams, 8),
 }
 
 
@@ -190,6 +203,20 @@ def _load():
             f"solops_reference_{name}": (status, [P(Tensor)] * tensors + [P(params)]),
             f"solops_{name}_cost": (status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)]),
         })
+    # QKNorm's cost takes the shapes of q and k.
+    signatures["solops_qk_norm_cost"] = (
+        status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(NormParams),
+                 P(Cost)])
+    for name, (params, tensors) in NORM_TRAINING_OPS.items():
+        signatures.update({
+            f"solops_{name}": (status, [P(Tensor)] * tensors + [P(params), ctypes.c_void_p]),
+            f"solops_reference_{name}": (status, [P(Tensor)] * tensors + [P(params)]),
+        })
+        if params is NormBackwardParams:
+            signatures[f"solops_{name}_cost"] = (
+                status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)])
+    signatures["solops_norm_stats_shape"] = (
+        status, [ctypes.c_int32, P(ctypes.c_int64), P(NormBackwardParams), P(ctypes.c_int32), P(ctypes.c_int64)])
     for name, (restype, argtypes) in signatures.items():
         function = getattr(lib, name)
         function.restype = restype
@@ -362,19 +389,40 @@ def normalized_shape_tuple(normalized_shape):
     return tuple(int(size) for size in normalized_shape)
 
 
+def _set_normalized_shape(p, name, normalized_shape):
+    shape = normalized_shape_tuple(normalized_shape)
+    if len(shape) > MAX_RANK:
+        raise SolopsError(INVALID_ARGUMENT, f"{name}: normalized_shape has {len(shape)} dims, more than {MAX_RANK}")
+    p.normalized_rank = len(shape)
+    p.normalized_shape[: len(shape)] = list(shape)
+
+
 def norm_params(name, normalized_shape=None, eps=None):
     """The C parameters of a row norm; eps None takes the op's default (rms_norm: PyTorch's None)."""
-    params_type = NORM_OPS[name][0]
+    params_type = (NORM_OPS | NORM_TRAINING_OPS)[name][0]
     p = params_type()
     if params_type is NormParams:
-        shape = normalized_shape_tuple(normalized_shape)
-        if len(shape) > MAX_RANK:
-            raise SolopsError(INVALID_ARGUMENT, f"{name}: normalized_shape has {len(shape)} dims, more than {MAX_RANK}")
-        p.normalized_rank = len(shape)
-        p.normalized_shape[: len(shape)] = list(shape)
+        _set_normalized_shape(p, name, normalized_shape)
     p.has_eps = int(eps is not None)
     p.eps = float(eps) if eps is not None else 0.0
     return p
+
+
+def norm_backward_params(name, normalized_shape):
+    """The C parameters of a row-norm backward (and of the statistics' shape)."""
+    p = NormBackwardParams()
+    _set_normalized_shape(p, name, normalized_shape)
+    return p
+
+
+def norm_stats_shape(x_shape, normalized_shape):
+    """The shape of the saved mean and rstd: x's leading dims, once the shape rule accepts them."""
+    rank = ctypes.c_int32()
+    shape = (ctypes.c_int64 * MAX_RANK)()
+    check(lib.solops_norm_stats_shape(len(x_shape), shape_array(x_shape),
+                                      ctypes.byref(norm_backward_params("norm_stats_shape", normalized_shape)),
+                                      ctypes.byref(rank), shape))
+    return [shape[i] for i in range(rank.value)]
 
 
 def norm_output_shape(name, x_shape, params):

@@ -108,3 +108,22 @@ def rms_norm_quant(x_shape, dtype, normalized_shape, eps=1e-6):
 def layer_norm_quant(x_shape, dtype, normalized_shape, eps=1e-5):
     return _norm_cost("layer_norm_quant", x_shape, dtype,
                       _native.norm_params("layer_norm_quant", normalized_shape, eps))
+
+
+def qk_norm(q_shape, k_shape, dtype, normalized_shape, eps=1e-6):
+    cost = _native.Cost()
+    _native.check(_native.lib.solops_qk_norm_cost(
+        len(q_shape), _native.shape_array(q_shape), len(k_shape), _native.shape_array(k_shape),
+        dtype_code(dtype, "cost.qk_norm"), ctypes.byref(_native.norm_params("qk_norm", normalized_shape, eps)),
+        ctypes.byref(cost)))
+    return cost.flops, cost.bytes
+
+
+def rms_norm_backward(x_shape, dtype, normalized_shape):
+    return _norm_cost("rms_norm_backward", x_shape, dtype, _native.norm_backward_params("rms_norm_backward",
+                                                                                        normalized_shape))
+
+
+def layer_norm_backward(x_shape, dtype, normalized_shape):
+    return _norm_cost("layer_norm_backward", x_shape, dtype, _native.norm_backward_params("layer_norm_backward",
+                                                                                          normalized_shape))

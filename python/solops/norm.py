@@ -1,9 +1,13 @@
 """Row-wise normalization ops, registered as torch.ops.solops.*: rms_norm and layer_norm with the
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
-fused_add_layer_norm_), ada_layer_norm (DiT's modulated LayerNorm), and the quantizing norms
-rms_norm_quant and layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32
-scale per row.
+fused_add_layer_norm_), qk_norm (q, k, q_weight, k_weight, eps) returning (q_out, k_out),
+ada_layer_norm (DiT's modulated LayerNorm), and the quantizing norms rms_norm_quant and
+layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32 scale per row.
+rms_norm and layer_norm are differentiable: with grad enabled and an input that requires it they
+run the training forward (rms_norm_with_stats, layer_norm_with_stats, which also return the
+per-row f32 rstd and mean), whose registered backward runs rms_norm_backward and
+layer_norm_backward, our backward kernels.
 
 Each op runs a solops kernel through the C ABI on the current CUDA stream; the fake implementations
 give torch.compile the output shapes (and check the shape rule) without running anything.
@@ -72,6 +76,114 @@ def _gemma_rms_norm(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.
 @_gemma_rms_norm.register_fake
 def _(x, weight, eps):
     return _fake_output(x, "gemma_rms_norm", _native.norm_params("gemma_rms_norm", weight.shape, eps))
+
+
+# ---- training forward and backward (spec §2.13, 2.14) ----------------------------------------------
+
+
+def _training_outputs(x, name, normalized_shape, eps, stats):
+    """The output (x's shape and dtype) and `stats` f32 per-row statistics; checks the shape rule."""
+    _native.norm_output_shape(name, list(x.shape), _native.norm_params(name, normalized_shape, eps))
+    stats_shape = _native.norm_stats_shape(list(x.shape), normalized_shape)
+    return (x.new_empty(x.shape),) + tuple(x.new_empty(stats_shape, dtype=torch.float32) for _ in range(stats))
+
+
+def _gradients(x, normalized_shape, parameters):
+    """grad_x (x's shape and dtype) and `parameters` gradients of the normalized shape; checks the shape rule."""
+    _native.norm_stats_shape(list(x.shape), normalized_shape)
+    return (x.new_empty(x.shape),) + tuple(x.new_empty(list(normalized_shape)) for _ in range(parameters))
+
+
+@torch.library.custom_op("solops::rms_norm_with_stats", mutates_args=())
+def _rms_norm_with_stats(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor],
+                         eps: Optional[float]) -> Tuple[torch.Tensor, torch.Tensor]:
+    outputs = _training_outputs(x, "rms_norm", normalized_shape, eps, 1)
+    _call("rms_norm_with_stats", _native.norm_params("rms_norm_with_stats", normalized_shape, eps), (x, weight),
+          outputs, x)
+    return outputs
+
+
+@_rms_norm_with_stats.register_fake
+def _(x, normalized_shape, weight, eps):
+    return _training_outputs(x, "rms_norm", normalized_shape, eps, 1)
+
+
+@torch.library.custom_op("solops::layer_norm_with_stats", mutates_args=())
+def _layer_norm_with_stats(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor],
+                           bias: Optional[torch.Tensor], eps: float) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    outputs = _training_outputs(x, "layer_norm", normalized_shape, eps, 2)
+    _call("layer_norm_with_stats", _native.norm_params("layer_norm_with_stats", normalized_shape, eps),
+          (x, weight, bias), outputs, x)
+    return outputs
+
+
+@_layer_norm_with_stats.register_fake
+def _(x, normalized_shape, weight, bias, eps):
+    return _training_outputs(x, "layer_norm", normalized_shape, eps, 2)
+
+
+@torch.library.custom_op("solops::rms_norm_backward", mutates_args=())
+def _rms_norm_backward(grad_out: torch.Tensor, x: torch.Tensor, normalized_shape: List[int], rstd: torch.Tensor,
+                       weight: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
+    outputs = _gradients(x, normalized_shape, 1)
+    _call("rms_norm_backward", _native.norm_backward_params("rms_norm_backward", normalized_shape),
+          (grad_out, x, weight, rstd), outputs, x)
+    return outputs
+
+
+@_rms_norm_backward.register_fake
+def _(grad_out, x, normalized_shape, rstd, weight):
+    return _gradients(x, normalized_shape, 1)
+
+
+@torch.library.custom_op("solops::layer_norm_backward", mutates_args=())
+def _layer_norm_backward(grad_out: torch.Tensor, x: torch.Tensor, normalized_shape: List[int], mean: torch.Tensor,
+                         rstd: torch.Tensor, weight: Optional[torch.Tensor]
+                         ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    outputs = _gradients(x, normalized_shape, 2)
+    _call("layer_norm_backward", _native.norm_backward_params("layer_norm_backward", normalized_shape),
+          (grad_out, x, weight, mean, rstd), outputs, x)
+    return outputs
+
+
+@_layer_norm_backward.register_fake
+def _(grad_out, x, normalized_shape, mean, rstd, weight):
+    return _gradients(x, normalized_shape, 2)
+
+
+# The statistics are auxiliary outputs: no gradient flows into them.
+def _rms_setup_context(ctx, inputs, output):
+    x, normalized_shape, weight, _ = inputs
+    ctx.mark_non_differentiable(output[1])
+    ctx.save_for_backward(x, weight, output[1])
+    ctx.normalized_shape = normalized_shape
+
+
+def _rms_norm_grad(ctx, grad_y, _grad_rstd):
+    x, weight, rstd = ctx.saved_tensors
+    # Autograd may hand a broadcast or strided gradient; the kernel reads dense rows.
+    grad_x, grad_weight = torch.ops.solops.rms_norm_backward(grad_y.contiguous(), x, ctx.normalized_shape, rstd,
+                                                             weight)
+    return grad_x, None, grad_weight if weight is not None else None, None
+
+
+def _layer_setup_context(ctx, inputs, output):
+    x, normalized_shape, weight, bias, _ = inputs
+    ctx.mark_non_differentiable(output[1], output[2])
+    ctx.save_for_backward(x, weight, output[1], output[2])
+    ctx.normalized_shape = normalized_shape
+    ctx.has_bias = bias is not None
+
+
+def _layer_norm_grad(ctx, grad_y, _grad_mean, _grad_rstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    grad_x, grad_weight, grad_bias = torch.ops.solops.layer_norm_backward(grad_y.contiguous(), x,
+                                                                          ctx.normalized_shape, mean, rstd, weight)
+    return (grad_x, None, grad_weight if weight is not None else None, grad_bias if ctx.has_bias else None, None)
+
+
+_rms_norm_with_stats.register_autograd(_rms_norm_grad, setup_context=_rms_setup_context)
+_layer_norm_with_stats.register_autograd(_layer_norm_grad, setup_context=_layer_setup_context)
 
 
 def _fused_inputs(name, x, residual, weight, bias):
@@ -189,18 +301,59 @@ def _(x, normalized_shape, weight, bias, eps):
                           x.new_empty)
 
 
+@torch.library.custom_op("solops::qk_norm", mutates_args=())
+def _qk_norm(q: torch.Tensor, k: torch.Tensor, normalized_shape: List[int], q_weight: Optional[torch.Tensor],
+             k_weight: Optional[torch.Tensor], eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    params = _native.norm_params("qk_norm", normalized_shape, eps)
+    q_out, k_out = _new_output(q, "qk_norm", params), _new_output(k, "qk_norm", params)
+    _call("qk_norm", params, (q, k, q_weight, k_weight), (q_out, k_out), q)
+    return q_out, k_out
+
+
+@_qk_norm.register_fake
+def _(q, k, normalized_shape, q_weight, k_weight, eps):
+    params = _native.norm_params("qk_norm", normalized_shape, eps)
+    return _fake_output(q, "qk_norm", params), _fake_output(k, "qk_norm", params)
+
+
+def _needs_grad(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """F.rms_norm: input / sqrt(mean(input^2 over normalized_shape) + eps) * weight. eps=None is
-    PyTorch's CUDA default, the float32 machine epsilon. Op: torch.ops.solops.rms_norm."""
-    return torch.ops.solops.rms_norm(input, list(_native.normalized_shape_tuple(normalized_shape)), weight,
-                                     None if eps is None else float(eps))
+    PyTorch's CUDA default, the float32 machine epsilon. Differentiable in input and weight.
+    Ops: torch.ops.solops.rms_norm, or rms_norm_with_stats when a gradient is needed."""
+    shape = list(_native.normalized_shape_tuple(normalized_shape))
+    eps = None if eps is None else float(eps)
+    if _needs_grad(input, weight):
+        return torch.ops.solops.rms_norm_with_stats(input, shape, weight, eps)[0]
+    return torch.ops.solops.rms_norm(input, shape, weight, eps)
 
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """F.layer_norm: (input - mean) / sqrt(var + eps) * weight + bias, biased variance over the
-    trailing normalized_shape dims. Op: torch.ops.solops.layer_norm."""
-    return torch.ops.solops.layer_norm(input, list(_native.normalized_shape_tuple(normalized_shape)), weight, bias,
-                                       float(eps))
+    trailing normalized_shape dims. Differentiable in input, weight and bias.
+    Ops: torch.ops.solops.layer_norm, or layer_norm_with_stats when a gradient is needed."""
+    shape = list(_native.normalized_shape_tuple(normalized_shape))
+    if _needs_grad(input, weight, bias):
+        return torch.ops.solops.layer_norm_with_stats(input, shape, weight, bias, float(eps))[0]
+    return torch.ops.solops.layer_norm(input, shape, weight, bias, float(eps))
+
+
+def rms_norm_backward(grad_out, x, normalized_shape, rstd, weight=None):
+    """(grad_x, grad_weight) of RMSNorm from the forward's rstd (rms_norm_with_stats); grad_weight is
+    computed even without a weight (the gradient a weight of ones would get).
+    Op: torch.ops.solops.rms_norm_backward."""
+    return torch.ops.solops.rms_norm_backward(grad_out, x, list(_native.normalized_shape_tuple(normalized_shape)),
+                                              rstd, weight)
+
+
+def layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight=None):
+    """(grad_x, grad_weight, grad_bias) of LayerNorm from the forward's mean and rstd
+    (layer_norm_with_stats). Op: torch.ops.solops.layer_norm_backward."""
+    return torch.ops.solops.layer_norm_backward(grad_out, x, list(_native.normalized_shape_tuple(normalized_shape)),
+                                                mean, rstd, weight)
 
 
 def gemma_rms_norm(x, weight, eps=1e-6):
@@ -255,3 +408,14 @@ def layer_norm_quant(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     returns (q, scale). Op: torch.ops.solops.layer_norm_quant."""
     return torch.ops.solops.layer_norm_quant(x, list(_native.normalized_shape_tuple(normalized_shape)), weight, bias,
                                              float(eps))
+
+
+def qk_norm(q, k, q_weight=None, k_weight=None, eps=1e-6, normalized_shape=None):
+    """Qwen3-style QK-norm: (F.rms_norm(q, ns, q_weight, eps), F.rms_norm(k, ns, k_weight, eps)) in one
+    call. normalized_shape defaults to the weights' shape, else to the last dim (the head dim); q and k
+    may differ in their leading dims (GQA). Op: torch.ops.solops.qk_norm."""
+    if normalized_shape is None:
+        weight = q_weight if q_weight is not None else k_weight
+        normalized_shape = weight.shape if weight is not None else q.shape[-1:]
+    return torch.ops.solops.qk_norm(q, k, list(_native.normalized_shape_tuple(normalized_shape)), q_weight, k_weight,
+                                    float(eps))

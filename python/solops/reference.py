@@ -128,3 +128,45 @@ def layer_norm_quant(x, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(q, scale)."""
     return _norm("layer_norm_quant", _native.norm_params("layer_norm_quant", normalized_shape, eps),
                  (x, weight, bias), _quant_outputs(x, normalized_shape))
+
+
+def qk_norm(q, k, q_weight=None, k_weight=None, eps=1e-6, normalized_shape=None):
+    """(q_out, k_out)."""
+    if normalized_shape is None:
+        weight = q_weight if q_weight is not None else k_weight
+        normalized_shape = weight.shape if weight is not None else q.shape[-1:]
+    return _norm("qk_norm", _native.norm_params("qk_norm", normalized_shape, eps), (q, k, q_weight, k_weight),
+                 (torch.empty_like(q), torch.empty_like(k)))
+
+
+def _stats(x, normalized_shape):
+    return torch.empty(_native.norm_stats_shape(list(x.shape), normalized_shape), dtype=torch.float32)
+
+
+def rms_norm_with_stats(input, normalized_shape, weight=None, eps=None):
+    """(output, rstd): the forward and its per-row f32 rstd."""
+    rstd = _stats(input, normalized_shape)
+    return _norm("rms_norm_with_stats", _native.norm_params("rms_norm_with_stats", normalized_shape, eps),
+                 (input, weight), (torch.empty_like(input), rstd))
+
+
+def layer_norm_with_stats(input, normalized_shape, weight=None, bias=None, eps=1e-5):
+    """(output, mean, rstd)."""
+    return _norm("layer_norm_with_stats", _native.norm_params("layer_norm_with_stats", normalized_shape, eps),
+                 (input, weight, bias), (torch.empty_like(input), _stats(input, normalized_shape),
+                                         _stats(input, normalized_shape)))
+
+
+def rms_norm_backward(grad_out, x, normalized_shape, rstd, weight=None):
+    """(grad_x, grad_weight)."""
+    grad_weight = torch.empty(_native.normalized_shape_tuple(normalized_shape), dtype=x.dtype)
+    return _norm("rms_norm_backward", _native.norm_backward_params("rms_norm_backward", normalized_shape),
+                 (grad_out, x, weight, rstd), (torch.empty_like(x), grad_weight))
+
+
+def layer_norm_backward(grad_out, x, normalized_shape, mean, rstd, weight=None):
+    """(grad_x, grad_weight, grad_bias)."""
+    shape = _native.normalized_shape_tuple(normalized_shape)
+    return _norm("layer_norm_backward", _native.norm_backward_params("layer_norm_backward", normalized_shape),
+                 (grad_out, x, weight, mean, rstd),
+                 (torch.empty_like(x), torch.empty(shape, dtype=x.dtype), torch.empty(shape, dtype=x.dtype)))

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <iterator>
+#include <span>
 #include <string>
 
 #include "solops/reference.hpp"
@@ -235,7 +236,9 @@ Params to_norm(const CParams* p, const char* function) {
     }
     params.normalized_shape.assign(p->normalized_shape, p->normalized_shape + p->normalized_rank);
   }
-  if (p->has_eps) params.eps = p->eps;
+  if constexpr (requires { p->has_eps; }) {
+    if (p->has_eps) params.eps = p->eps;
+  }
   return params;
 }
 
@@ -283,6 +286,70 @@ solops_status layer_norm(const char* function, Op op, const solops_tensor* x, co
     const auto bias_ref = optional_tensor(bias, function, "bias");
     op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), to_tensor(y, function, "y"),
        to_norm<solops::LayerNorm>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status rms_norm_with_stats(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                                  const solops_tensor* y, const solops_tensor* rstd, const solops_norm_params* p,
+                                  Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    op(x_ref, optional_ref(weight_ref), to_tensor(y, function, "y"), to_tensor(rstd, function, "rstd"),
+       to_norm<solops::RMSNorm>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status layer_norm_with_stats(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                                    const solops_tensor* bias, const solops_tensor* y, const solops_tensor* mean,
+                                    const solops_tensor* rstd, const solops_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), to_tensor(y, function, "y"),
+       to_tensor(mean, function, "mean"), to_tensor(rstd, function, "rstd"), to_norm<solops::LayerNorm>(p, function),
+       static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status rms_norm_backward(const char* function, Op op, const solops_tensor* grad_out, const solops_tensor* x,
+                                const solops_tensor* weight, const solops_tensor* rstd, const solops_tensor* grad_x,
+                                const solops_tensor* grad_weight, const solops_norm_backward_params* p,
+                                Stream... stream) {
+  return guarded(function, [&] {
+    const auto grad_out_ref = to_tensor(grad_out, function, "grad_out");
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto rstd_ref = to_tensor(rstd, function, "rstd");
+    const auto grad_x_ref = to_tensor(grad_x, function, "grad_x");
+    const auto grad_weight_ref = optional_tensor(grad_weight, function, "grad_weight");
+    op(grad_out_ref, x_ref, optional_ref(weight_ref), rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
+       to_norm<solops::RMSNormBackward>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status layer_norm_backward(const char* function, Op op, const solops_tensor* grad_out, const solops_tensor* x,
+                                  const solops_tensor* weight, const solops_tensor* mean, const solops_tensor* rstd,
+                                  const solops_tensor* grad_x, const solops_tensor* grad_weight,
+                                  const solops_tensor* grad_bias, const solops_norm_backward_params* p,
+                                  Stream... stream) {
+  return guarded(function, [&] {
+    const auto grad_out_ref = to_tensor(grad_out, function, "grad_out");
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto mean_ref = to_tensor(mean, function, "mean");
+    const auto rstd_ref = to_tensor(rstd, function, "rstd");
+    const auto grad_x_ref = to_tensor(grad_x, function, "grad_x");
+    const auto grad_weight_ref = optional_tensor(grad_weight, function, "grad_weight");
+    const auto grad_bias_ref = optional_tensor(grad_bias, function, "grad_bias");
+    op(grad_out_ref, x_ref, optional_ref(weight_ref), mean_ref, rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
+       optional_ref(grad_bias_ref), to_norm<solops::LayerNormBackward>(p, function),
+       static_cast<cudaStream_t>(stream)...);
   });
 }
 
@@ -367,6 +434,22 @@ solops_status layer_norm_quant(const char* function, Op op, const solops_tensor*
     const auto q_ref = to_tensor(q, function, "q");
     op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), q_ref, to_tensor(scale, function, "scale"),
        to_norm<solops::LayerNormQuant>(p, function), static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status qk_norm(const char* function, Op op, const solops_tensor* q, const solops_tensor* k,
+                      const solops_tensor* q_weight, const solops_tensor* k_weight, const solops_tensor* q_out,
+                      const solops_tensor* k_out, const solops_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto q_ref = to_tensor(q, function, "q");
+    const auto k_ref = to_tensor(k, function, "k");
+    const auto q_weight_ref = optional_tensor(q_weight, function, "q_weight");
+    const auto k_weight_ref = optional_tensor(k_weight, function, "k_weight");
+    const auto q_out_ref = to_tensor(q_out, function, "q_out");
+    op(q_ref, k_ref, optional_ref(q_weight_ref), optional_ref(k_weight_ref), q_out_ref,
+       to_tensor(k_out, function, "k_out"), to_norm<solops::QKNorm>(p, function),
+       static_cast<cudaStream_t>(stream)...);
   });
 }
 
@@ -783,6 +866,113 @@ solops_status solops_layer_norm_quant_cost(int32_t x_rank, const int64_t* x_shap
                                            const solops_norm_params* p, solops_cost* out) {
   return norm_cost<solops::LayerNormQuant>(__func__, solops::layer_norm_quant_cost, x_rank, x_shape, x_dtype, p,
                                            out);
+}
+
+solops_status solops_qk_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
+                                          int32_t* out_rank, int64_t* out_shape) {
+  return norm_output_shape<solops::QKNorm>(__func__, solops::qk_norm_output_shape, x_rank, x_shape, p, out_rank,
+                                           out_shape);
+}
+
+solops_status solops_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                             const solops_tensor* k_weight, const solops_tensor* q_out, const solops_tensor* k_out,
+                             const solops_norm_params* p, void* stream) {
+  return qk_norm(__func__, solops::qk_norm, q, k, q_weight, k_weight, q_out, k_out, p, stream);
+}
+
+solops_status solops_reference_qk_norm(const solops_tensor* q, const solops_tensor* k, const solops_tensor* q_weight,
+                                       const solops_tensor* k_weight, const solops_tensor* q_out,
+                                       const solops_tensor* k_out, const solops_norm_params* p) {
+  return qk_norm(__func__, solops::reference::qk_norm, q, k, q_weight, k_weight, q_out, k_out, p);
+}
+
+solops_status solops_qk_norm_cost(int32_t q_rank, const int64_t* q_shape, int32_t k_rank, const int64_t* k_shape,
+                                  int32_t dtype, const solops_norm_params* p, solops_cost* out) {
+  return guarded(__func__, [&] {
+    write_cost(solops::qk_norm_cost(to_shape(q_rank, q_shape, __func__), to_shape(k_rank, k_shape, __func__),
+                                    static_cast<solops::DType>(dtype), to_norm<solops::QKNorm>(p, __func__)),
+               out, __func__);
+  });
+}
+
+solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_backward_params* p,
+                                      int32_t* out_rank, int64_t* out_shape) {
+  const auto stats_shape = [](std::span<const int64_t> x, const solops::RMSNormBackward& params) {
+    return solops::norm_stats_shape(x, params.normalized_shape);
+  };
+  return norm_output_shape<solops::RMSNormBackward>(__func__, stats_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                         const solops_tensor* rstd, const solops_norm_params* p, void* stream) {
+  return rms_norm_with_stats(__func__, solops::rms_norm_with_stats, x, weight, y, rstd, p, stream);
+}
+
+solops_status solops_layer_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                           const solops_tensor* bias, const solops_tensor* y,
+                                           const solops_tensor* mean, const solops_tensor* rstd,
+                                           const solops_norm_params* p, void* stream) {
+  return layer_norm_with_stats(__func__, solops::layer_norm_with_stats, x, weight, bias, y, mean, rstd, p, stream);
+}
+
+solops_status solops_rms_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                       const solops_tensor* weight, const solops_tensor* rstd,
+                                       const solops_tensor* grad_x, const solops_tensor* grad_weight,
+                                       const solops_norm_backward_params* p, void* stream) {
+  return rms_norm_backward(__func__, solops::rms_norm_backward, grad_out, x, weight, rstd, grad_x, grad_weight, p,
+                           stream);
+}
+
+solops_status solops_layer_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                         const solops_tensor* weight, const solops_tensor* mean,
+                                         const solops_tensor* rstd, const solops_tensor* grad_x,
+                                         const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                         const solops_norm_backward_params* p, void* stream) {
+  return layer_norm_backward(__func__, solops::layer_norm_backward, grad_out, x, weight, mean, rstd, grad_x,
+                             grad_weight, grad_bias, p, stream);
+}
+
+solops_status solops_reference_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                                   const solops_tensor* y, const solops_tensor* rstd,
+                                                   const solops_norm_params* p) {
+  return rms_norm_with_stats(__func__, solops::reference::rms_norm_with_stats, x, weight, y, rstd, p);
+}
+
+solops_status solops_reference_layer_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                                     const solops_tensor* bias, const solops_tensor* y,
+                                                     const solops_tensor* mean, const solops_tensor* rstd,
+                                                     const solops_norm_params* p) {
+  return layer_norm_with_stats(__func__, solops::reference::layer_norm_with_stats, x, weight, bias, y, mean, rstd,
+                               p);
+}
+
+solops_status solops_reference_rms_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                 const solops_tensor* weight, const solops_tensor* rstd,
+                                                 const solops_tensor* grad_x, const solops_tensor* grad_weight,
+                                                 const solops_norm_backward_params* p) {
+  return rms_norm_backward(__func__, solops::reference::rms_norm_backward, grad_out, x, weight, rstd, grad_x,
+                           grad_weight, p);
+}
+
+solops_status solops_reference_layer_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                   const solops_tensor* weight, const solops_tensor* mean,
+                                                   const solops_tensor* rstd, const solops_tensor* grad_x,
+                                                   const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                                   const solops_norm_backward_params* p) {
+  return layer_norm_backward(__func__, solops::reference::layer_norm_backward, grad_out, x, weight, mean, rstd,
+                             grad_x, grad_weight, grad_bias, p);
+}
+
+solops_status solops_rms_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                            const solops_norm_backward_params* p, solops_cost* out) {
+  return norm_cost<solops::RMSNormBackward>(__func__, solops::rms_norm_backward_cost, x_rank, x_shape, x_dtype, p,
+                                            out);
+}
+
+solops_status solops_layer_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_norm_backward_params* p, solops_cost* out) {
+  return norm_cost<solops::LayerNormBackward>(__func__, solops::layer_norm_backward_cost, x_rank, x_shape, x_dtype,
+                                              p, out);
 }
 
 }  // extern "C"

@@ -1,10 +1,12 @@
-// LayerNorm kernels (LayerNorm, FusedAddLayerNorm); each statistic has its own file, so the two
+// LayerNorm kernels (LayerNorm, FusedAddLayerNorm, LayerNormBwd); each statistic has its own file, so the two
 // compile in parallel.
-#include "norm/row_norm.cuh"
+#include "norm/row_norm_backward.cuh"
 
 namespace solops::detail {
 
 template void launch_rows<NormKind::layer>(std::string_view, const RowGeometry&, const NormMath&, const RowNormTensors&,
                                         cudaStream_t);
+template void launch_rows_backward<NormKind::layer>(std::string_view, const RowGeometry&, const RowNormBackwardTensors&,
+                                                  cudaStream_t);
 
 }  // namespace solops::detail

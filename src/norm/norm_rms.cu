@@ -1,10 +1,12 @@
-// RMSNorm kernels (RMSNorm, GemmaRMSNorm, FusedAddRMSNorm); each statistic has its own file, so the
+// RMSNorm kernels (RMSNorm, GemmaRMSNorm, FusedAddRMSNorm, RMSNormBwd); each statistic has its own file, so the
 // two compile in parallel.
-#include "norm/row_norm.cuh"
+#include "norm/row_norm_backward.cuh"
 
 namespace solops::detail {
 
 template void launch_rows<NormKind::rms>(std::string_view, const RowGeometry&, const NormMath&, const RowNormTensors&,
                                         cudaStream_t);
+template void launch_rows_backward<NormKind::rms>(std::string_view, const RowGeometry&, const RowNormBackwardTensors&,
+                                                  cudaStream_t);
 
 }  // namespace solops::detail

@@ -1,7 +1,9 @@
 // Row norms: the shape rule, the validation of a call, the cost models and the public entry points.
 #include <climits>
 #include <cmath>
+#include <cstddef>
 #include <utility>
+#include <vector>
 
 #include "norm/row_norm.hpp"
 #include "solops/norm.hpp"
@@ -44,6 +46,32 @@ std::span<const int64_t> last_dim(std::string_view op, std::span<const int64_t> 
 
 namespace {
 
+// What every row-norm call checks of a tensor that may be absent: placement, dtype and shape.
+struct TensorChecks {
+  std::string_view op;
+  Placement placement;
+
+  void operator()(std::string_view name, const TensorRef* tensor, DType dtype, std::span<const int64_t> shape) const {
+    if (!tensor) return;
+    (placement == Placement::device ? check_device_tensor : check_host_tensor)(op, name, *tensor);
+    check_dtype(op, name, *tensor, dtype);
+    check_shape(op, name, *tensor, shape);
+  }
+};
+
+using NamedTensor = std::pair<std::string_view, const TensorRef*>;
+
+// No output shares a byte with any other tensor of the call (absent ones are null).
+void check_outputs_apart(std::string_view op, std::span<const NamedTensor> outputs,
+                         std::span<const NamedTensor> tensors) {
+  for (const auto& [out_name, out] : outputs) {
+    if (!out) continue;
+    for (const auto& [name, tensor] : tensors) {
+      if (tensor && name != out_name) check_no_overlap(op, name, *tensor, out_name, *out);
+    }
+  }
+}
+
 // The fused add-norms' aliasing rule: `out` may be the very tensor `in` where may_be_in (the
 // in-place form), and otherwise shares no byte with it.
 void check_fused_output(std::string_view op, std::string_view out_name, const TensorRef& out,
@@ -63,36 +91,30 @@ void check_fused_output(std::string_view op, std::string_view out_name, const Te
 
 RowGeometry validate_row_norm(std::string_view op, Placement placement, std::span<const int64_t> normalized_shape,
                               double eps, const RowNormTensors& t) {
-  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
-  check_tensor(op, "x", t.x);
+  const TensorChecks check{op, placement};
+  check("x", &t.x, t.x.dtype, t.x.sizes());
   check_float_dtype(op, "x", t.x);
   const RowGeometry g = resolve_rows(op, t.x.sizes(), normalized_shape);
   check_eps(op, eps);
-  const auto check_like = [&](std::string_view name, const TensorRef* tensor, std::span<const int64_t> shape,
-                              DType dtype) {
-    if (!tensor) return;
-    check_tensor(op, name, *tensor);
-    check_dtype(op, name, *tensor, dtype);
-    check_shape(op, name, *tensor, shape);
-  };
-  check_like("residual", t.residual, t.x.sizes(), t.x.dtype);
+  check("residual", t.residual, t.x.dtype, t.x.sizes());
   const std::span<const int64_t> affine_shape = t.modulation ? t.x.sizes() : normalized_shape;
   const std::string_view weight_name = t.modulation ? "scale" : "weight", bias_name = t.modulation ? "shift" : "bias";
-  check_like(weight_name, t.weight, affine_shape, t.x.dtype);
-  check_like(bias_name, t.bias, affine_shape, t.x.dtype);
-  check_like("output", &t.y, t.x.sizes(), t.row_scale ? DType::fp8_e4m3 : t.x.dtype);
-  check_like("residual_out", t.residual_out, t.x.sizes(), t.x.dtype);
-  check_like("scale", t.row_scale, leading_dims(t.x.sizes(), normalized_shape), DType::f32);
+  check(weight_name, t.weight, t.x.dtype, affine_shape);
+  check(bias_name, t.bias, t.x.dtype, affine_shape);
+  check("output", &t.y, t.row_scale ? DType::fp8_e4m3 : t.x.dtype, t.x.sizes());
+  check("residual_out", t.residual_out, t.x.dtype, t.x.sizes());
+  const std::span<const int64_t> stats_shape = leading_dims(t.x.sizes(), normalized_shape);
+  check("mean", t.mean, DType::f32, stats_shape);
+  check("rstd", t.rstd, DType::f32, stats_shape);
+  check("scale", t.row_scale, DType::f32, stats_shape);
 
   if (!t.residual) {
-    const std::pair<std::string_view, const TensorRef*> inputs[] = {
-        {"x", &t.x}, {weight_name, t.weight}, {bias_name, t.bias}};
-    for (const auto& [name, input] : inputs) {
-      if (!input) continue;
-      check_no_overlap(op, name, *input, "output", t.y);
-      if (t.row_scale) check_no_overlap(op, name, *input, "scale", *t.row_scale);
-    }
-    if (t.row_scale) check_no_overlap(op, "output", t.y, "scale", *t.row_scale);
+    // The row scale first: its overlaps read "<tensor> and scale".
+    const NamedTensor outputs[] = {{"scale", t.row_scale}, {"output", &t.y}, {"mean", t.mean}, {"rstd", t.rstd}};
+    const NamedTensor tensors[] = {{"x", &t.x},           {weight_name, t.weight}, {bias_name, t.bias},
+                                   {"output", &t.y},      {"mean", t.mean},        {"rstd", t.rstd},
+                                   {"scale", t.row_scale}};
+    check_outputs_apart(op, outputs, tensors);
     return g;
   }
   const std::pair<std::string_view, const TensorRef*> inputs[] = {
@@ -110,19 +132,59 @@ std::span<const int64_t> leading_dims(std::span<const int64_t> x_shape, std::spa
   return x_shape.first(x_shape.size() - normalized_shape.size());
 }
 
+std::pair<RowGeometry, RowGeometry> validate_qk_norm(std::string_view op, Placement placement,
+                                                     std::span<const int64_t> normalized_shape, double eps,
+                                                     const RowNormTensors& q, const RowNormTensors& k) {
+  const RowGeometry q_rows = validate_row_norm(concat(op, " (q)"), placement, normalized_shape, eps, q);
+  check_dtype(op, "k", k.x, q.x.dtype);
+  const RowGeometry k_rows = validate_row_norm(concat(op, " (k)"), placement, normalized_shape, eps, k);
+  // Within each norm validate_row_norm has checked the overlaps; these are the ones across.
+  check_no_overlap(op, "q_out", q.y, "k", k.x);
+  check_no_overlap(op, "k_out", k.y, "q", q.x);
+  check_no_overlap(op, "q_out", q.y, "k_out", k.y);
+  if (k.weight) check_no_overlap(op, "q_out", q.y, "k_weight", *k.weight);
+  if (q.weight) check_no_overlap(op, "k_out", k.y, "q_weight", *q.weight);
+  return {q_rows, k_rows};
+}
+
+RowGeometry validate_row_norm_backward(std::string_view op, Placement placement,
+                                       std::span<const int64_t> normalized_shape, const RowNormBackwardTensors& t) {
+  const TensorChecks check{op, placement};
+  check("x", &t.x, t.x.dtype, t.x.sizes());
+  check_float_dtype(op, "x", t.x);
+  const RowGeometry g = resolve_rows(op, t.x.sizes(), normalized_shape);
+  const std::span<const int64_t> stats_shape = leading_dims(t.x.sizes(), normalized_shape);
+  check("grad_out", &t.grad_out, t.x.dtype, t.x.sizes());
+  check("weight", t.weight, t.x.dtype, normalized_shape);
+  check("mean", t.mean, DType::f32, stats_shape);
+  check("rstd", &t.rstd, DType::f32, stats_shape);
+  check("grad_x", &t.grad_x, t.x.dtype, t.x.sizes());
+  check("grad_weight", t.grad_weight, t.x.dtype, normalized_shape);
+  check("grad_bias", t.grad_bias, t.x.dtype, normalized_shape);
+  const NamedTensor outputs[] = {{"grad_x", &t.grad_x}, {"grad_weight", t.grad_weight}, {"grad_bias", t.grad_bias}};
+  const NamedTensor tensors[] = {{"grad_out", &t.grad_out}, {"x", &t.x},
+                                 {"weight", t.weight},      {"mean", t.mean},
+                                 {"rstd", &t.rstd},         {"grad_x", &t.grad_x},
+                                 {"grad_weight", t.grad_weight}, {"grad_bias", t.grad_bias}};
+  check_outputs_apart(op, outputs, tensors);
+  return g;
+}
+
 Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
-                   int flops_per_element, int row_tensors, int affine_tensors) {
+                   int flops_per_element, int row_tensors, int affine_tensors, int stats_per_row) {
   const RowGeometry g = resolve_rows("row_norm_cost", x_shape, normalized_shape);
   const double elements = static_cast<double>(g.rows) * g.row_len;
   const double moved = row_tensors * elements + affine_tensors * static_cast<double>(g.row_len);
-  return {flops_per_element * elements, moved * static_cast<double>(dtype_size(dtype))};
+  return {flops_per_element * elements,
+          moved * static_cast<double>(dtype_size(dtype)) + stats_per_row * 4.0 * static_cast<double>(g.rows)};
 }
 
 Cost quant_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
                      int flops_per_element, int affine_tensors) {
   const RowGeometry g = resolve_rows("quant_norm_cost", x_shape, normalized_shape);
-  Cost cost = row_norm_cost(x_shape, dtype, normalized_shape, flops_per_element, 1, affine_tensors);
-  cost.bytes += static_cast<double>(g.rows) * g.row_len + static_cast<double>(g.rows) * sizeof(float);
+  // x and the affine tensors in x's dtype, the f32 scale as one statistic per row; then the codes.
+  Cost cost = row_norm_cost(x_shape, dtype, normalized_shape, flops_per_element, 1, affine_tensors, 1);
+  cost.bytes += static_cast<double>(g.rows) * g.row_len;
   return cost;
 }
 
@@ -144,8 +206,7 @@ std::vector<int64_t> checked_shape(std::string_view op, std::span<const int64_t>
 std::vector<int64_t> checked_scale_shape(std::string_view op, std::span<const int64_t> x_shape,
                                          std::span<const int64_t> normalized_shape, double eps) {
   checked_shape(op, x_shape, normalized_shape, eps);
-  const std::span<const int64_t> lead = detail::leading_dims(x_shape, normalized_shape);
-  return {lead.begin(), lead.end()};
+  return norm_stats_shape(x_shape, normalized_shape);
 }
 
 void run(std::string_view op, std::span<const int64_t> normalized_shape, const detail::NormMath& math,
@@ -157,6 +218,12 @@ void run(std::string_view op, std::span<const int64_t> normalized_shape, const d
 }
 
 }  // namespace
+
+std::vector<int64_t> norm_stats_shape(std::span<const int64_t> x_shape, std::span<const int64_t> normalized_shape) {
+  detail::resolve_rows("norm_stats_shape", x_shape, normalized_shape);
+  const std::span<const int64_t> lead = detail::leading_dims(x_shape, normalized_shape);
+  return {lead.begin(), lead.end()};
+}
 
 std::vector<int64_t> rms_norm_output_shape(std::span<const int64_t> x_shape, const RMSNorm& p) {
   return checked_shape("rms_norm", x_shape, p.normalized_shape, rms_eps(p));
@@ -200,6 +267,10 @@ std::vector<int64_t> rms_norm_quant_scale_shape(std::span<const int64_t> x_shape
 
 std::vector<int64_t> layer_norm_quant_scale_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p) {
   return checked_scale_shape("layer_norm_quant", x_shape, p.normalized_shape, p.eps);
+}
+
+std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p) {
+  return checked_shape("qk_norm", x_shape, p.normalized_shape, p.eps);
 }
 
 // Spec §2.1, 2.2, 2.17, 2.5, 2.4: FLOPs per element; tensors of x's size (read or written) and
@@ -246,6 +317,25 @@ Cost layer_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const 
   return detail::quant_norm_cost(x_shape, dtype, p.normalized_shape, 8, 2);
 }
 
+// Spec §2.18: RMSNormFwd's cost for each of q and k.
+Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_shape, DType dtype, const QKNorm& p) {
+  qk_norm_output_shape(q_shape, p);
+  qk_norm_output_shape(k_shape, p);
+  const Cost q = detail::row_norm_cost(q_shape, dtype, p.normalized_shape, 4, 2, 1);
+  const Cost k = detail::row_norm_cost(k_shape, dtype, p.normalized_shape, 4, 2, 1);
+  return {q.flops + k.flops, q.bytes + k.bytes};
+}
+
+// Spec §2.14, 2.13: grad_out, x and grad_x per element; weight and its gradients per column; the
+// f32 statistics per row.
+Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p) {
+  return detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 9, 3, 2, 1);
+}
+
+Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p) {
+  return detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 12, 3, 3, 2);
+}
+
 void rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const RMSNorm& p,
               cudaStream_t stream) {
   run("rms_norm", p.normalized_shape, {NormKind::rms, rms_eps(p)}, {.x = x, .weight = weight, .y = y}, stream);
@@ -255,6 +345,42 @@ void layer_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bi
                 const LayerNorm& p, cudaStream_t stream) {
   run("layer_norm", p.normalized_shape, {NormKind::layer, p.eps}, {.x = x, .weight = weight, .bias = bias, .y = y},
       stream);
+}
+
+void rms_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
+                         const RMSNorm& p, cudaStream_t stream) {
+  run("rms_norm_with_stats", p.normalized_shape, {NormKind::rms, rms_eps(p)},
+      {.x = x, .weight = weight, .y = y, .rstd = &rstd}, stream);
+}
+
+void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                           const TensorRef& mean, const TensorRef& rstd, const LayerNorm& p, cudaStream_t stream) {
+  run("layer_norm_with_stats", p.normalized_shape, {NormKind::layer, p.eps},
+      {.x = x, .weight = weight, .bias = bias, .y = y, .mean = &mean, .rstd = &rstd}, stream);
+}
+
+void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
+                       const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p,
+                       cudaStream_t stream) {
+  constexpr std::string_view kOp = "rms_norm_backward";
+  const detail::RowNormBackwardTensors t{
+      .grad_out = grad_out, .x = x, .weight = weight, .rstd = rstd, .grad_x = grad_x, .grad_weight = grad_weight};
+  const detail::RowGeometry g = detail::validate_row_norm_backward(kOp, detail::Placement::device,
+                                                                   p.normalized_shape, t);
+  detail::launch_rows_backward<NormKind::rms>(kOp, g, t, stream);
+}
+
+void layer_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                         const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const LayerNormBackward& p,
+                         cudaStream_t stream) {
+  constexpr std::string_view kOp = "layer_norm_backward";
+  const detail::RowNormBackwardTensors t{.grad_out = grad_out, .x = x, .weight = weight, .mean = &mean,
+                                         .rstd = rstd, .grad_x = grad_x, .grad_weight = grad_weight,
+                                         .grad_bias = grad_bias};
+  const detail::RowGeometry g = detail::validate_row_norm_backward(kOp, detail::Placement::device,
+                                                                   p.normalized_shape, t);
+  detail::launch_rows_backward<NormKind::layer>(kOp, g, t, stream);
 }
 
 void gemma_rms_norm(const TensorRef& x, const TensorRef& weight, const TensorRef& y, const GemmaRMSNorm& p,
@@ -296,6 +422,20 @@ void layer_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorR
                       const TensorRef& scale, const LayerNormQuant& p, cudaStream_t stream) {
   run("layer_norm_quant", p.normalized_shape, {NormKind::layer, p.eps},
       {.x = x, .weight = weight, .bias = bias, .y = q, .row_scale = &scale}, stream);
+}
+
+void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
+             const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p, cudaStream_t stream) {
+  constexpr std::string_view kOp = "qk_norm";
+  const detail::RowNormTensors q_rows{.x = q, .weight = q_weight, .y = q_out};
+  const detail::RowNormTensors k_rows{.x = k, .weight = k_weight, .y = k_out};
+  const auto [q_geometry, k_geometry] =
+      detail::validate_qk_norm(kOp, detail::Placement::device, p.normalized_shape, p.eps, q_rows, k_rows);
+  // Two launches of the RMSNorm kernel, back to back on the stream: a decode step pays one extra
+  // launch (docs/perf-notes.md), the prefill shapes nothing measurable.
+  const detail::NormMath math{NormKind::rms, p.eps};
+  detail::launch_rows<NormKind::rms>(kOp, q_geometry, math, q_rows, stream);
+  detail::launch_rows<NormKind::rms>(kOp, k_geometry, math, k_rows, stream);
 }
 
 }  // namespace solops

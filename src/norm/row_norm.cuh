@@ -18,6 +18,7 @@
 #include <climits>
 #include <cstdint>
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 
 #include <cuda_fp8.h>
@@ -50,6 +51,8 @@ struct RowPointers {
   const T* bias;
   T* y;
   T* residual_out;
+  float* mean;  // the training forward's statistics, written when non-null
+  float* rstd;
   // The quantizing norms write codes and row_scale instead of y.
   __nv_fp8_storage_t* codes;
   float* row_scale;
@@ -167,6 +170,36 @@ __device__ __forceinline__ Pack<T, kVec> add_residual(const Pack<T, kVec>& x, co
   return rounded;
 }
 
+// This thread's share of a row held in registers: vectors threadIdx.x + i * blockDim.x of `row`.
+// Threads of a missing last row (inactive) hold nothing but still reach every barrier.
+struct HeldRow {
+  int64_t row;
+  int64_t first;  // the row's first vector
+  int vectors;    // vectors per row
+  bool active;
+
+  __device__ int vector(int i) const { return static_cast<int>(threadIdx.x + i * blockDim.x); }
+  __device__ bool holds(int i) const { return active && vector(i) < vectors; }
+};
+
+// Calls body(HeldRow) for each row of this thread: row threadIdx.y of each group of blockDim.y
+// rows, the groups strided over the grid.
+template <int kVec, class Body>
+__device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
+  const int vectors = s.row_len / kVec;
+  const int64_t groups = (s.rows + blockDim.y - 1) / blockDim.y;
+  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
+    const int64_t row = group * blockDim.y + threadIdx.y;
+    body(HeldRow{row, row * vectors, vectors, row < s.rows});
+  }
+}
+
+template <class T>
+__device__ __forceinline__ void write_stats(const RowPointers<T>& p, int64_t row, float mean, float inv_std) {
+  if (p.mean) p.mean[row] = mean;
+  if (p.rstd) p.rstd[row] = inv_std;
+}
+
 template <NormKind kKind>
 __device__ __forceinline__ float normalized(float value, float mean, float inv_std, float scale, float shift) {
   if constexpr (kKind == NormKind::layer) return (value - mean) * inv_std * scale + shift;
@@ -188,18 +221,13 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
   __shared__ float partial[kMaxThreads / kWarp];
-  const int vectors = s.row_len / kVec;
-  const int64_t groups = (s.rows + blockDim.y - 1) / blockDim.y;
-  for (int64_t group = blockIdx.x; group < groups; group += gridDim.x) {
-    const int64_t row = group * blockDim.y + threadIdx.y;
-    // Threads of a missing last row hold nothing but still reach every barrier.
-    const bool row_active = row < s.rows;
-    const int64_t first = row * vectors;
+  for_each_held_row<kVec>(s, [&](const HeldRow& r) {
+    const int64_t first = r.first;
     P held[kVecs], weight[kVecs], bias[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      const int v = threadIdx.x + i * blockDim.x;
-      if (!row_active || v >= vectors) continue;
+      if (!r.holds(i)) continue;
+      const int v = r.vector(i);
       held[i] = reinterpret_cast<const P*>(p.x)[first + v];
       if constexpr (kResidual) {
         held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
@@ -210,14 +238,13 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
       if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
-    const auto valid = [&](int i) { return row_active && static_cast<int>(threadIdx.x + i * blockDim.x) < vectors; };
 
     // The sum of term(value) over the elements this thread holds.
     const auto held_sum = [&](auto term) {
       float total = 0;
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!valid(i)) continue;
+        if (!r.holds(i)) continue;
         float values[kVec];
         held_values(i, values);
 #pragma unroll
@@ -229,6 +256,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
     if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
     const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+    if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
 
     // The output values of the held vector i.
     const auto output_values = [&](int i, float (&values)[kVec]) {
@@ -257,10 +285,10 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
     const auto for_each_output = [&](auto f) {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!valid(i)) continue;
+        if (!r.holds(i)) continue;
         float values[kVec];
         output_values(i, values);
-        f(first + threadIdx.x + i * blockDim.x, values);
+        f(first + r.vector(i), values);
       }
     };
     if constexpr (kQuant) {
@@ -269,7 +297,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
 #pragma unroll
         for (int e = 0; e < kVec; ++e) amax = nan_max(fabsf(values[e]), amax);
       });
-      const float row_scale = row_quant_scale(amax, partial, p.row_scale, row, row_active);
+      const float row_scale = row_quant_scale(amax, partial, p.row_scale, r.row, r.active);
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
         reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
       });
@@ -278,7 +306,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
         reinterpret_cast<P*>(p.y)[at] = pack<T, kVec>(values);
       });
     }
-  }
+  });
 }
 
 constexpr int kStreamingThreads = 1024;
@@ -312,6 +340,7 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
       }
     }
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+    if (threadIdx.x == 0) write_stats(p, row, mean, inv_std);
     const int64_t affine_first = s.modulation ? first : 0;
     const auto output_value = [&](int j) {
       const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + affine_first + j)) : 1.0f;
@@ -352,17 +381,15 @@ LaunchShape choose_shape(int units, int vec, bool many_rows) {
   return {};
 }
 
-template <class T, NormKind kKind, bool kResidual, bool kQuant, int kVec, int... kCandidates>
-void launch_in_registers(const LaunchShape& shape, const RowPointers<T>& p, const RowShape& s, cudaStream_t stream) {
+// Calls in_registers.template operator()<kVec, kVecs>(grid, block) with the compiled vector count
+// `shape.vecs` (one of kCandidates), rows_per_block rows of a short row sharing a block.
+template <int kVec, int... kCandidates, class InRegisters>
+void launch_in_registers(const LaunchShape& shape, int64_t rows, InRegisters in_registers) {
   const int rows_per_block = std::max(1, kMinBlockThreads / shape.threads);
-  const int64_t groups = (s.rows + rows_per_block - 1) / rows_per_block;
+  const int64_t groups = (rows + rows_per_block - 1) / rows_per_block;
   const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX));
   const dim3 block(shape.threads, rows_per_block);
-  // The runtime vector count picks its compiled kernel.
-  ((shape.vecs == kCandidates
-        ? (row_norm_in_registers<T, kKind, kResidual, kQuant, kVec, kCandidates><<<grid, block, 0, stream>>>(p, s),
-           true)
-        : false) ||
+  ((shape.vecs == kCandidates ? (in_registers.template operator()<kVec, kCandidates>(grid, block), true) : false) ||
    ...);
 }
 
@@ -370,21 +397,42 @@ inline bool aligned_to_vector(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
 }
 
-template <class T, NormKind kKind, bool kResidual, bool kQuant>
-void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+// Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
+// aligned and N a multiple of the vector width, single elements otherwise, and the streaming
+// kernel (streaming(grid), one row per block) for rows too long to hold.
+template <class T, class InRegisters, class Streaming>
+void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, bool many_rows,
+                       InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
-  const bool vectorized = s.row_len % kVec == 0 &&
-                          std::ranges::all_of(std::initializer_list<const void*>{p.x, p.residual, p.weight, p.bias,
-                                                                                 p.y, p.residual_out, p.codes},
-                                              aligned_to_vector);
-  if (vectorized) {
+  if (s.row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector)) {
     const LaunchShape shape = choose_shape<1, 2, 4, 8>(s.row_len / kVec, kVec, many_rows);
-    if (shape.vecs) return launch_in_registers<T, kKind, kResidual, kQuant, kVec, 1, 2, 4, 8>(shape, p, s, stream);
+    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, in_registers);
   }
   const LaunchShape shape = choose_shape<2, 8>(s.row_len, 1, many_rows);
-  if (shape.vecs) return launch_in_registers<T, kKind, kResidual, kQuant, 1, 2, 8>(shape, p, s, stream);
-  const auto grid = static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX));
-  row_norm_streaming<T, kKind, kResidual, kQuant><<<grid, kStreamingThreads, 0, stream>>>(p, s);
+  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, in_registers);
+  streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
+}
+
+template <class T, NormKind kKind, bool kResidual, bool kQuant>
+void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+  launch_row_kernel<T>(
+      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, many_rows,
+      [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
+        row_norm_in_registers<T, kKind, kResidual, kQuant, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
+      },
+      [&](unsigned grid) {
+        row_norm_streaming<T, kKind, kResidual, kQuant><<<grid, kStreamingThreads, 0, stream>>>(p, s);
+      });
+}
+
+inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false) {
+  return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset,
+          modulation};
+}
+
+template <class T>
+T* data_of(const TensorRef* tensor) {
+  return tensor ? static_cast<T*>(tensor->data) : nullptr;
 }
 
 }  // namespace solops::detail::row_norm
@@ -396,19 +444,19 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
                  cudaStream_t stream) {
   using namespace row_norm;
   if (g.rows == 0) return;
-  const RowShape s{g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps),
-                   math.weight_offset, t.modulation};
+  const RowShape s = row_shape(g, math, t.modulation);
   const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
-    const auto data = [](const TensorRef* tensor) { return tensor ? static_cast<T*>(tensor->data) : nullptr; };
-    if (t.row_scale) {
-      const RowPointers<T> p{data(&t.x), nullptr, data(t.weight), data(t.bias), nullptr, nullptr,
-                             static_cast<__nv_fp8_storage_t*>(t.y.data), static_cast<float*>(t.row_scale->data)};
-      return launch_typed<T, kKind, false, true>(p, s, many_rows, stream);
-    }
-    const RowPointers<T> p{data(&t.x),  data(t.residual),     data(t.weight), data(t.bias),
-                           data(&t.y), data(t.residual_out), nullptr,        nullptr};
-    if (t.residual) launch_typed<T, kKind, true, false>(p, s, many_rows, stream);
+    // The quantizing norms (row_scale given) write y's fp8 codes through `codes`; they have no residual.
+    const bool quant = t.row_scale != nullptr;
+    T* const y = quant ? nullptr : data_of<T>(&t.y);
+    __nv_fp8_storage_t* const codes = quant ? data_of<__nv_fp8_storage_t>(&t.y) : nullptr;
+    const RowPointers<T> p{data_of<T>(&t.x),      data_of<T>(t.residual), data_of<T>(t.weight),
+                           data_of<T>(t.bias),    y,                      data_of<T>(t.residual_out),
+                           data_of<float>(t.mean), data_of<float>(t.rstd), codes,
+                           data_of<float>(t.row_scale)};
+    if (quant) launch_typed<T, kKind, false, true>(p, s, many_rows, stream);
+    else if (t.residual) launch_typed<T, kKind, true, false>(p, s, many_rows, stream);
     else launch_typed<T, kKind, false, false>(p, s, many_rows, stream);
   });
   check_launch(op);

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 
 #include "core/check.hpp"
 #include "solops/cost.hpp"
@@ -32,9 +33,10 @@ struct NormMath {
 };
 
 // The tensors of one call. residual and residual_out are given together (the fused add-norms) or
-// not at all; weight and bias may be null. With row_scale (the quantizing norms) y holds the fp8
-// codes and row_scale the f32 scale of each row. With modulation (AdaLayerNorm) weight and bias are
-// its scale and shift, one per element of x.
+// not at all; weight and bias may be null. mean and rstd are the training forward's per-row f32
+// statistics, written when given. With row_scale (the quantizing norms) y holds the fp8 codes and
+// row_scale the f32 scale of each row. With modulation (AdaLayerNorm) weight and bias are its scale
+// and shift, one per element of x.
 struct RowNormTensors {
   const TensorRef& x;
   const TensorRef* residual = nullptr;
@@ -42,8 +44,22 @@ struct RowNormTensors {
   const TensorRef* bias = nullptr;
   const TensorRef& y;
   const TensorRef* residual_out = nullptr;
+  const TensorRef* mean = nullptr;
+  const TensorRef* rstd = nullptr;
   const TensorRef* row_scale = nullptr;
   bool modulation = false;
+};
+
+// The tensors of a backward call (mean: LayerNorm only). weight, grad_weight and grad_bias may be null.
+struct RowNormBackwardTensors {
+  const TensorRef& grad_out;
+  const TensorRef& x;
+  const TensorRef* weight = nullptr;
+  const TensorRef* mean = nullptr;
+  const TensorRef& rstd;
+  const TensorRef& grad_x;
+  const TensorRef* grad_weight = nullptr;
+  const TensorRef* grad_bias = nullptr;
 };
 
 // The quantizing norms' per-row scale (spec §2.15): amax / 448, amax at least kMinAmax.
@@ -71,9 +87,21 @@ RowGeometry validate_row_norm(std::string_view op, Placement placement, std::spa
 // x's leading dims: the shape of the quantizing norms' row_scale.
 std::span<const int64_t> leading_dims(std::span<const int64_t> x_shape, std::span<const int64_t> normalized_shape);
 
+// QKNorm: validate_row_norm of each of the two norms (their messages name the query "q" and the key
+// "k"), k of q's dtype, and no output of one overlapping a tensor of the other.
+std::pair<RowGeometry, RowGeometry> validate_qk_norm(std::string_view op, Placement placement,
+                                                     std::span<const int64_t> normalized_shape, double eps,
+                                                     const RowNormTensors& q, const RowNormTensors& k);
+
+// Every check of a backward call: the shape rule; grad_out and grad_x of x's shape and dtype;
+// weight, grad_weight and grad_bias of the normalized shape; mean and rstd f32 of x's leading
+// dims; no output overlapping any other tensor.
+RowGeometry validate_row_norm_backward(std::string_view op, Placement placement,
+                                       std::span<const int64_t> normalized_shape, const RowNormBackwardTensors& t);
+
 // Spec §2: `flops_per_element` per element of x, and every tensor's elements once.
 Cost row_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
-                   int flops_per_element, int row_tensors, int affine_tensors);
+                   int flops_per_element, int row_tensors, int affine_tensors, int stats_per_row = 0);
 // Spec §2.15, 2.16: x and the affine tensors in x's dtype, one fp8 code per element, one f32 scale per row.
 Cost quant_norm_cost(std::span<const int64_t> x_shape, DType dtype, std::span<const int64_t> normalized_shape,
                      int flops_per_element, int affine_tensors);
@@ -86,5 +114,12 @@ extern template void launch_rows<NormKind::rms>(std::string_view, const RowGeome
                                                 const RowNormTensors&, cudaStream_t);
 extern template void launch_rows<NormKind::layer>(std::string_view, const RowGeometry&, const NormMath&,
                                                   const RowNormTensors&, cudaStream_t);
+template <NormKind kKind>
+void launch_rows_backward(std::string_view op, const RowGeometry& g, const RowNormBackwardTensors& t,
+                          cudaStream_t stream);
+extern template void launch_rows_backward<NormKind::rms>(std::string_view, const RowGeometry&,
+                                                         const RowNormBackwardTensors&, cudaStream_t);
+extern template void launch_rows_backward<NormKind::layer>(std::string_view, const RowGeometry&,
+                                                           const RowNormBackwardTensors&, cudaStream_t);
 
 }  // namespace solops::detail

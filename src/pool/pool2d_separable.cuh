@@ -288,7 +288,6 @@ struct SeparableTile {
   __device__ __forceinline__ void columns(const Pool2dArgs& a, int (&column)[kSpan], bool* real) const {
     span_columns<Window>(ow0, a.in_w, column, real);
   }
-
 };
 
 template <class T, Reduction kReduction, class Window, bool kAligned>

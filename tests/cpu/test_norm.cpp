@@ -1,10 +1,12 @@
-// Row norms (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.15, 2.16, 2.17): the shape rule, one test per validation
-// and aliasing rule, the host e4m3 encoder against PyTorch's, the CPU references against values
-// computed by hand, the cost models and the C ABI.
+// Row norms (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17, 2.18): the shape rule,
+// one test per validation and aliasing rule, the host e4m3 encoder against PyTorch's, the CPU
+// references against values computed by hand (and the backward against central differences of the
+// forward), the cost models and the C ABI.
 #include <gtest/gtest.h>
 
 #include <cfloat>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <string>
 #include <utility>
@@ -85,6 +87,7 @@ TEST(NormShapeRule, DefaultEpsFollowsTheSpec) {
   EXPECT_EQ(GemmaRMSNorm{}.eps, 1e-6);
   EXPECT_EQ(FusedAddRMSNorm{}.eps, 1e-6);
   EXPECT_EQ(FusedAddLayerNorm{}.eps, 1e-5);
+  EXPECT_EQ(QKNorm{}.eps, 1e-6);
 }
 
 // ---- references against hand-computed values ---------------------------------------------------
@@ -518,6 +521,104 @@ TEST(NormAliasing, FusedOutputsMayNotOverlapTheWeight) {
       "residual_out and weight overlap in memory");
 }
 
+// ---- QKNorm ---------------------------------------------------------------------------------------
+
+// q [2, 2, 2] and k [1, 2, 2] (GQA: fewer key heads), normalized over the head dim 2.
+struct QKBuffers {
+  HostTensor q = filled({2, 2, 2}, {3, 4, 0, 1, 1, 1, -2, 0}), k = filled({1, 2, 2}, {6, 8, 1, -1});
+  HostTensor q_weight = filled({2}, {1, 2}), k_weight = filled({2}, {-1, 0.5});
+  HostTensor q_out{{2, 2, 2}, DType::f32}, k_out{{1, 2, 2}, DType::f32};
+  TensorRef qw = q_weight.ref(), kw = k_weight.ref();
+
+  void run(const QKNorm& p) { reference::qk_norm(q.ref(), k.ref(), &qw, &kw, q_out.ref(), k_out.ref(), p); }
+};
+
+TEST(QKNormShapeRule, EachOutputHasItsInputsShape) {
+  EXPECT_EQ(qk_norm_output_shape(Shape{2048, 32, 128}, {{128}}), (Shape{2048, 32, 128}));
+  EXPECT_EQ(qk_norm_output_shape(Shape{1, 16384}, {{16384}}), (Shape{1, 16384}));
+  expect_error([] { qk_norm_output_shape(Shape{4, 127}, {{128}}); },
+               "qk_norm: normalized_shape [128] does not match the trailing dims of x [4, 127]");
+  expect_error([] { qk_norm_output_shape(Shape{4, 128}, {{128}, -1e-6}); }, "qk_norm: eps = -1e-06 must be");
+}
+
+TEST(QKNormReference, TwoIndependentRMSNormsWithTheirOwnWeights) {
+  QKBuffers b;
+  b.run({{2}, 0.0});
+  // Rows of q: [3, 4] (mean square 12.5), [0, 1] (0.5), [1, 1] (1), [-2, 0] (2); of k: [6, 8] (50), [1, -1] (1).
+  const double a = 1 / std::sqrt(12.5), c = 1 / std::sqrt(0.5), d = 1 / std::sqrt(2.0);
+  expect_values(b.q_out, {3 * a, 8 * a, 0, 2 * c, 1, 2, -2 * d, 0});
+  expect_values(b.k_out, {-6 / std::sqrt(50.0), 4 / std::sqrt(50.0), -1, -0.5});
+}
+
+TEST(QKNormReference, WeightsMayBeAbsent) {
+  QKBuffers b;
+  reference::qk_norm(b.q.ref(), b.k.ref(), nullptr, nullptr, b.q_out.ref(), b.k_out.ref(), {{2, 2}, 0.0});
+  // Over both trailing dims q's rows are [3, 4, 0, 1] (mean square 6.5) and [1, 1, -2, 0] (1.5).
+  const double r = 1 / std::sqrt(6.5), s = 1 / std::sqrt(1.5);
+  expect_values(b.q_out, {3 * r, 4 * r, 0, r, s, s, -2 * s, 0});
+}
+
+TEST(QKNormValidation, KMustMatchTheNormalizedShape) {
+  QKBuffers b;
+  HostTensor k({2, 3}, DType::f32), k_out({2, 3}, DType::f32);
+  expect_error([&] { reference::qk_norm(b.q.ref(), k.ref(), &b.qw, &b.kw, b.q_out.ref(), k_out.ref(), {{2}}); },
+               "reference::qk_norm (k): normalized_shape [2] does not match the trailing dims of x [2, 3]");
+}
+
+TEST(QKNormValidation, OutputsMustHaveTheirInputsShapes) {
+  QKBuffers b;
+  expect_error([&] { reference::qk_norm(b.q.ref(), b.k.ref(), &b.qw, &b.kw, b.q_out.ref(), b.q_out.ref(), {{2}}); },
+               "reference::qk_norm (k): output: shape [2, 2, 2] must be [1, 2, 2]");
+}
+
+TEST(QKNormValidation, WeightShapeMustBeTheNormalizedShape) {
+  QKBuffers b;
+  HostTensor w({4}, DType::f32);
+  const TensorRef w_ref = w.ref();
+  expect_error([&] { reference::qk_norm(b.q.ref(), b.k.ref(), &b.qw, &w_ref, b.q_out.ref(), b.k_out.ref(), {{2}}); },
+               "reference::qk_norm (k): weight: shape [4] must be [2]");
+}
+
+TEST(QKNormValidation, DtypesMustBeQs) {
+  QKBuffers b;
+  HostTensor w({2}, DType::bf16), k({1, 2, 2}, DType::f16), k_out({1, 2, 2}, DType::f16);
+  const TensorRef w_ref = w.ref();
+  expect_error([&] { reference::qk_norm(b.q.ref(), b.k.ref(), &w_ref, &b.kw, b.q_out.ref(), b.k_out.ref(), {{2}}); },
+               "reference::qk_norm (q): weight: dtype bf16 must be f32");
+  expect_error([&] { reference::qk_norm(b.q.ref(), k.ref(), &b.qw, nullptr, b.q_out.ref(), k_out.ref(), {{2}}); },
+               "reference::qk_norm: k: dtype f16 must be f32");
+}
+
+TEST(QKNormValidation, NegativeEpsIsRejected) {
+  QKBuffers b;
+  expect_error([&] { b.run({{2}, -1}); }, "reference::qk_norm (q): eps = -1 must be");
+}
+
+TEST(QKNormValidation, NonContiguousLastDimIsUnsupported) {
+  QKBuffers b;
+  HostTensor wide({1, 2, 4}, DType::f32);
+  TensorRef strided = make_tensor(wide.bytes.data(), DType::f32, Shape{1, 2, 2});
+  strided.strides = {8, 4, 2};
+  expect_error([&] { reference::qk_norm(b.q.ref(), strided, &b.qw, &b.kw, b.q_out.ref(), b.k_out.ref(), {{2}}); },
+               "x must be contiguous", Status::unsupported);
+}
+
+TEST(QKNormAliasing, NoOutputMayOverlapAnInputOrTheOtherOutput) {
+  QKBuffers b;
+  expect_error([&] { reference::qk_norm(b.q.ref(), b.k.ref(), &b.qw, &b.kw, b.q.ref(), b.k_out.ref(), {{2}}); },
+               "reference::qk_norm (q): x and output overlap in memory");
+  const TensorRef q_out_as_k = make_tensor(b.q_out.bytes.data(), DType::f32, Shape{1, 2, 2});
+  expect_error([&] { reference::qk_norm(b.q.ref(), q_out_as_k, &b.qw, &b.kw, b.q_out.ref(), b.k_out.ref(), {{2}}); },
+               "reference::qk_norm: q_out and k overlap in memory");
+  const TensorRef k_out_in_q_out = make_tensor(b.q_out.bytes.data() + 16, DType::f32, Shape{1, 2, 2});
+  expect_error([&] { reference::qk_norm(b.q.ref(), b.k.ref(), &b.qw, &b.kw, b.q_out.ref(), k_out_in_q_out, {{2}}); },
+               "reference::qk_norm: q_out and k_out overlap in memory");
+  const TensorRef q_weight_in_k_out = make_tensor(b.k_out.bytes.data(), DType::f32, Shape{2});
+  expect_error(
+      [&] { reference::qk_norm(b.q.ref(), b.k.ref(), &q_weight_in_k_out, &b.kw, b.q_out.ref(), b.k_out.ref(), {{2}}); },
+      "reference::qk_norm: k_out and q_weight overlap in memory");
+}
+
 // ---- cost models ------------------------------------------------------------------------------------
 
 TEST(NormCost, SpecFormulas) {
@@ -538,6 +639,15 @@ TEST(NormCost, SpecFormulas) {
   c = fused_add_layer_norm_cost(x, DType::bf16, {});
   EXPECT_DOUBLE_EQ(c.flops, 6 * mn);
   EXPECT_DOUBLE_EQ(c.bytes, (4 * mn + 2 * n) * 2);
+}
+
+TEST(NormCost, QKNormIsTwoRMSNorms) {
+  // Spec §2.18: FLOPs 4 (numel(q) + numel(k)), bytes (2 numel(q) + 2 numel(k) + 2 N) eb.
+  const Cost c = qk_norm_cost(Shape{2048, 32, 128}, Shape{2048, 8, 128}, DType::bf16, {{128}});
+  const double q = 2048.0 * 32 * 128, k = 2048.0 * 8 * 128;
+  EXPECT_DOUBLE_EQ(c.flops, 4 * (q + k));
+  EXPECT_DOUBLE_EQ(c.bytes, (2 * q + 2 * k + 2 * 128) * 2);
+  expect_error([] { qk_norm_cost(Shape{2, 128}, Shape{2, 64}, DType::f16, {{128}}); }, "qk_norm: normalized_shape");
 }
 
 TEST(NormCost, ChecksTheShapeRule) {
@@ -629,6 +739,22 @@ TEST(AdaLayerNormCApi, ReferenceShapeAndCost) {
   EXPECT_NE(std::string(solops_last_error()).find("scale is a null pointer"), std::string::npos);
 }
 
+TEST(NormCApi, QKNormThroughTheReference) {
+  QKBuffers b;
+  solops_norm_params p{};
+  p.normalized_rank = 1;
+  p.normalized_shape[0] = 2;
+  p.has_eps = 1;
+  solops_tensor cq = c_tensor(b.q), ck = c_tensor(b.k), cqw = c_tensor(b.q_weight), cq_out = c_tensor(b.q_out);
+  solops_tensor ck_out = c_tensor(b.k_out);
+  ASSERT_EQ(solops_reference_qk_norm(&cq, &ck, &cqw, nullptr, &cq_out, &ck_out, &p), SOLOPS_OK) << solops_last_error();
+  expect_values(b.k_out, {6 / std::sqrt(50.0), 8 / std::sqrt(50.0), 1, -1});
+  solops_cost cost{};
+  ASSERT_EQ(solops_qk_norm_cost(3, b.q.shape.data(), 3, b.k.shape.data(), SOLOPS_F16, &p, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.bytes, (2 * 8 + 2 * 4 + 2 * 2) * 2.0);
+  EXPECT_EQ(solops_reference_qk_norm(&cq, &ck, &cqw, nullptr, &cq_out, &cq_out, &p), SOLOPS_INVALID_ARGUMENT);
+}
+
 TEST(NormCApi, ErrorsReturnAStatusAndAMessage) {
   HostTensor x({2, 4}, DType::f32), y({2, 4}, DType::f32);
   solops_tensor cx = c_tensor(x), cy = c_tensor(y);
@@ -644,6 +770,285 @@ TEST(NormCApi, ErrorsReturnAStatusAndAMessage) {
   EXPECT_NE(std::string(solops_last_error()).find("params is a null pointer"), std::string::npos);
   EXPECT_EQ(solops_reference_gemma_rms_norm(&cx, nullptr, &cy, &p), SOLOPS_INVALID_ARGUMENT);
   EXPECT_NE(std::string(solops_last_error()).find("weight is a null pointer"), std::string::npos);
+}
+
+// ---- training forward and backward (spec §2.13, 2.14) ---------------------------------------------
+
+TEST(NormStats, ShapeIsTheLeadingDims) {
+  EXPECT_EQ(norm_stats_shape(Shape{2, 3, 5, 7}, std::vector<int64_t>{5, 7}), (Shape{2, 3}));
+  EXPECT_EQ(norm_stats_shape(Shape{4096}, std::vector<int64_t>{4096}), (Shape{}));  // one row, a 0-d tensor
+  expect_error([] { norm_stats_shape(Shape{2, 8}, std::vector<int64_t>{4}); }, "does not match the trailing dims");
+}
+
+TEST(NormStats, ReferenceWritesMeanAndRstd) {
+  HostTensor x = filled({2, 4}, {1, 2, 3, 4, 0, 0, 3, 4}), y({2, 4}, DType::f32), mean({2}, DType::f32),
+             rstd({2}, DType::f32);
+  reference::layer_norm_with_stats(x.ref(), nullptr, nullptr, y.ref(), mean.ref(), rstd.ref(), {{4}, 0.0});
+  expect_values(mean, {2.5, 1.75});
+  expect_values(rstd, {1 / std::sqrt(1.25), 1 / std::sqrt((1.75 * 1.75 * 2 + 1.25 * 1.25 + 2.25 * 2.25) / 4)});
+  reference::rms_norm_with_stats(x.ref(), nullptr, y.ref(), rstd.ref(), {{4}, 0.0});
+  expect_values(rstd, {1 / std::sqrt(7.5), 1 / std::sqrt(25.0 / 4)});
+}
+
+TEST(NormStats, StatsMustBeF32OfTheLeadingDims) {
+  HostTensor x({2, 8}, DType::bf16), y({2, 8}, DType::bf16), rstd16({2}, DType::bf16), rstd3({3}, DType::f32);
+  expect_error([&] { reference::rms_norm_with_stats(x.ref(), nullptr, y.ref(), rstd16.ref(), {{8}}); },
+               "reference::rms_norm_with_stats: rstd: dtype bf16 must be f32");
+  HostTensor mean({2}, DType::f32);
+  expect_error(
+      [&] { reference::layer_norm_with_stats(x.ref(), nullptr, nullptr, y.ref(), mean.ref(), rstd3.ref(), {{8}}); },
+      "rstd: shape [3] must be [2]");
+}
+
+TEST(NormStats, StatsMayNotOverlapAnotherTensor) {
+  HostTensor x({2, 8}, DType::f32), y({2, 8}, DType::f32), rstd({2}, DType::f32);
+  const TensorRef rstd_in_y = make_tensor(y.bytes.data(), DType::f32, Shape{2});
+  expect_error([&] { reference::rms_norm_with_stats(x.ref(), nullptr, y.ref(), rstd_in_y, {{8}}); },
+               "overlap in memory");
+  expect_error(
+      [&] { reference::layer_norm_with_stats(x.ref(), nullptr, nullptr, y.ref(), rstd.ref(), rstd.ref(), {{8}}); },
+      "rstd and mean overlap in memory");
+}
+
+TEST(NormBackwardReference, RMSNormByHand) {
+  // x = [3, 4]: rstd = 1/sqrt(12.5), r^2 = 0.08; dy = [1, 0] gives mean(h * x_hat) = 1.5 r, so
+  // grad_x = r * ([1, 0] - [3r, 4r] * 1.5r) = r * [0.64, -0.48] and grad_weight = dy * x_hat = [3r, 0].
+  const double r = 1 / std::sqrt(12.5);
+  HostTensor dy = filled({1, 2}, {1, 0}), x = filled({1, 2}, {3, 4}), rstd = filled({1}, {r});
+  HostTensor grad_x({1, 2}, DType::f32), grad_w({2}, DType::f32);
+  const TensorRef grad_w_ref = grad_w.ref();
+  reference::rms_norm_backward(dy.ref(), x.ref(), nullptr, rstd.ref(), grad_x.ref(), &grad_w_ref, {{2}});
+  expect_values(grad_x, {0.64 * r, -0.48 * r});
+  expect_values(grad_w, {3 * r, 0});
+}
+
+// The loss sum(dy * forward(x, weight, bias)) and its central differences, which the backward's
+// gradients must match: the backward is the derivative of the forward reference.
+struct GradientCheck {
+  std::function<void(HostTensor& x, HostTensor& w, HostTensor& b, HostTensor& y)> forward;
+  HostTensor x, w, b, dy;
+
+  double loss() {
+    HostTensor y(x.shape, DType::f32);
+    forward(x, w, b, y);
+    double total = 0;
+    for (int64_t i = 0; i < y.numel(); ++i) total += dy.at(i) * y.at(i);
+    return total;
+  }
+
+  std::vector<double> numeric_gradient(HostTensor& wrt) {
+    constexpr double kStep = 1e-2;
+    std::vector<double> gradient;
+    for (int64_t i = 0; i < wrt.numel(); ++i) {
+      const double value = wrt.at(i);
+      wrt.set(i, value + kStep);
+      const double up = loss();
+      wrt.set(i, value - kStep);
+      const double down = loss();
+      wrt.set(i, value);
+      gradient.push_back((up - down) / (2 * kStep));
+    }
+    return gradient;
+  }
+};
+
+std::vector<double> values_of(const std::vector<double>& pattern, int64_t count, double scale) {
+  std::vector<double> out;
+  for (int64_t i = 0; i < count; ++i) out.push_back(scale * pattern[static_cast<size_t>(i) % pattern.size()]);
+  return out;
+}
+
+TEST(NormBackwardReference, RMSNormMatchesCentralDifferences) {
+  const Shape shape{2, 3, 5};
+  GradientCheck check{[](HostTensor& x, HostTensor& w, HostTensor&, HostTensor& y) {
+                        const TensorRef w_ref = w.ref();
+                        reference::rms_norm(x.ref(), &w_ref, y.ref(), {{3, 5}, 1e-5});
+                      },
+                      filled(shape, values_of({0.3, -1.2, 2.1, 0.7, -0.4, 1.5, -2.2}, 30, 1)),
+                      filled({3, 5}, {0.9, -0.5, 1.3, 0.2}), HostTensor({3, 5}, DType::f32),
+                      filled(shape, {0.5, -1.1, 0.8, 1.7, -0.3})};
+  HostTensor y(shape, DType::f32), rstd({2}, DType::f32), grad_x(shape, DType::f32), grad_w({3, 5}, DType::f32);
+  const TensorRef w_ref = check.w.ref(), grad_w_ref = grad_w.ref();
+  reference::rms_norm_with_stats(check.x.ref(), &w_ref, y.ref(), rstd.ref(), {{3, 5}, 1e-5});
+  reference::rms_norm_backward(check.dy.ref(), check.x.ref(), &w_ref, rstd.ref(), grad_x.ref(), &grad_w_ref,
+                               {{3, 5}});
+  expect_values(grad_x, check.numeric_gradient(check.x), 2e-3);
+  expect_values(grad_w, check.numeric_gradient(check.w), 2e-3);
+}
+
+TEST(NormBackwardReference, LayerNormMatchesCentralDifferences) {
+  const Shape shape{3, 7};
+  GradientCheck check{[](HostTensor& x, HostTensor& w, HostTensor& b, HostTensor& y) {
+                        const TensorRef w_ref = w.ref(), b_ref = b.ref();
+                        reference::layer_norm(x.ref(), &w_ref, &b_ref, y.ref(), {{7}, 1e-5});
+                      },
+                      filled(shape, values_of({0.3, -1.2, 2.1, 0.7, -0.4, 1.5, -2.2, 0.1}, 21, 1)),
+                      filled({7}, {0.9, -0.5, 1.3, 0.2}), filled({7}, {0.1, -0.2}),
+                      filled(shape, {0.5, -1.1, 0.8, 1.7, -0.3})};
+  HostTensor y(shape, DType::f32), mean({3}, DType::f32), rstd({3}, DType::f32), grad_x(shape, DType::f32);
+  HostTensor grad_w({7}, DType::f32), grad_b({7}, DType::f32);
+  const TensorRef w_ref = check.w.ref(), b_ref = check.b.ref(), grad_w_ref = grad_w.ref(), grad_b_ref = grad_b.ref();
+  reference::layer_norm_with_stats(check.x.ref(), &w_ref, &b_ref, y.ref(), mean.ref(), rstd.ref(), {{7}, 1e-5});
+  reference::layer_norm_backward(check.dy.ref(), check.x.ref(), &w_ref, mean.ref(), rstd.ref(), grad_x.ref(),
+                                 &grad_w_ref, &grad_b_ref, {{7}});
+  expect_values(grad_x, check.numeric_gradient(check.x), 2e-3);
+  expect_values(grad_w, check.numeric_gradient(check.w), 2e-3);
+  expect_values(grad_b, check.numeric_gradient(check.b), 2e-3);
+}
+
+TEST(NormBackwardReference, WithoutWeightAndWithoutGradWeight) {
+  // weight null is scale 1; grad_weight and grad_bias may be left out.
+  const double r = 1 / std::sqrt(12.5);
+  HostTensor dy = filled({1, 2}, {1, 0}), x = filled({1, 2}, {3, 4}), rstd = filled({1}, {r}), mean = filled({1}, {0});
+  HostTensor grad_x({1, 2}, DType::f32);
+  reference::layer_norm_backward(dy.ref(), x.ref(), nullptr, mean.ref(), rstd.ref(), grad_x.ref(), nullptr, nullptr,
+                                 {{2}});
+  // With mean 0 LayerNorm's gradient is RMSNorm's less rstd * mean(h) = 0.5 r.
+  expect_values(grad_x, {0.64 * r - 0.5 * r, -0.48 * r - 0.5 * r});
+}
+
+TEST(NormBackwardReference, ZeroRowsGiveZeroParameterGradients) {
+  HostTensor dy({0, 4}, DType::f32), x({0, 4}, DType::f32), rstd({0}, DType::f32), grad_x({0, 4}, DType::f32);
+  HostTensor grad_w = filled({4}, {kNaN});
+  const TensorRef grad_w_ref = grad_w.ref();
+  reference::rms_norm_backward(dy.ref(), x.ref(), nullptr, rstd.ref(), grad_x.ref(), &grad_w_ref, {{4}});
+  expect_values(grad_w, {0, 0, 0, 0});
+}
+
+TEST(NormBackwardReference, NaNPoisonsItsRowAndItsColumn) {
+  HostTensor dy = filled({2, 2}, {1, 1}), x = filled({2, 2}, {kNaN, 1, 3, 4}), rstd = filled({2}, {1, 0.2});
+  HostTensor grad_x({2, 2}, DType::f32), grad_w({2}, DType::f32);
+  const TensorRef grad_w_ref = grad_w.ref();
+  reference::rms_norm_backward(dy.ref(), x.ref(), nullptr, rstd.ref(), grad_x.ref(), &grad_w_ref, {{2}});
+  EXPECT_TRUE(std::isnan(grad_x.at(0)) && std::isnan(grad_x.at(1)));
+  EXPECT_FALSE(std::isnan(grad_x.at(2)) || std::isnan(grad_x.at(3)));
+  EXPECT_TRUE(std::isnan(grad_w.at(0)));
+  EXPECT_NEAR(grad_w.at(1), 1 + 4 * 0.2, 1e-6);
+}
+
+// The tensors of a valid rms_norm_backward call on [2, 8] f32 rows, each replaceable by a test.
+struct BackwardCall {
+  HostTensor dy{{2, 8}, DType::f32}, x{{2, 8}, DType::f32}, w{{8}, DType::f32}, mean{{2}, DType::f32};
+  HostTensor rstd{{2}, DType::f32}, grad_x{{2, 8}, DType::f32}, grad_w{{8}, DType::f32}, grad_b{{8}, DType::f32};
+
+  void rms(const TensorRef& dy_ref, const TensorRef& rstd_ref, const TensorRef& grad_x_ref,
+           const TensorRef* grad_w_ref) {
+    const TensorRef w_ref = w.ref();
+    reference::rms_norm_backward(dy_ref, x.ref(), &w_ref, rstd_ref, grad_x_ref, grad_w_ref, {{8}});
+  }
+  void layer(const TensorRef& mean_ref, const TensorRef* grad_w_ref, const TensorRef* grad_b_ref) {
+    reference::layer_norm_backward(dy.ref(), x.ref(), nullptr, mean_ref, rstd.ref(), grad_x.ref(), grad_w_ref,
+                                   grad_b_ref, {{8}});
+  }
+};
+
+TEST(NormBackwardValidation, GradOutMustHaveXsShapeAndDtype) {
+  BackwardCall c;
+  HostTensor dy_short({2, 4}, DType::f32), dy16({2, 8}, DType::f16);
+  expect_error([&] { c.rms(dy_short.ref(), c.rstd.ref(), c.grad_x.ref(), nullptr); },
+               "reference::rms_norm_backward: grad_out: shape [2, 4] must be [2, 8]");
+  expect_error([&] { c.rms(dy16.ref(), c.rstd.ref(), c.grad_x.ref(), nullptr); }, "grad_out: dtype f16 must be f32");
+}
+
+TEST(NormBackwardValidation, RstdMustBeF32OfTheLeadingDims) {
+  BackwardCall c;
+  HostTensor rstd_2d({2, 1}, DType::f32), rstd16({2}, DType::f16);
+  expect_error([&] { c.rms(c.dy.ref(), rstd_2d.ref(), c.grad_x.ref(), nullptr); }, "rstd: shape [2, 1] must be [2]");
+  expect_error([&] { c.rms(c.dy.ref(), rstd16.ref(), c.grad_x.ref(), nullptr); }, "rstd: dtype f16 must be f32");
+}
+
+TEST(NormBackwardValidation, MeanMustBeF32OfTheLeadingDims) {
+  BackwardCall c;
+  HostTensor mean3({3}, DType::f32);
+  expect_error([&] { c.layer(mean3.ref(), nullptr, nullptr); },
+               "reference::layer_norm_backward: mean: shape [3] must be [2]");
+}
+
+TEST(NormBackwardValidation, GradXMustHaveXsShape) {
+  BackwardCall c;
+  HostTensor grad_x({16}, DType::f32);
+  expect_error([&] { c.rms(c.dy.ref(), c.rstd.ref(), grad_x.ref(), nullptr); }, "grad_x: shape [16] must be [2, 8]");
+}
+
+TEST(NormBackwardValidation, ParameterGradientsMustHaveTheNormalizedShape) {
+  BackwardCall c;
+  HostTensor grad_w({2, 8}, DType::f32), grad_b({4}, DType::f32);
+  const TensorRef grad_w_ref = grad_w.ref(), grad_b_ref = grad_b.ref();
+  expect_error([&] { c.rms(c.dy.ref(), c.rstd.ref(), c.grad_x.ref(), &grad_w_ref); },
+               "grad_weight: shape [2, 8] must be [8]");
+  expect_error([&] { c.layer(c.mean.ref(), nullptr, &grad_b_ref); }, "grad_bias: shape [4] must be [8]");
+}
+
+TEST(NormBackwardValidation, NormalizedShapeMustMatchX) {
+  BackwardCall c;
+  expect_error([&] {
+    reference::rms_norm_backward(c.dy.ref(), c.x.ref(), nullptr, c.rstd.ref(), c.grad_x.ref(), nullptr, {{4}});
+  }, "normalized_shape [4] does not match the trailing dims of x [2, 8]");
+}
+
+TEST(NormBackwardAliasing, GradXMayNotOverlapAnInput) {
+  BackwardCall c;
+  expect_error([&] { c.rms(c.dy.ref(), c.rstd.ref(), c.dy.ref(), nullptr); },
+               "grad_out and grad_x overlap in memory");
+}
+
+TEST(NormBackwardAliasing, ParameterGradientsMayNotOverlapEachOther) {
+  BackwardCall c;
+  const TensorRef grad_w_ref = c.grad_w.ref();
+  expect_error([&] { c.layer(c.mean.ref(), &grad_w_ref, &grad_w_ref); }, "grad_bias and grad_weight overlap");
+}
+
+TEST(NormBackwardCost, SpecFormulas) {
+  const Shape x{2048, 4096};
+  const double mn = 2048.0 * 4096, n = 4096, m = 2048;
+  Cost c = rms_norm_backward_cost(x, DType::bf16, {{4096}});
+  EXPECT_DOUBLE_EQ(c.flops, 9 * mn);
+  EXPECT_DOUBLE_EQ(c.bytes, (3 * mn + 2 * n) * 2 + 4 * m);
+  c = layer_norm_backward_cost(x, DType::f16, {{4096}});
+  EXPECT_DOUBLE_EQ(c.flops, 12 * mn);
+  EXPECT_DOUBLE_EQ(c.bytes, (3 * mn + 3 * n) * 2 + 8 * m);
+  expect_error([] { layer_norm_backward_cost(Shape{2, 8}, DType::f16, {{4}}); }, "does not match");
+}
+
+TEST(NormBackwardCApi, ReferenceStatsShapeAndCost) {
+  const double r = 1 / std::sqrt(12.5);
+  HostTensor dy = filled({1, 2}, {1, 0}), x = filled({1, 2}, {3, 4}), rstd = filled({1}, {r});
+  HostTensor grad_x({1, 2}, DType::f32), grad_w({2}, DType::f32);
+  solops_norm_backward_params p{};
+  p.normalized_rank = 1;
+  p.normalized_shape[0] = 2;
+  solops_tensor c_dy = c_tensor(dy), c_x = c_tensor(x), c_rstd = c_tensor(rstd), c_gx = c_tensor(grad_x),
+                c_gw = c_tensor(grad_w);
+  ASSERT_EQ(solops_reference_rms_norm_backward(&c_dy, &c_x, nullptr, &c_rstd, &c_gx, &c_gw, &p), SOLOPS_OK)
+      << solops_last_error();
+  expect_values(grad_x, {0.64 * r, -0.48 * r});
+  expect_values(grad_w, {3 * r, 0});
+  int32_t rank = -1;
+  int64_t shape[SOLOPS_MAX_RANK] = {};
+  ASSERT_EQ(solops_norm_stats_shape(2, x.shape.data(), &p, &rank, shape), SOLOPS_OK);
+  EXPECT_EQ(rank, 1);
+  EXPECT_EQ(shape[0], 1);
+  solops_cost cost{};
+  ASSERT_EQ(solops_layer_norm_backward_cost(2, x.shape.data(), SOLOPS_F32, &p, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.bytes, (3 * 2 + 3 * 2) * 4.0 + 8);
+  EXPECT_EQ(solops_reference_layer_norm_backward(&c_dy, &c_x, nullptr, nullptr, &c_rstd, &c_gx, nullptr, nullptr, &p),
+            SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("mean is a null pointer"), std::string::npos);
+}
+
+TEST(NormBackwardCApi, TrainingForwardThroughTheReference) {
+  HostTensor x = filled({1, 4}, {1, 2, 3, 4}), y({1, 4}, DType::f32), mean({1}, DType::f32), rstd({1}, DType::f32);
+  solops_norm_params p{};
+  p.normalized_rank = 1;
+  p.normalized_shape[0] = 4;
+  p.has_eps = 1;
+  solops_tensor cx = c_tensor(x), cy = c_tensor(y), cm = c_tensor(mean), cr = c_tensor(rstd);
+  ASSERT_EQ(solops_reference_layer_norm_with_stats(&cx, nullptr, nullptr, &cy, &cm, &cr, &p), SOLOPS_OK)
+      << solops_last_error();
+  expect_values(mean, {2.5});
+  expect_values(rstd, {1 / std::sqrt(1.25)});
+  ASSERT_EQ(solops_reference_rms_norm_with_stats(&cx, nullptr, &cy, &cr, &p), SOLOPS_OK) << solops_last_error();
+  expect_values(rstd, {1 / std::sqrt(7.5)});
 }
 
 }  // namespace

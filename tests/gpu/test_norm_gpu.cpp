@@ -1,10 +1,12 @@
-// Row norms on the GPU against the CPU reference: every catalogue row of the eight ops, at least 100
+// Row norms on the GPU against the CPU reference: every catalogue row of the eight ops and QKNorm, at least 100
 // random shapes per op (N not a multiple of the vector width, one-row and 3-D inputs, rows long
 // enough for the streaming kernel, normalized shapes of two dims, with and without weight and bias),
 // a large common offset (variance stability), NaN propagation, pointers not 16-byte aligned, the
-// fused add-norms' in-place form, device-side validation and CUDA graph capture. Outputs are
-// poisoned first. The quantizing norms' codes are compared as spec §2.15 says: each within one e4m3
-// step of the reference's, at least 99.9 % identical; their scales to rtol 1e-4.
+// fused add-norms' in-place form, device-side validation and CUDA graph capture. The same for the
+// training forward's statistics and for RMSNormBwd and LayerNormBwd (spec §2.13, 2.14), whose
+// parameter gradients must also be bit-identical from run to run. Outputs are poisoned first. The
+// quantizing norms' codes are compared as spec §2.15 says: each within one e4m3 step of the
+// reference's, at least 99.9 % identical; their scales to rtol 1e-4.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -22,6 +24,7 @@
 #include "solops/error.hpp"
 #include "solops/norm.hpp"
 #include "solops/reference.hpp"
+#include "solops/tensor.hpp"
 
 namespace solops {
 namespace {
@@ -149,6 +152,18 @@ std::string code_difference(HostTensor& expected, HostTensor& actual, double mis
   return {};
 }
 
+// A copy of `host` on the device, `pad` bytes into its allocation; null when there is no tensor.
+std::unique_ptr<DeviceBuffer> upload(const std::optional<HostTensor>& host, size_t pad) {
+  if (!host) return nullptr;
+  auto buffer = std::make_unique<DeviceBuffer>(host->bytes.size(), pad);
+  buffer->upload(host->bytes.data());
+  return buffer;
+}
+
+TensorRef device_ref(const void* data, DType dtype, const Shape& shape) {
+  return make_tensor(const_cast<void*>(data), dtype, shape, 0);
+}
+
 struct Options {
   size_t offset = 0;     // elements into each allocation: 1 makes every pointer unaligned
   bool in_place = false;  // fused: output = x, residual_out = residual
@@ -171,32 +186,23 @@ std::string compare_with_reference(NormInputs& in, const Options& o = {}) {
          expected.ref(), optional_ref(host_residual_out), optional_ref(host_scale));
 
   const size_t pad = o.offset * dtype_size(in.x.dtype);
-  const auto upload = [&](const std::optional<HostTensor>& host) -> std::unique_ptr<DeviceBuffer> {
-    if (!host) return nullptr;
-    auto buffer = std::make_unique<DeviceBuffer>(host->bytes.size(), pad);
-    buffer->upload(host->bytes.data());
-    return buffer;
-  };
   DeviceBuffer x(in.x.bytes.size(), pad), y(expected.bytes.size(), pad), residual_out(in.x.bytes.size(), pad);
   DeviceBuffer scale(expected_scale.bytes.size(), o.offset * sizeof(float));
   x.upload(in.x.bytes.data());
   y.poison();
   residual_out.poison();
   scale.poison();
-  const std::unique_ptr<DeviceBuffer> residual = upload(in.residual), weight = upload(in.weight),
-                                      bias = upload(in.bias);
-  const auto on_device = [&](const void* data, const Shape& shape, DType dtype) {
-    return make_tensor(const_cast<void*>(data), dtype, shape, 0);
-  };
+  const std::unique_ptr<DeviceBuffer> residual = upload(in.residual, pad), weight = upload(in.weight, pad),
+                                      bias = upload(in.bias, pad);
   const DType dtype = in.x.dtype;
-  const TensorRef x_ref = on_device(x.data(), in.x.shape, dtype);
+  const TensorRef x_ref = device_ref(x.data(), dtype, in.x.shape);
   std::optional<TensorRef> residual_ref, weight_ref, bias_ref, residual_out_ref, scale_ref;
-  if (residual) residual_ref = on_device(residual->data(), in.x.shape, dtype);
-  if (weight) weight_ref = on_device(weight->data(), in.affine_shape(), dtype);
-  if (bias) bias_ref = on_device(bias->data(), in.affine_shape(), dtype);
-  const TensorRef y_ref = o.in_place ? x_ref : on_device(y.data(), in.x.shape, in.output_dtype());
-  if (fused) residual_out_ref = o.in_place ? *residual_ref : on_device(residual_out.data(), in.x.shape, dtype);
-  if (quant) scale_ref = on_device(scale.data(), in.scale_shape(), DType::f32);
+  if (residual) residual_ref = device_ref(residual->data(), dtype, in.x.shape);
+  if (weight) weight_ref = device_ref(weight->data(), dtype, in.affine_shape());
+  if (bias) bias_ref = device_ref(bias->data(), dtype, in.affine_shape());
+  const TensorRef y_ref = o.in_place ? x_ref : device_ref(y.data(), in.output_dtype(), in.x.shape);
+  if (fused) residual_out_ref = o.in_place ? *residual_ref : device_ref(residual_out.data(), dtype, in.x.shape);
+  if (quant) scale_ref = device_ref(scale.data(), DType::f32, in.scale_shape());
   run_op(in, true, x_ref, optional_ref(residual_ref), optional_ref(weight_ref), optional_ref(bias_ref), y_ref,
          optional_ref(residual_out_ref), optional_ref(scale_ref));
   testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
@@ -282,18 +288,26 @@ const char* catalogue_op(Op op) {
   return "";
 }
 
-TEST_P(NormGpu, EveryCatalogueRow) {
-  std::mt19937_64 rng(2030);
-  const std::vector<nlohmann::json> rows = testing::catalogue_rows(catalogue_op(GetParam()));
+// Calls test(row, x_shape, dtype) for every catalogue row of `op`; every row normalizes x's last dim.
+template <class Test>
+void for_each_catalogue_row(const char* op, Test test) {
+  const std::vector<nlohmann::json> rows = testing::catalogue_rows(op);
   ASSERT_FALSE(rows.empty());
   for (const auto& row : rows) {
     const Shape shape = row["tensors"]["x"].get<Shape>();
     if (row["tensors"].contains("normalized")) {
       ASSERT_EQ(row["tensors"]["normalized"].get<Shape>(), Shape{shape.back()});
     }
-    NormInputs in = make_inputs(GetParam(), shape, testing::parse_dtype(row["dtype"]), rng);
-    EXPECT_EQ(compare_with_reference(in), "") << row["workload"] << " " << describe(in);
+    test(row, shape, testing::parse_dtype(row["dtype"]));
   }
+}
+
+TEST_P(NormGpu, EveryCatalogueRow) {
+  std::mt19937_64 rng(2030);
+  for_each_catalogue_row(catalogue_op(GetParam()), [&](const nlohmann::json& row, const Shape& shape, DType dtype) {
+    NormInputs in = make_inputs(GetParam(), shape, dtype, rng);
+    EXPECT_EQ(compare_with_reference(in), "") << row["workload"] << " " << describe(in);
+  });
 }
 
 // Row lengths: short rows (several per block), odd lengths (scalar path), multiples of the vector
@@ -305,26 +319,40 @@ int64_t draw_row_len(std::mt19937_64& rng) {
   return kLengths[pick(rng)];
 }
 
+constexpr int kRandomCases = 120;
+constexpr DType kRandomDtypes[] = {DType::f32, DType::f16, DType::bf16};
+
+// The shape of random case c: one row every fourth case, 3-D [B, S, H] every third, two
+// normalized dims [.., 8, N / 8] every seventh where allowed.
+struct RandomShape {
+  Shape shape;
+  int normalized_dims = 1;
+};
+
+RandomShape draw_shape(std::mt19937_64& rng, int c, bool two_normalized_dims) {
+  const int64_t row_len = draw_row_len(rng);
+  // At most ~400 K elements a case, so the CPU reference stays quick.
+  std::uniform_int_distribution<int64_t> rows_of(1, std::max<int64_t>(1, 400000 / row_len));
+  const int64_t rows = c % 4 == 0 ? 1 : std::min<int64_t>(rows_of(rng), 300);
+  RandomShape drawn{{rows, row_len}};
+  if (c % 3 == 1 && rows % 2 == 0) drawn.shape = {2, rows / 2, row_len};
+  if (two_normalized_dims && c % 7 == 3 && row_len % 8 == 0) {
+    drawn.shape.back() = row_len / 8;
+    drawn.shape.insert(drawn.shape.end() - 1, 8);
+    drawn.normalized_dims = 2;
+  }
+  return drawn;
+}
+
+Values draw_values(int c) { return c % 9 == 4 ? Values::special : Values::normal; }
+
 TEST_P(NormGpu, RandomShapes) {
   const Op op = GetParam();
   std::mt19937_64 rng(7 + static_cast<int>(op));
-  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
-  constexpr int kCases = 120;
-  for (int c = 0; c < kCases; ++c) {
-    const int64_t row_len = draw_row_len(rng);
-    // At most ~400 K elements a case, so the CPU reference stays quick.
-    std::uniform_int_distribution<int64_t> rows_of(1, std::max<int64_t>(1, 400000 / row_len));
-    const int64_t rows = c % 4 == 0 ? 1 : std::min<int64_t>(rows_of(rng), 300);
-    Shape shape{rows, row_len};
-    if (c % 3 == 1 && rows % 2 == 0) shape = {2, rows / 2, row_len};  // 3-D [B, S, H]
-    int normalized_dims = 1;
-    if (!last_dim_only(op) && c % 7 == 3 && row_len % 8 == 0) {  // two normalized dims [.., 8, N / 8]
-      shape.back() = row_len / 8;
-      shape.insert(shape.end() - 1, 8);
-      normalized_dims = 2;
-    }
-    NormInputs in = make_inputs(op, shape, dtypes[c % 3], rng, c % 5 != 2, normalized_dims,
-                                c % 9 == 4 ? Values::special : Values::normal);
+  for (int c = 0; c < kRandomCases; ++c) {
+    const RandomShape drawn = draw_shape(rng, c, !last_dim_only(op));
+    NormInputs in = make_inputs(op, drawn.shape, kRandomDtypes[c % 3], rng, c % 5 != 2, drawn.normalized_dims,
+                                draw_values(c));
     const Options o{.offset = c % 6 == 5 ? size_t{1} : size_t{0}, .in_place = is_fused(op) && c % 3 == 0};
     EXPECT_EQ(compare_with_reference(in, o), "") << "case " << c << " " << describe(in) << " offset " << o.offset
                                                  << (o.in_place ? " in place" : "");
@@ -448,6 +476,405 @@ TEST_F(NormGpuCalls, CapturedInACudaGraph) {
   cudaGraphExecDestroy(exec);
   cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
+}
+
+// ---- QKNorm --------------------------------------------------------------------------------------
+
+// The query and key of one qk_norm call: RMSNorm inputs with the same normalized dims.
+struct QKInputs {
+  NormInputs q, k;
+};
+
+QKInputs make_qk(const Shape& q_shape, const Shape& k_shape, DType dtype, std::mt19937_64& rng, bool affine = true,
+                 int normalized_dims = 1, Values values = Values::normal) {
+  return {make_inputs(Op::rms, q_shape, dtype, rng, affine, normalized_dims, values),
+          make_inputs(Op::rms, k_shape, dtype, rng, affine, normalized_dims, values)};
+}
+
+std::string describe(const QKInputs& in) {
+  return detail::concat("qk_norm q ", describe(in.q), ", k ", describe(in.k));
+}
+
+// qk_norm on the device (captured in a CUDA graph and replayed where `graph`) against the reference;
+// the first disagreement in q_out or k_out, or "".
+std::string compare_qk(QKInputs& in, size_t offset = 0, bool graph = false) {
+  const QKNorm p{in.q.normalized_shape(), in.q.eps};
+  const DType dtype = in.q.x.dtype;
+  HostTensor q_expected(in.q.x.shape, dtype), k_expected(in.k.x.shape, dtype);
+  std::optional<TensorRef> host_q_weight, host_k_weight;
+  if (in.q.weight) host_q_weight = in.q.weight->ref();
+  if (in.k.weight) host_k_weight = in.k.weight->ref();
+  reference::qk_norm(in.q.x.ref(), in.k.x.ref(), optional_ref(host_q_weight), optional_ref(host_k_weight),
+                     q_expected.ref(), k_expected.ref(), p);
+
+  const size_t pad = offset * dtype_size(dtype);
+  const std::unique_ptr<DeviceBuffer> q = upload(in.q.x, pad), k = upload(in.k.x, pad),
+                                      q_weight = upload(in.q.weight, pad), k_weight = upload(in.k.weight, pad);
+  DeviceBuffer q_out(in.q.x.bytes.size(), pad), k_out(in.k.x.bytes.size(), pad);
+  q_out.poison();
+  k_out.poison();
+  std::optional<TensorRef> q_weight_ref, k_weight_ref;
+  if (q_weight) q_weight_ref = device_ref(q_weight->data(), dtype, p.normalized_shape);
+  if (k_weight) k_weight_ref = device_ref(k_weight->data(), dtype, p.normalized_shape);
+  const auto launch = [&](cudaStream_t stream) {
+    qk_norm(device_ref(q->data(), dtype, in.q.x.shape), device_ref(k->data(), dtype, in.k.x.shape),
+            optional_ref(q_weight_ref), optional_ref(k_weight_ref), device_ref(q_out.data(), dtype, in.q.x.shape),
+            device_ref(k_out.data(), dtype, in.k.x.shape), p, stream);
+  };
+  if (graph) {
+    cudaStream_t stream;
+    testing::cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cudaGraph_t captured;
+    cudaGraphExec_t exec;
+    testing::cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+    launch(stream);
+    testing::cuda_ok(cudaStreamEndCapture(stream, &captured), "end capture");
+    testing::cuda_ok(cudaGraphInstantiate(&exec, captured, 0), "instantiate");
+    testing::cuda_ok(cudaGraphLaunch(exec, stream), "launch");
+    testing::cuda_ok(cudaStreamSynchronize(stream), "replay");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(captured);
+    cudaStreamDestroy(stream);
+  } else {
+    launch(nullptr);
+  }
+  testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
+
+  HostTensor q_actual(in.q.x.shape, dtype), k_actual(in.k.x.shape, dtype);
+  q_out.download(q_actual.bytes.data());
+  k_out.download(k_actual.bytes.data());
+  const double tol = tolerance(Op::rms, dtype);
+  const std::string difference = first_difference("q_out", q_expected, q_actual, tol, tol);
+  return difference.empty() ? first_difference("k_out", k_expected, k_actual, tol, tol) : difference;
+}
+
+class QKNormGpu : public ::testing::Test {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+TEST_F(QKNormGpu, EveryCatalogueRow) {
+  // The workloads give x (the query) only; k has its shape (spec §2.18).
+  std::mt19937_64 rng(2031);
+  const std::vector<nlohmann::json> rows = testing::catalogue_rows("QKNormFwd");
+  ASSERT_FALSE(rows.empty());
+  for (const auto& row : rows) {
+    const Shape shape = row["tensors"]["x"].get<Shape>();
+    ASSERT_EQ(row["tensors"]["normalized"].get<Shape>(), Shape{shape.back()});
+    QKInputs in = make_qk(shape, shape, testing::parse_dtype(row["dtype"]), rng);
+    EXPECT_EQ(compare_qk(in), "") << row["workload"] << " " << describe(in);
+  }
+}
+
+TEST_F(QKNormGpu, RandomShapes) {
+  // [tokens, heads, head_dim] with fewer key heads (GQA), 2-D hidden-size rows (OLMo-2), and the
+  // row lengths of the other norms (odd, vectorized, streaming).
+  std::mt19937_64 rng(17);
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  std::uniform_int_distribution<int64_t> heads_of(1, 8);
+  for (int c = 0; c < 120; ++c) {
+    const int64_t head_dim = c % 2 == 0 ? std::vector<int64_t>{64, 128, 256, 72, 100}[c % 5] : draw_row_len(rng);
+    std::uniform_int_distribution<int64_t> tokens_of(1, std::max<int64_t>(1, 100000 / head_dim / 16));
+    const int64_t tokens = c % 4 == 0 ? 1 : std::min<int64_t>(tokens_of(rng), 200);
+    const int64_t k_heads = heads_of(rng), q_heads = k_heads * heads_of(rng);
+    Shape q{tokens, q_heads, head_dim}, k{tokens, k_heads, head_dim};
+    if (c % 3 == 2) q = {tokens, head_dim}, k = {tokens, head_dim};
+    QKInputs in = make_qk(q, k, dtypes[c % 3], rng, c % 5 != 2, 1, c % 9 == 4 ? Values::special : Values::normal);
+    const size_t offset = c % 6 == 5 ? 1 : 0;
+    EXPECT_EQ(compare_qk(in, offset), "") << "case " << c << " " << describe(in) << " offset " << offset;
+  }
+}
+
+TEST_F(QKNormGpu, EdgeCases) {
+  std::mt19937_64 rng(18);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (int64_t row_len : {128, 3001, 20000}) {
+      QKInputs offset = make_qk({16, row_len}, {4, row_len}, dtype, rng, true, 1, Values::offset);
+      EXPECT_EQ(compare_qk(offset), "") << "large common offset " << describe(offset);
+      QKInputs nan = make_qk({4, row_len}, {2, row_len}, dtype, rng);
+      nan.k.x.set(row_len + 5, std::numeric_limits<double>::quiet_NaN());  // k's row 1 only
+      EXPECT_EQ(compare_qk(nan), "") << "NaN " << describe(nan);
+      EXPECT_EQ(compare_qk(nan, 1), "") << "unaligned " << describe(nan);
+      EXPECT_EQ(compare_qk(nan, 3), "") << "unaligned " << describe(nan);
+    }
+  }
+  QKInputs empty = make_qk({0, 8, 128}, {0, 2, 128}, DType::bf16, rng);
+  EXPECT_EQ(compare_qk(empty), "") << "empty batch";
+  QKInputs two_dims = make_qk({3, 4, 8, 16}, {3, 1, 8, 16}, DType::f16, rng, true, 2);
+  EXPECT_EQ(compare_qk(two_dims), "") << describe(two_dims);
+}
+
+TEST_F(QKNormGpu, CapturedInACudaGraph) {
+  std::mt19937_64 rng(19);
+  QKInputs in = make_qk({64, 32, 128}, {64, 8, 128}, DType::bf16, rng);
+  EXPECT_EQ(compare_qk(in, 0, true), "");
+}
+
+TEST_F(QKNormGpu, OutputsMayNotOverlapOnTheDevice) {
+  DeviceBuffer q(4 * 64 * sizeof(float)), k(2 * 64 * sizeof(float)), out(4 * 64 * sizeof(float));
+  const auto view = [](const DeviceBuffer& b, size_t offset, int64_t rows) {
+    return make_tensor(static_cast<char*>(b.data()) + offset * sizeof(float), DType::f32, Shape{rows, 64}, 0);
+  };
+  try {
+    qk_norm(view(q, 0, 4), view(k, 0, 2), nullptr, nullptr, view(out, 0, 4), view(out, 64, 2), {{64}});
+    ADD_FAILURE() << "accepted k_out inside q_out";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("qk_norm: q_out and k_out overlap in memory"), std::string::npos) << e.what();
+  }
+}
+
+// ---- training forward and backward (spec §2.13, 2.14) ---------------------------------------------
+
+// A host tensor copied to the device (`pad` bytes into its allocation), or a poisoned device
+// tensor of its shape and dtype for an output.
+struct OnDevice {
+  std::unique_ptr<DeviceBuffer> buffer;
+  TensorRef ref;
+
+  OnDevice(HostTensor& host, size_t pad, bool poisoned = false)
+      : buffer(std::make_unique<DeviceBuffer>(host.bytes.size(), pad * dtype_size(host.dtype))),
+        ref(make_tensor(buffer->data(), host.dtype, host.shape, 0)) {
+    if (poisoned) buffer->poison();
+    else buffer->upload(host.bytes.data());
+  }
+  void download(HostTensor& host) const { buffer->download(host.bytes.data()); }
+};
+
+// One backward call: x, grad_out, an optional weight, and the statistics of the reference's
+// training forward, so that the comparison isolates the backward.
+struct BackwardInputs {
+  Op op;  // rms or layer
+  HostTensor x, dy;
+  std::optional<HostTensor> weight = std::nullopt;
+  int normalized_dims = 1;
+
+  Shape normalized_shape() const { return Shape(x.shape.end() - normalized_dims, x.shape.end()); }
+  Shape stats_shape() const { return Shape(x.shape.begin(), x.shape.end() - normalized_dims); }
+};
+
+BackwardInputs make_backward_inputs(Op op, Shape shape, DType dtype, std::mt19937_64& rng, bool weight = true,
+                                    int normalized_dims = 1, Values values = Values::normal) {
+  BackwardInputs in{op, HostTensor(shape, dtype), HostTensor(shape, dtype)};
+  in.normalized_dims = normalized_dims;
+  fill(in.x, rng, values);
+  fill(in.dy, rng);
+  if (weight) {
+    in.weight.emplace(in.normalized_shape(), dtype);
+    fill(*in.weight, rng);
+  }
+  return in;
+}
+
+std::string describe(const BackwardInputs& in) {
+  return detail::concat(op_name(in.op), "_backward x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype),
+                        " normalized dims ", in.normalized_dims, in.weight ? " weight" : "");
+}
+
+// Spec §2.13, 2.14 (proposed): atol = rtol; the parameter gradients are sums over M rows, so their
+// atol grows with sqrt(M).
+double backward_tolerance(DType dtype) { return dtype == DType::f32 ? 1e-4 : dtype == DType::f16 ? 1e-2 : 2e-2; }
+
+// The training forward on the device and the reference: output and statistics.
+std::string compare_training_forward(BackwardInputs& in, size_t pad = 0) {
+  const bool layer = in.op == Op::layer;
+  const Shape ns = in.normalized_shape();
+  const double eps = default_eps(in.op);
+  HostTensor y(in.x.shape, in.x.dtype), mean(in.stats_shape(), DType::f32), rstd(in.stats_shape(), DType::f32);
+  std::optional<TensorRef> host_weight;
+  if (in.weight) host_weight = in.weight->ref();
+  if (layer) {
+    reference::layer_norm_with_stats(in.x.ref(), optional_ref(host_weight), nullptr, y.ref(), mean.ref(), rstd.ref(),
+                                     {ns, eps});
+  } else {
+    reference::rms_norm_with_stats(in.x.ref(), optional_ref(host_weight), y.ref(), rstd.ref(), {ns, eps});
+  }
+  const OnDevice x(in.x, pad), d_y(y, pad, true), d_mean(mean, pad, true), d_rstd(rstd, pad, true);
+  std::optional<OnDevice> weight;
+  std::optional<TensorRef> weight_ref;
+  if (in.weight) weight_ref = weight.emplace(*in.weight, pad).ref;
+  if (layer) {
+    layer_norm_with_stats(x.ref, optional_ref(weight_ref), nullptr, d_y.ref, d_mean.ref, d_rstd.ref, {ns, eps});
+  } else {
+    rms_norm_with_stats(x.ref, optional_ref(weight_ref), d_y.ref, d_rstd.ref, {ns, eps});
+  }
+  testing::cuda_ok(cudaDeviceSynchronize(), "training forward");
+  HostTensor got_y(y.shape, y.dtype), got_mean(mean.shape, DType::f32), got_rstd(rstd.shape, DType::f32);
+  d_y.download(got_y);
+  d_rstd.download(got_rstd);
+  const double tol = tolerance(in.op, in.x.dtype);
+  std::string difference = first_difference("output", y, got_y, tol, tol);
+  if (difference.empty()) difference = first_difference("rstd", rstd, got_rstd, 1e-5, 1e-4);
+  if (layer && difference.empty()) {
+    d_mean.download(got_mean);
+    difference = first_difference("mean", mean, got_mean, 1e-5, 1e-4);
+  }
+  return difference;
+}
+
+// The backward on the device and the reference from the same statistics; returns the first
+// disagreement, or "". `grad_weight_bits`, when given, receives the device's grad_weight.
+std::string compare_backward(BackwardInputs& in, size_t pad = 0, HostTensor* grad_weight_bits = nullptr) {
+  const bool layer = in.op == Op::layer;
+  const Shape ns = in.normalized_shape();
+  HostTensor y(in.x.shape, in.x.dtype), mean(in.stats_shape(), DType::f32), rstd(in.stats_shape(), DType::f32);
+  std::optional<TensorRef> host_weight;
+  if (in.weight) host_weight = in.weight->ref();
+  if (layer) {
+    reference::layer_norm_with_stats(in.x.ref(), optional_ref(host_weight), nullptr, y.ref(), mean.ref(), rstd.ref(),
+                                     {ns, default_eps(in.op)});
+  } else {
+    reference::rms_norm_with_stats(in.x.ref(), optional_ref(host_weight), y.ref(), rstd.ref(), {ns, default_eps(in.op)});
+  }
+  HostTensor grad_x(in.x.shape, in.x.dtype), grad_w(ns, in.x.dtype), grad_b(ns, in.x.dtype);
+  const TensorRef grad_w_ref = grad_w.ref(), grad_b_ref = grad_b.ref();
+  if (layer) {
+    reference::layer_norm_backward(in.dy.ref(), in.x.ref(), optional_ref(host_weight), mean.ref(), rstd.ref(),
+                                   grad_x.ref(), &grad_w_ref, &grad_b_ref, {ns});
+  } else {
+    reference::rms_norm_backward(in.dy.ref(), in.x.ref(), optional_ref(host_weight), rstd.ref(), grad_x.ref(),
+                                 &grad_w_ref, {ns});
+  }
+
+  const OnDevice x(in.x, pad), dy(in.dy, pad), d_mean(mean, pad), d_rstd(rstd, pad);
+  const OnDevice d_grad_x(grad_x, pad, true), d_grad_w(grad_w, pad, true), d_grad_b(grad_b, pad, true);
+  std::optional<OnDevice> weight;
+  std::optional<TensorRef> weight_ref;
+  if (in.weight) weight_ref = weight.emplace(*in.weight, pad).ref;
+  if (layer) {
+    layer_norm_backward(dy.ref, x.ref, optional_ref(weight_ref), d_mean.ref, d_rstd.ref, d_grad_x.ref, &d_grad_w.ref,
+                        &d_grad_b.ref, {ns});
+  } else {
+    rms_norm_backward(dy.ref, x.ref, optional_ref(weight_ref), d_rstd.ref, d_grad_x.ref, &d_grad_w.ref, {ns});
+  }
+  testing::cuda_ok(cudaDeviceSynchronize(), "backward");
+
+  HostTensor got_x(grad_x.shape, grad_x.dtype), got_w(ns, grad_w.dtype), got_b(ns, grad_b.dtype);
+  d_grad_x.download(got_x);
+  d_grad_w.download(got_w);
+  if (grad_weight_bits) d_grad_w.download(*grad_weight_bits);
+  const double tol = backward_tolerance(in.x.dtype);
+  const double rows = static_cast<double>(in.dy.numel()) / static_cast<double>(grad_w.numel());
+  const double sum_atol = tol * std::sqrt(std::max(1.0, rows));
+  std::string difference = first_difference("grad_x", grad_x, got_x, tol, tol);
+  if (difference.empty()) difference = first_difference("grad_weight", grad_w, got_w, sum_atol, tol);
+  if (layer && difference.empty()) {
+    d_grad_b.download(got_b);
+    difference = first_difference("grad_bias", grad_b, got_b, sum_atol, tol);
+  }
+  return difference;
+}
+
+class NormBackwardGpu : public ::testing::TestWithParam<Op> {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+const char* catalogue_backward_op(Op op) { return op == Op::rms ? "RMSNormBwd" : "LayerNormBwd"; }
+
+TEST_P(NormBackwardGpu, EveryCatalogueRow) {
+  std::mt19937_64 rng(2031);
+  for_each_catalogue_row(catalogue_backward_op(GetParam()),
+                         [&](const nlohmann::json& row, const Shape& shape, DType dtype) {
+                           BackwardInputs in = make_backward_inputs(GetParam(), shape, dtype, rng);
+                           EXPECT_EQ(compare_backward(in), "") << row["workload"] << " " << describe(in);
+                           EXPECT_EQ(compare_training_forward(in), "") << row["workload"] << " " << describe(in);
+                         });
+}
+
+TEST_P(NormBackwardGpu, RandomShapes) {
+  const Op op = GetParam();
+  std::mt19937_64 rng(17 + static_cast<int>(op));
+  for (int c = 0; c < kRandomCases; ++c) {
+    const RandomShape drawn = draw_shape(rng, c, true);
+    BackwardInputs in = make_backward_inputs(op, drawn.shape, kRandomDtypes[c % 3], rng, c % 5 != 2,
+                                             drawn.normalized_dims, draw_values(c));
+    const size_t pad = c % 6 == 5 ? 1 : 0;
+    EXPECT_EQ(compare_backward(in, pad), "") << "case " << c << " " << describe(in) << " offset " << pad;
+    if (c % 4 == 1) {
+      EXPECT_EQ(compare_training_forward(in, pad), "") << "case " << c << " " << describe(in);
+    }
+  }
+}
+
+TEST_P(NormBackwardGpu, NaNPropagatesToItsRowAndTheParameterGradients) {
+  std::mt19937_64 rng(18);
+  for (int64_t row_len : {4096, 3001, 20000}) {
+    BackwardInputs in = make_backward_inputs(GetParam(), {4, row_len}, DType::bf16, rng);
+    in.x.set(row_len + 17, std::numeric_limits<double>::quiet_NaN());  // row 1 only
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+    EXPECT_EQ(compare_training_forward(in), "") << describe(in);
+  }
+}
+
+TEST_P(NormBackwardGpu, ParameterGradientsAreDeterministic) {
+  std::mt19937_64 rng(19);
+  BackwardInputs in = make_backward_inputs(GetParam(), {2048, 4096}, DType::bf16, rng);
+  HostTensor first(in.normalized_shape(), in.x.dtype), second(in.normalized_shape(), in.x.dtype);
+  ASSERT_EQ(compare_backward(in, 0, &first), "");
+  ASSERT_EQ(compare_backward(in, 0, &second), "");
+  EXPECT_EQ(first.bytes, second.bytes);
+}
+
+TEST_P(NormBackwardGpu, EmptyBatchGivesZeroParameterGradients) {
+  std::mt19937_64 rng(20);
+  BackwardInputs in = make_backward_inputs(GetParam(), {0, 64}, DType::f16, rng);
+  EXPECT_EQ(compare_backward(in), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(NormBackward, NormBackwardGpu, ::testing::Values(Op::rms, Op::layer),
+                         [](const auto& info) { return op_name(info.param); });
+
+TEST_F(NormGpuCalls, TrainingForwardAndBackwardCapturedInACudaGraph) {
+  // The replayed graph gives the bits of the same calls made directly (whose numerics the tests
+  // above check).
+  std::mt19937_64 rng(21);
+  BackwardInputs in = make_backward_inputs(Op::layer, {64, 4096}, DType::bf16, rng);
+  const Shape ns{4096};
+  HostTensor mean({64}, DType::f32), rstd({64}, DType::f32), grad_x(in.x.shape, in.x.dtype),
+      grad_w(ns, in.x.dtype), grad_b(ns, in.x.dtype);
+  const OnDevice x(in.x, 0), dy(in.dy, 0), weight(*in.weight, 0), d_y(in.x, 0, true), d_mean(mean, 0, true),
+      d_rstd(rstd, 0, true), d_grad_x(grad_x, 0, true), d_grad_w(grad_w, 0, true), d_grad_b(grad_b, 0, true);
+  cudaStream_t stream;
+  testing::cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+  const auto calls = [&] {
+    layer_norm_with_stats(x.ref, &weight.ref, nullptr, d_y.ref, d_mean.ref, d_rstd.ref, {ns}, stream);
+    layer_norm_backward(dy.ref, x.ref, &weight.ref, d_mean.ref, d_rstd.ref, d_grad_x.ref, &d_grad_w.ref,
+                        &d_grad_b.ref, {ns}, stream);
+  };
+  const auto results = [&] {
+    testing::cuda_ok(cudaStreamSynchronize(stream), "synchronize");
+    std::vector<HostTensor> out{HostTensor(grad_x.shape, grad_x.dtype), HostTensor(ns, grad_w.dtype),
+                                HostTensor(ns, grad_b.dtype)};
+    d_grad_x.download(out[0]);
+    d_grad_w.download(out[1]);
+    d_grad_b.download(out[2]);
+    return out;
+  };
+  calls();
+  const std::vector<HostTensor> direct = results();
+  for (const OnDevice* output : {&d_y, &d_mean, &d_rstd, &d_grad_x, &d_grad_w, &d_grad_b}) output->buffer->poison();
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  testing::cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  calls();
+  testing::cuda_ok(cudaStreamEndCapture(stream, &graph), "end capture");
+  testing::cuda_ok(cudaGraphInstantiate(&exec, graph, 0), "instantiate");
+  testing::cuda_ok(cudaGraphLaunch(exec, stream), "launch");
+  const std::vector<HostTensor> replayed = results();
+  for (size_t i = 0; i < direct.size(); ++i) EXPECT_EQ(replayed[i].bytes, direct[i].bytes) << "output " << i;
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  cudaStreamDestroy(stream);
+}
+
+TEST_F(NormGpuCalls, BackwardRejectsHostTensors) {
+  HostTensor x({2, 8}, DType::f16), dy({2, 8}, DType::f16), rstd({2}, DType::f32), grad_x({2, 8}, DType::f16);
+  try {
+    rms_norm_backward(dy.ref(), x.ref(), nullptr, rstd.ref(), grad_x.ref(), nullptr, {{8}});
+    ADD_FAILURE() << "accepted a CPU tensor";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("rms_norm_backward: x must be a CUDA tensor"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

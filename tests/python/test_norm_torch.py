@@ -1,8 +1,9 @@
 """solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
-and to the usual formulas (Gemma, fused add-norms, AdaLayerNorm, the quantizing norms'
-norm-amax-scale-cast), the
-fused ops' in-place form, traced by
-torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input.
+and to the usual formulas (Gemma, fused add-norms, QK-norm as two F.rms_norm, AdaLayerNorm, the
+quantizing norms' norm-amax-scale-cast), the fused ops' in-place form, traced by
+torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input; and
+rms_norm / layer_norm as autograd ops whose gradients equal PyTorch's (spec 2.13, 2.14), forward and
+backward under torch.compile(fullgraph=True) and in a CUDA graph.
 Needs PyTorch and a CUDA device; skips loudly without them."""
 
 import pytest
@@ -17,7 +18,7 @@ import solops  # noqa: E402
 from solops.bench.norm import check_quantized, quantize_rows  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
-# spec/ops.md 2.1, 2.2, 2.4, 2.5, 2.17: atol = rtol.
+# spec/ops.md 2.1, 2.2, 2.4, 2.5, 2.17, 2.18: atol = rtol.
 RMS_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1.6e-2}
 LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1e-2}
 FUSED_LAYER_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}
@@ -181,10 +182,35 @@ def test_nan_stays_in_its_row():
     assert not torch.isnan(got[[0, 2, 3]]).any()
 
 
+QK_SHAPES = [
+    # q shape, k shape (GQA: fewer key heads), normalized_shape
+    ((2048, 32, 128), (2048, 8, 128), (128,)),
+    ((1, 16384), (1, 16384), (16384,)),  # decode, OLMo-2's whole-hidden QK-norm
+    ((7, 3, 100), (7, 1, 100), (100,)),
+    ((2, 5, 20000), (2, 1, 20000), (20000,)),  # beyond the register capacity
+    ((3, 4, 8, 16), (3, 2, 8, 16), (8, 16)),
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("q_shape, k_shape, normalized_shape", QK_SHAPES)
+def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype):
+    q, k = random_input(q_shape, dtype), random_input(k_shape, dtype, seed=1)
+    q_weight, k_weight = random_input(normalized_shape, dtype, seed=2), random_input(normalized_shape, dtype, seed=3)
+    tol = RMS_TOLERANCE[dtype]
+    q_out, k_out = solops.qk_norm(q, k, q_weight, k_weight, 1e-6)
+    close(q_out, F.rms_norm(q.float(), normalized_shape, q_weight.float(), 1e-6).to(dtype), tol)
+    close(k_out, F.rms_norm(k.float(), normalized_shape, k_weight.float(), 1e-6).to(dtype), tol)
+    # Without weights normalized_shape defaults to the last dim.
+    if len(normalized_shape) == 1:
+        q_out, k_out = solops.qk_norm(q, k)
+        close(k_out, F.rms_norm(k.float(), normalized_shape, None, 1e-6).to(dtype), tol)
+
+
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
                  "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant",
-                 "ada_layer_norm"):
+                 "ada_layer_norm", "qk_norm"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -201,7 +227,8 @@ def test_torch_compile_traces_without_graph_breaks():
         h, i = solops.rms_norm_quant(x, (4096,), weight)
         j, k = solops.layer_norm_quant(x, (4096,), weight, bias)
         m = solops.ada_layer_norm(x, residual, x)
-        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k, m
+        n, o = solops.qk_norm(x.view(64, 32, 128), residual.view(64, 32, 128), weight[:128], bias[:128])
+        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k, m, n, o
 
     compiled = torch.compile(block, fullgraph=True)
     for got, want in zip(compiled(x, residual), block(x, residual)):
@@ -238,6 +265,8 @@ def test_cuda_graph_capture_and_replay():
             static_fused, static_sum = solops.fused_add_rms_norm(static_x, static_residual, weight)
             static_quant = solops.rms_norm_quant(static_x, (8192,), weight)
             static_ada = solops.ada_layer_norm(static_x, static_residual, static_residual)
+            static_q, static_k = solops.qk_norm(static_x.view(2048, 64, 128), static_residual.view(2048, 64, 128),
+                                                weight[:128], weight[128:256])
     torch.cuda.current_stream().wait_stream(stream)
     for seed in (5, 6):
         static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
@@ -250,6 +279,9 @@ def test_cuda_graph_capture_and_replay():
         check_quantized(static_quant, quantize_rows(F.rms_norm(static_x.float(), (8192,), weight.float(), 1e-6), 1))
         want_ada = static_residual.float() * F.layer_norm(static_x.float(), (8192,)) + static_residual.float()
         close(static_ada, want_ada.bfloat16(), 1.6e-2)
+        close(static_q.view(2048, 8192),
+              F.rms_norm(static_x.view(2048, 64, 128).float(), (128,), weight[:128].float(), 1e-6)
+              .bfloat16().view(2048, 8192), 1.6e-2)
 
 
 def cuda(*shape, dtype=torch.float32):
@@ -286,8 +318,150 @@ def overlapping_halves():
     (lambda: solops.ada_layer_norm(cuda(2, 8), cuda(8), cuda(2, 8)), "scale: shape [8] must be [2, 8]"),
     (lambda: solops.ada_layer_norm(cuda(2, 8), cuda(2, 8), cuda(2, 8, dtype=torch.float16)),
      "shift: dtype f16 must be f32"),
+    (lambda: solops.qk_norm(cuda(2, 4, 128), cuda(2, 1, 64), cuda(128)),
+     "qk_norm (k): normalized_shape [128] does not match the trailing dims of x [2, 1, 64]"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8), cuda(8), cuda(4), normalized_shape=(8,)),
+     "qk_norm (k): weight: shape [4] must be [8]"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8, dtype=torch.float16)), "qk_norm: k: dtype f16 must be f32"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8), eps=-1.0), "eps = -1 must be"),
+    (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 16)[:, ::2]), "x must be contiguous"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
+    with pytest.raises(solops.SolopsError) as error:
+        call()
+    assert fragment in str(error.value)
+
+
+# ---- autograd: RMSNormBwd and LayerNormBwd (spec 2.13, 2.14) ---------------------------------------
+
+# Spec 2.13, 2.14 (proposed): atol = rtol; the parameter gradients are sums over M rows, their atol
+# scaled by sqrt(M).
+BACKWARD_TOLERANCE = {torch.float32: 1e-4, torch.float16: 1e-2, torch.bfloat16: 2e-2}
+
+
+def leaf(t):
+    return t.detach().clone().requires_grad_()
+
+
+def close_gradients(got, want, dtype, rows):
+    """got: our gradients (grad_x first, then parameter gradients); want: f64 autograd's, cast."""
+    tol = BACKWARD_TOLERANCE[dtype]
+    close(got[0], want[0].to(dtype), tol)
+    for g, w in zip(got[1:], want[1:]):
+        torch.testing.assert_close(g, w.to(dtype), rtol=tol, atol=tol * max(1.0, rows) ** 0.5, equal_nan=True)
+
+
+def pytorch_gradients(norm, x, dy, *parameters):
+    """The gradients of F.rms_norm / F.layer_norm in float64 from the same inputs."""
+    leaves = [leaf(t.double()) if t is not None else None for t in (x, *parameters)]
+    norm(*leaves).backward(dy.double())
+    return [t.grad for t in leaves if t is not None]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, normalized_shape", SHAPES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_rms_norm_gradients_equal_pytorch(shape, normalized_shape, dtype, affine):
+    x, dy = leaf(random_input(shape, dtype)), random_input(shape, dtype, seed=3)
+    weight = leaf(random_input(normalized_shape, dtype, seed=1)) if affine else None
+    solops.rms_norm(x, normalized_shape, weight, 1e-6).backward(dy)
+    want = pytorch_gradients(lambda a, w=None: F.rms_norm(a, normalized_shape, w, 1e-6), x, dy,
+                             *([weight] if affine else []))
+    rows = x.numel() // torch.Size(normalized_shape).numel()
+    close_gradients([x.grad] + ([weight.grad] if affine else []), want, dtype, rows)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, normalized_shape", SHAPES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_layer_norm_gradients_equal_pytorch(shape, normalized_shape, dtype, affine):
+    x, dy = leaf(random_input(shape, dtype)), random_input(shape, dtype, seed=3)
+    parameters = [leaf(random_input(normalized_shape, dtype, seed=s)) for s in (1, 2)] if affine else []
+    solops.layer_norm(x, normalized_shape, *parameters, eps=1e-5).backward(dy)
+    want = pytorch_gradients(lambda a, *p: F.layer_norm(a, normalized_shape, *p, eps=1e-5), x, dy, *parameters)
+    rows = x.numel() // torch.Size(normalized_shape).numel()
+    close_gradients([x.grad] + [p.grad for p in parameters], want, dtype, rows)
+
+
+def test_backward_ops_from_the_saved_statistics():
+    x, dy = random_input((300, 5121), torch.bfloat16), random_input((300, 5121), torch.bfloat16, seed=3)
+    weight, bias = random_input((5121,), torch.bfloat16, seed=1), random_input((5121,), torch.bfloat16, seed=2)
+    y, mean, rstd = torch.ops.solops.layer_norm_with_stats(x, [5121], weight, bias, 1e-5)
+    assert mean.dtype == rstd.dtype == torch.float32 and mean.shape == rstd.shape == (300,)
+    close(mean, x.float().mean(-1), 1e-4)
+    close(rstd, torch.rsqrt(x.float().var(-1, unbiased=False) + 1e-5), 1e-4)
+    got = solops.layer_norm_backward(dy, x, (5121,), mean, rstd, weight)
+    want = pytorch_gradients(lambda a, w, b: F.layer_norm(a, (5121,), w, b, 1e-5), x, dy, weight, bias)
+    close_gradients(got, want, torch.bfloat16, 300)
+    _, rstd = torch.ops.solops.rms_norm_with_stats(x, [5121], weight, 1e-6)
+    got = solops.rms_norm_backward(dy, x, 5121, rstd, weight)
+    want = pytorch_gradients(lambda a, w: F.rms_norm(a, (5121,), w, 1e-6), x, dy, weight)
+    close_gradients(got, want, torch.bfloat16, 300)
+
+
+def test_no_grad_runs_the_plain_forward():
+    x = leaf(random_input((4, 64), torch.float16))
+    with torch.no_grad():
+        y = solops.rms_norm(x, (64,))
+    assert y.grad_fn is None
+
+
+def test_nan_gradient_stays_in_its_row():
+    x, dy = leaf(random_input((4, 3001), torch.float32)), random_input((4, 3001), torch.float32, seed=3)
+    with torch.no_grad():
+        x[1, 17] = float("nan")
+    solops.layer_norm(x, (3001,)).backward(dy)
+    assert x.grad[1].isnan().all() and not x.grad[[0, 2, 3]].isnan().any()
+
+
+def test_torch_compile_traces_forward_and_backward():
+    def loss(x, weight, bias):
+        return (solops.rms_norm(x, (4096,), weight, 1e-6) + solops.layer_norm(x, (4096,), weight, bias)).float().sum()
+
+    inputs = [random_input((64, 4096), torch.bfloat16, seed=s) for s in (0, 1, 2)]
+    eager, compiled = [leaf(t) for t in inputs], [leaf(t) for t in inputs]
+    loss(*eager).backward()
+    torch.compile(loss, fullgraph=True)(*compiled).backward()
+    for got, want in zip(compiled, eager):
+        close(got.grad, want.grad, 2e-2)
+    assert torch._dynamo.explain(loss)(*compiled).graph_break_count == 0
+
+
+def test_forward_and_backward_in_a_cuda_graph():
+    ns = [8192]
+    static_x, static_dy = random_input((2048, 8192), torch.bfloat16), random_input((2048, 8192), torch.bfloat16, 3)
+    weight = random_input((8192,), torch.bfloat16, seed=1)
+
+    def step():
+        _, rstd = torch.ops.solops.rms_norm_with_stats(static_x, ns, weight, 1e-6)
+        return torch.ops.solops.rms_norm_backward(static_dy, static_x, ns, rstd, weight)
+
+    step()  # warm up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph):
+            static_grads = step()
+    torch.cuda.current_stream().wait_stream(stream)
+    for seed in (5, 6):
+        static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        for got, want in zip(static_grads, step()):
+            torch.testing.assert_close(got, want, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda: solops.rms_norm_backward(cuda(2, 8), cuda(2, 8), (8,), cuda(2, 1)), "rstd: shape [2, 1] must be [2]"),
+    (lambda: solops.rms_norm_backward(cuda(2, 8), cuda(2, 8), (8,), cuda(2, dtype=torch.float16)),
+     "rstd: dtype f16 must be f32"),
+    (lambda: solops.layer_norm_backward(cuda(2, 4), cuda(2, 8), (8,), cuda(2), cuda(2)),
+     "grad_out: shape [2, 4] must be [2, 8]"),
+    (lambda: solops.layer_norm_backward(cuda(2, 8), cuda(2, 8), (4,), cuda(2), cuda(2)),
+     "does not match the trailing dims"),
+])
+def test_bad_backward_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:
         call()
     assert fragment in str(error.value)

@@ -1,17 +1,26 @@
 """Norm family benchmark entries: RMSNormFwd, LayerNormFwd, FusedAddRMSNormFwd,
-FusedAddLayerNormFwd, GemmaRMSNormFwd, AdaLayerNormFwd, RMSNormQuantFwd and LayerNormQuantFwd over
-the last dim of x [M, N].
+FusedAddLayerNormFwd, GemmaRMSNormFwd, AdaLayerNormFwd, RMSNormQuantFwd, LayerNormQuantFwd,
+QKNormFwd, RMSNormBwd and LayerNormBwd over the last dim of x [M, N] (QKNorm: k has x's shape,
+spec 2.18).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
 passed explicitly (1e-6 for the RMS norms, 1e-5 for the LayerNorms), the CPU reference, the cost
-model, the spec's tolerance (spec/ops.md 2.1, 2.2, 2.3, 2.4, 2.5, 2.17; for the quantizing norms'
-codes and scales 2.15) on every output, and the alternatives:
+model, the spec's tolerance (spec/ops.md 2.1, 2.2, 2.3, 2.4, 2.5, 2.17, 2.18; for the quantizing
+norms' codes and scales 2.15) on every output, and the alternatives:
     torch          F.rms_norm / F.layer_norm; Gemma as Hugging Face writes it (f32 math, 1 + weight);
-                   the fused add-norms as x + residual followed by the norm; AdaLayerNorm as the
-                   spec writes it (f32 scale * F.layer_norm + shift); the quantizing norms as
-                   the f32 norm, its per-row amax scale, then .to(torch.float8_e4m3fn)
+                   the fused add-norms as x + residual followed by the norm; QKNorm as F.rms_norm of
+                   q and of k; AdaLayerNorm as the spec writes it (f32 scale * F.layer_norm +
+                   shift); the quantizing norms as the f32 norm, its per-row amax scale, then
+                   .to(torch.float8_e4m3fn)
     torch-compile  the same functions under torch.compile (default mode, static shapes)
+The backward rows (spec 2.13, 2.14) time the backward alone: grad_out, x, weight and the saved f32
+statistics are made once (our training forward for solops, PyTorch's forward for torch), and the
+outputs (grad_x, grad_weight[, grad_bias]) are checked against the CPU reference's, with the
+parameter gradients' atol scaled by sqrt(M) (sums over M rows). Alternatives:
+    torch          torch.ops.aten._fused_rms_norm_backward / native_layer_norm_backward, the kernels
+                   autograd of F.rms_norm / F.layer_norm runs on CUDA
+    torch-compile  the same aten calls under torch.compile
 FlashInfer, Liger and vLLM are not installed on the H200 (design/gpu-machine.md); their wheels
 are not carried yet.
 """
@@ -35,6 +44,7 @@ class NormOp:
     bias: bool = False  # LayerNorms take a bias
     quant: bool = False  # returns (float8_e4m3fn codes, f32 row scales)
     modulation: bool = False  # weight and bias (AdaLayerNorm's scale and shift) have x's shape
+    qk: bool = False  # two normalized inputs, each with its weight
 
 
 NORM_OPS = {
@@ -46,8 +56,13 @@ NORM_OPS = {
     "AdaLayerNormFwd": NormOp("ada_layer_norm", 1e-5, bias=True, modulation=True),
     "RMSNormQuantFwd": NormOp("rms_norm_quant", 1e-6, quant=True),
     "LayerNormQuantFwd": NormOp("layer_norm_quant", 1e-5, bias=True, quant=True),
+    "QKNormFwd": NormOp("qk_norm", 1e-6, qk=True),
 }
-OPS = tuple(NORM_OPS)
+BACKWARD_OPS = {
+    "RMSNormBwd": NormOp("rms_norm", 1e-6),
+    "LayerNormBwd": NormOp("layer_norm", 1e-5, bias=True),
+}
+OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS)
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -60,6 +75,9 @@ TOLERANCE = {
     "FusedAddRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "GemmaRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "AdaLayerNormFwd": {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "QKNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "RMSNormBwd": {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4},
+    "LayerNormBwd": {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4},
 }
 
 
@@ -115,6 +133,9 @@ def torch_function(op: NormOp):
             xf = x.float()
             return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + op.eps) * (1.0 + weight.float())).to(x.dtype)
         return gemma
+    if op.name == "qk_norm":
+        return lambda q, k, q_weight, k_weight: (F.rms_norm(q, q_weight.shape, q_weight, op.eps),
+                                                 F.rms_norm(k, k_weight.shape, k_weight, op.eps))
     if op.name == "fused_add_rms_norm":
         def fused_rms(x, residual, weight):
             summed = x + residual
@@ -135,6 +156,8 @@ def check_close(tolerance: float):
 def cost(op: NormOp, shape, dtype):
     if op.fused or op.modulation:
         return getattr(solops.cost, op.name)(shape, dtype, op.eps)
+    if op.qk:
+        return solops.cost.qk_norm(shape, shape, dtype, shape[-1:], op.eps)
     return getattr(solops.cost, op.name)(shape, dtype, shape[-1:], op.eps)
 
 
@@ -146,24 +169,73 @@ def alternative_impl(name: str, op: NormOp, inputs: tuple) -> Impl:
     raise ValueError(f"unknown alternative {name}")
 
 
+def check_gradients(tolerance: float, rows: int):
+    """grad_x at the spec's tolerance; the parameter gradients with atol scaled by sqrt(rows)."""
+    def check(actual, expected):
+        check_close(tolerance)(actual[0], expected[0])
+        for got, want in zip(actual[1:], expected[1:]):
+            torch.testing.assert_close(got, want, rtol=tolerance, atol=tolerance * max(1, rows) ** 0.5, equal_nan=True)
+    return check
+
+
+def torch_backward(op: NormOp, dy, x, weight, bias):
+    """PyTorch's backward kernel with the statistics of its own forward ([M, 1], as aten keeps them)."""
+    ns = list(weight.shape)
+    if op.name == "rms_norm":
+        _, rstd = torch.ops.aten._fused_rms_norm(x, ns, weight, op.eps)
+        return lambda: torch.ops.aten._fused_rms_norm_backward(dy, x, ns, rstd, weight, [True, True])
+    _, mean, rstd = torch.ops.aten.native_layer_norm(x, ns, weight, bias, op.eps)
+    return lambda: torch.ops.aten.native_layer_norm_backward(dy, x, ns, mean, rstd, weight, bias, [True, True, True])
+
+
+def build_backward_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    op = BACKWARD_OPS[op_name]
+    ns = shape[-1:]
+    cpu = [random_tensor(shape, dtype, 4), random_tensor(shape, dtype, 0), random_tensor(ns, dtype, 2)]
+    dy, x, weight = (t.cuda() for t in cpu)
+    bias = random_tensor(ns, dtype, 3).cuda() if op.bias else None
+    if op.bias:
+        _, mean, rstd = torch.ops.solops.layer_norm_with_stats(x, ns, weight, bias, op.eps)
+        _, cpu_mean, cpu_rstd = solops.reference.layer_norm_with_stats(cpu[1], ns, cpu[2], None, op.eps)
+        ours = partial(solops.layer_norm_backward, dy, x, ns, mean, rstd, weight)
+        expected = partial(solops.reference.layer_norm_backward, cpu[0], cpu[1], ns, cpu_mean, cpu_rstd, cpu[2])
+    else:
+        _, rstd = torch.ops.solops.rms_norm_with_stats(x, ns, weight, op.eps)
+        _, cpu_rstd = solops.reference.rms_norm_with_stats(cpu[1], ns, cpu[2], op.eps)
+        ours = partial(solops.rms_norm_backward, dy, x, ns, rstd, weight)
+        expected = partial(solops.reference.rms_norm_backward, cpu[0], cpu[1], ns, cpu_rstd, cpu[2])
+    impls = [Impl("solops", ours)]
+    for name in alternatives:
+        if name not in ("torch", "torch-compile"):
+            raise ValueError(f"unknown alternative {name}")
+        backward = torch_backward(op, dy, x, weight, bias)
+        impls.append(Impl(name, backward if name == "torch" else run.compile_for_benchmark(backward)))
+    cost_model = getattr(solops.cost, op.name + "_backward")(shape, dtype, ns)
+    rows = torch.Size(shape[:-1]).numel()
+    return run.row_case(op_name, row, cost_model, RATE_KIND, expected,
+                        check_gradients(TOLERANCE[op_name][dtype], rows), impls)
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
-    op = NORM_OPS[op_name]
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["x"]
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
+    if op_name in BACKWARD_OPS:
+        return build_backward_case(op_name, row, alternatives, shape, dtype)
+    op = NORM_OPS[op_name]
     row_len = shape[-1]
     cpu = [random_tensor(shape, dtype, 0)]
-    if op.fused:
+    if op.fused or op.qk:  # residual, or k
         cpu.append(random_tensor(shape, dtype, 1))
     affine_shape = shape if op.modulation else [row_len]
     cpu.append(random_tensor(affine_shape, dtype, 2))
-    if op.bias:
+    if op.bias or op.qk:  # bias, or k_weight
         cpu.append(random_tensor(affine_shape, dtype, 3))
     inputs = tuple(t.cuda() for t in cpu)
     function = getattr(solops, op.name)
     reference = getattr(solops.reference, op.name)
-    if op.fused or op.modulation or op.name == "gemma_rms_norm":  # normalized over the last dim
+    if op.fused or op.modulation or op.qk or op.name == "gemma_rms_norm":  # normalized over the last dim
         ours, expected = partial(function, *inputs, eps=op.eps), partial(reference, *cpu, eps=op.eps)
     else:
         ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)

@@ -1,0 +1,80 @@
+"""The autograd wiring of solops.rms_norm and solops.layer_norm without a GPU: the training-forward
+and backward ops get the CPU references as their CPU kernels, so that autograd, the fakes and
+torch.compile run the same registrations as on CUDA and the gradients can be compared with
+PyTorch's. The CUDA kernels themselves are tested in test_norm_torch.py and the GPU tests.
+Needs PyTorch and the built libsolops.so; skips loudly without PyTorch."""
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="SKIPPED: PyTorch is not installed on this machine")
+
+import torch.nn.functional as F  # noqa: E402
+
+import solops  # noqa: E402
+from solops import reference  # noqa: E402
+
+# The references take the ops' arguments in the same order.
+for _name in ("rms_norm_with_stats", "layer_norm_with_stats", "rms_norm_backward", "layer_norm_backward"):
+    torch.library.register_kernel(f"solops::{_name}", "cpu", getattr(reference, _name))
+
+CASES = [((3, 5, 7), (7,)), ((4, 6, 8), (6, 8)), ((1, 33), (33,))]
+
+
+def leaves(*tensors):
+    return [t.detach().clone().requires_grad_() if t is not None else None for t in tensors]
+
+
+def gradients(loss, tensors):
+    loss.backward()
+    return [t.grad for t in tensors if t is not None]
+
+
+@pytest.mark.parametrize("shape, normalized_shape", CASES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_gradients_equal_pytorch(shape, normalized_shape, affine):
+    generator = torch.Generator().manual_seed(0)
+    x, dy = (torch.randn(shape, generator=generator) for _ in range(2))
+    weight, bias = (torch.randn(normalized_shape, generator=generator) if affine else None for _ in range(2))
+    for ours, theirs in ((lambda a, w, b: solops.rms_norm(a, normalized_shape, w, 1e-6),
+                          lambda a, w, b: F.rms_norm(a, normalized_shape, w, 1e-6)),
+                         (lambda a, w, b: solops.layer_norm(a, normalized_shape, w, b, 1e-5),
+                          lambda a, w, b: F.layer_norm(a, normalized_shape, w, b, 1e-5))):
+        mine = leaves(x, weight, bias)
+        want = leaves(x.double(), *(t.double() if t is not None else None for t in (weight, bias)))
+        got = gradients((ours(*mine) * dy).sum(), mine)
+        expected = gradients((theirs(*want) * dy.double()).sum(), want)
+        # rms_norm ignores the bias, so neither side gives it a gradient.
+        assert [g is None for g in got] == [e is None for e in expected]
+        for g, e in zip(got, expected):
+            if e is not None:
+                torch.testing.assert_close(g.double(), e, atol=1e-4, rtol=1e-4)
+
+
+def test_statistics_are_not_differentiable():
+    x = torch.randn(2, 8, requires_grad=True)
+    y, mean, rstd = torch.ops.solops.layer_norm_with_stats(x, [8], None, None, 1e-5)
+    assert y.requires_grad and not mean.requires_grad and not rstd.requires_grad
+
+
+@pytest.mark.parametrize("op, args", [
+    ("rms_norm_with_stats", lambda x, w, b: (x, [7], w, 1e-6)),
+    ("layer_norm_with_stats", lambda x, w, b: (x, [7], w, b, 1e-5)),
+    ("layer_norm_backward", lambda x, w, b: (torch.randn(3, 7), x.detach(), [7], torch.randn(3), torch.rand(3),
+                                             w.detach())),
+    ("rms_norm_backward", lambda x, w, b: (torch.randn(3, 7), x.detach(), [7], torch.rand(3), None)),
+])
+def test_opcheck(op, args):
+    x, w, b = (torch.randn(*shape, requires_grad=True) for shape in ((3, 7), (7,), (7,)))
+    torch.library.opcheck(getattr(torch.ops.solops, op).default, args(x, w, b))
+
+
+def test_torch_compile_traces_forward_and_backward():
+    def loss(x, weight, bias):
+        return (solops.rms_norm(x, [7], weight, 1e-6) * solops.layer_norm(x, [7], weight, bias)).sum()
+
+    inputs = [torch.randn(3, 7), torch.randn(7), torch.randn(7)]
+    eager, compiled = leaves(*inputs), leaves(*inputs)
+    loss(*eager).backward()
+    torch.compile(loss, fullgraph=True, backend="aot_eager")(*compiled).backward()
+    for got, want in zip(compiled, eager):
+        torch.testing.assert_close(got.grad, want.grad)
