@@ -1,5 +1,5 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
-// 2.18). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
+// 2.18, 2.19). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
 // normalized on its own; statistics run in f32 and the result is rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
 #pragma once
@@ -70,6 +70,14 @@ struct QKNorm {
   double eps = 1e-6;
 };
 
+// Group RMSNorm (spec §2.19, the fork's definition): x is viewed as [..., G, D] and each length-D
+// vector is RMS-normalized on its own, scaled by weight[g, :] (weight [G, D] = x's last two dims):
+// y[..., g, :] = x[..., g, :] / sqrt(mean(x[..., g, :]^2) + eps) * weight[g, :].
+struct GroupRMSNorm {
+  std::vector<int64_t> normalized_shape;  // (D,): x's last dim
+  double eps = 1e-6;
+};
+
 // The gradients of RMSNorm and LayerNorm given the forward's saved per-row statistics; eps is
 // folded into rstd, so it is no parameter.
 struct RMSNormBackward {
@@ -93,6 +101,9 @@ std::vector<int64_t> rms_norm_quant_output_shape(std::span<const int64_t> x_shap
 std::vector<int64_t> layer_norm_quant_output_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p);
 std::vector<int64_t> rms_norm_quant_scale_shape(std::span<const int64_t> x_shape, const RMSNormQuant& p);
 std::vector<int64_t> layer_norm_quant_scale_shape(std::span<const int64_t> x_shape, const LayerNormQuant& p);
+// GroupRMSNorm (x of rank >= 2, normalized_shape of length 1): y has x's shape, rstd
+// norm_stats_shape (x.shape[:-1]).
+std::vector<int64_t> group_rms_norm_output_shape(std::span<const int64_t> x_shape, const GroupRMSNorm& p);
 // Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
@@ -108,6 +119,7 @@ Cost ada_layer_norm_cost(std::span<const int64_t> x_shape, DType dtype, const Ad
 Cost rms_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormQuant& p);
 Cost layer_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormQuant& p);
 Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_shape, DType dtype, const QKNorm& p);
+Cost group_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GroupRMSNorm& p);
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
 
@@ -130,6 +142,11 @@ void rms_norm_with_stats(const TensorRef& x, const TensorRef* weight, const Tens
 void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
                            const TensorRef& mean, const TensorRef& rstd, const LayerNorm& p,
                            cudaStream_t stream = nullptr);
+
+// GroupRMSNorm: weight [G, D] of x's dtype (null: scale 1); y of x's shape and dtype; rstd the f32
+// 1 / sqrt(mean(x^2) + eps) of each vector, of x.shape[:-1]. No output may overlap another tensor.
+void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
+                    const GroupRMSNorm& p, cudaStream_t stream = nullptr);
 
 // The backward ops (spec §2.13, 2.14). grad_out, x and grad_x have x's shape and dtype; weight
 // (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and

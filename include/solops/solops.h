@@ -354,6 +354,21 @@ solops_status solops_reference_qk_norm(const solops_tensor* q, const solops_tens
 solops_status solops_qk_norm_cost(int32_t q_rank, const int64_t* q_shape, int32_t k_rank, const int64_t* k_shape,
                                   int32_t dtype, const solops_norm_params* p, solops_cost* cost);
 
+/* GroupRMSNorm (spec 2.19): x of rank >= 2 viewed as [..., G, D], normalized_shape (D,) (has_eps =
+ * 0: 1e-6); each length-D vector is RMS-normalized and scaled by weight[g, :], weight [G, D] of x's
+ * dtype or NULL (scale 1). y has x's shape (the output shape); rstd is f32 of x.shape[:-1]
+ * (solops_norm_stats_shape). No output may overlap another tensor of the call. */
+solops_status solops_group_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape);
+solops_status solops_group_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                    const solops_tensor* rstd, const solops_norm_params* p, void* stream);
+solops_status solops_reference_group_rms_norm(const solops_tensor* x, const solops_tensor* weight,
+                                              const solops_tensor* y, const solops_tensor* rstd,
+                                              const solops_norm_params* p);
+solops_status solops_group_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_norm_params* p, solops_cost* cost);
+
 /* Training forward and backward of RMSNorm and LayerNorm. mean and rstd are f32, one per row, of
  * shape x.shape[:-normalized_rank] (solops_norm_stats_shape); the forward writes them, the
  * backward reads them. The backward's weight may be NULL (scale 1); grad_weight and grad_bias may

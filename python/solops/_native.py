@@ -115,6 +115,7 @@ NORM_OPS = {
     "rms_norm_quant": (NormParams, 4),
     "layer_norm_quant": (NormParams, 5),
     "qk_norm": (NormParams, 6),
+    "group_rms_norm": (NormParams, 4),
 }
 
 # The training forward and backward of RMSNorm and LayerNorm (the backward ones also have a cost).

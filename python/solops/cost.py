@@ -110,6 +110,10 @@ def layer_norm_quant(x_shape, dtype, normalized_shape, eps=1e-5):
                       _native.norm_params("layer_norm_quant", normalized_shape, eps))
 
 
+def group_rms_norm(x_shape, dtype, normalized_shape, eps=1e-6):
+    return _norm_cost("group_rms_norm", x_shape, dtype, _native.norm_params("group_rms_norm", normalized_shape, eps))
+
+
 def qk_norm(q_shape, k_shape, dtype, normalized_shape, eps=1e-6):
     cost = _native.Cost()
     _native.check(_native.lib.solops_qk_norm_cost(

@@ -2,7 +2,7 @@
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
 fused_add_layer_norm_), qk_norm (q, k, q_weight, k_weight, eps) returning (q_out, k_out),
-ada_layer_norm (DiT's modulated LayerNorm), and the quantizing norms rms_norm_quant and
+ada_layer_norm (DiT's modulated LayerNorm), group_rms_norm (returning (output, rstd)), and the quantizing norms rms_norm_quant and
 layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32 scale per row.
 rms_norm and layer_norm are differentiable: with grad enabled and an input that requires it they
 run the training forward (rms_norm_with_stats, layer_norm_with_stats, which also return the
@@ -106,6 +106,19 @@ def _rms_norm_with_stats(x: torch.Tensor, normalized_shape: List[int], weight: O
 @_rms_norm_with_stats.register_fake
 def _(x, normalized_shape, weight, eps):
     return _training_outputs(x, "rms_norm", normalized_shape, eps, 1)
+
+
+@torch.library.custom_op("solops::group_rms_norm", mutates_args=())
+def _group_rms_norm(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor],
+                    eps: float) -> Tuple[torch.Tensor, torch.Tensor]:
+    outputs = _training_outputs(x, "group_rms_norm", normalized_shape, eps, 1)
+    _call("group_rms_norm", _native.norm_params("group_rms_norm", normalized_shape, eps), (x, weight), outputs, x)
+    return outputs
+
+
+@_group_rms_norm.register_fake
+def _(x, normalized_shape, weight, eps):
+    return _training_outputs(x, "group_rms_norm", normalized_shape, eps, 1)
 
 
 @torch.library.custom_op("solops::layer_norm_with_stats", mutates_args=())
@@ -360,6 +373,15 @@ def gemma_rms_norm(x, weight, eps=1e-6):
     """Gemma's RMSNorm over weight's dims (x's trailing dims): x / sqrt(mean(x^2) + eps) * (1 + weight),
     1 + weight formed in float32. Op: torch.ops.solops.gemma_rms_norm."""
     return torch.ops.solops.gemma_rms_norm(x, weight, float(eps))
+
+
+def group_rms_norm(x, normalized_shape, weight=None, eps=1e-6):
+    """Group RMSNorm (spec §2.19): x viewed as [..., G, D] (normalized_shape = (D,), x of rank >= 2),
+    each length-D vector RMS-normalized and scaled by weight[g] (weight [G, D] = x.shape[-2:]). Returns
+    (output, rstd), rstd the float32 1 / sqrt(mean(x^2) + eps) of each vector (x.shape[:-1]).
+    Op: torch.ops.solops.group_rms_norm."""
+    return torch.ops.solops.group_rms_norm(x, list(_native.normalized_shape_tuple(normalized_shape)), weight,
+                                           float(eps))
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):

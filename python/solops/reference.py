@@ -150,6 +150,12 @@ def rms_norm_with_stats(input, normalized_shape, weight=None, eps=None):
                  (input, weight), (torch.empty_like(input), rstd))
 
 
+def group_rms_norm(x, normalized_shape, weight=None, eps=1e-6):
+    """(output, rstd)."""
+    return _norm("group_rms_norm", _native.norm_params("group_rms_norm", normalized_shape, eps), (x, weight),
+                 (torch.empty_like(x), _stats(x, normalized_shape)))
+
+
 def layer_norm_with_stats(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(output, mean, rstd)."""
     return _norm("layer_norm_with_stats", _native.norm_params("layer_norm_with_stats", normalized_shape, eps),

@@ -289,15 +289,16 @@ solops_status layer_norm(const char* function, Op op, const solops_tensor* x, co
   });
 }
 
-template <class Op, class... Stream>
-solops_status rms_norm_with_stats(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
-                                  const solops_tensor* y, const solops_tensor* rstd, const solops_norm_params* p,
-                                  Stream... stream) {
+// RMSNorm's training forward and GroupRMSNorm: y and an f32 rstd.
+template <class Params, class Op, class... Stream>
+solops_status rms_norm_with_rstd(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                                 const solops_tensor* y, const solops_tensor* rstd, const solops_norm_params* p,
+                                 Stream... stream) {
   return guarded(function, [&] {
     const auto x_ref = to_tensor(x, function, "x");
     const auto weight_ref = optional_tensor(weight, function, "weight");
     op(x_ref, optional_ref(weight_ref), to_tensor(y, function, "y"), to_tensor(rstd, function, "rstd"),
-       to_norm<solops::RMSNorm>(p, function), static_cast<cudaStream_t>(stream)...);
+       to_norm<Params>(p, function), static_cast<cudaStream_t>(stream)...);
   });
 }
 
@@ -895,6 +896,30 @@ solops_status solops_qk_norm_cost(int32_t q_rank, const int64_t* q_shape, int32_
   });
 }
 
+solops_status solops_group_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                 const solops_norm_params* p, int32_t* out_rank,
+                                                 int64_t* out_shape) {
+  return norm_output_shape<solops::GroupRMSNorm>(__func__, solops::group_rms_norm_output_shape, x_rank, x_shape, p,
+                                                 out_rank, out_shape);
+}
+
+solops_status solops_group_rms_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
+                                    const solops_tensor* rstd, const solops_norm_params* p, void* stream) {
+  return rms_norm_with_rstd<solops::GroupRMSNorm>(__func__, solops::group_rms_norm, x, weight, y, rstd, p, stream);
+}
+
+solops_status solops_reference_group_rms_norm(const solops_tensor* x, const solops_tensor* weight,
+                                              const solops_tensor* y, const solops_tensor* rstd,
+                                              const solops_norm_params* p) {
+  return rms_norm_with_rstd<solops::GroupRMSNorm>(__func__, solops::reference::group_rms_norm, x, weight, y, rstd,
+                                                  p);
+}
+
+solops_status solops_group_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                         const solops_norm_params* p, solops_cost* out) {
+  return norm_cost<solops::GroupRMSNorm>(__func__, solops::group_rms_norm_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
 solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_backward_params* p,
                                       int32_t* out_rank, int64_t* out_shape) {
   const auto stats_shape = [](std::span<const int64_t> x, const solops::RMSNormBackward& params) {
@@ -905,7 +930,7 @@ solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, co
 
 solops_status solops_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
                                          const solops_tensor* rstd, const solops_norm_params* p, void* stream) {
-  return rms_norm_with_stats(__func__, solops::rms_norm_with_stats, x, weight, y, rstd, p, stream);
+  return rms_norm_with_rstd<solops::RMSNorm>(__func__, solops::rms_norm_with_stats, x, weight, y, rstd, p, stream);
 }
 
 solops_status solops_layer_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
@@ -935,7 +960,7 @@ solops_status solops_layer_norm_backward(const solops_tensor* grad_out, const so
 solops_status solops_reference_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
                                                    const solops_tensor* y, const solops_tensor* rstd,
                                                    const solops_norm_params* p) {
-  return rms_norm_with_stats(__func__, solops::reference::rms_norm_with_stats, x, weight, y, rstd, p);
+  return rms_norm_with_rstd<solops::RMSNorm>(__func__, solops::reference::rms_norm_with_stats, x, weight, y, rstd, p);
 }
 
 solops_status solops_reference_layer_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,

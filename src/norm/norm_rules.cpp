@@ -39,6 +39,19 @@ void check_eps(std::string_view op, double eps) {
   require(std::isfinite(eps) && eps >= 0, op, "eps = ", eps, " must be finite and >= 0");
 }
 
+void check_group_shape(std::string_view op, std::span<const int64_t> x_shape,
+                       std::span<const int64_t> normalized_shape) {
+  require(x_shape.size() >= 2, op, "x ", shape_string(x_shape), " must have rank >= 2: it is viewed as [..., G, D]");
+  require(normalized_shape.size() == 1, op, "normalized_shape ", shape_string(normalized_shape),
+          " must be (D,): each length-D vector is normalized on its own");
+  require(x_shape[x_shape.size() - 2] <= INT_MAX, op, "x ", shape_string(x_shape),
+          " has 2^31 or more groups: groups are indexed in 32 bits");
+}
+
+int group_count(const RowNormTensors& t) {
+  return t.affine == AffineRows::per_group ? static_cast<int>(t.x.sizes()[t.x.sizes().size() - 2]) : 1;
+}
+
 std::span<const int64_t> last_dim(std::string_view op, std::span<const int64_t> x_shape) {
   require(!x_shape.empty(), op, "x must have at least one dim (the normalized one), got a scalar");
   return x_shape.last(1);
@@ -94,11 +107,15 @@ RowGeometry validate_row_norm(std::string_view op, Placement placement, std::spa
   const TensorChecks check{op, placement};
   check("x", &t.x, t.x.dtype, t.x.sizes());
   check_float_dtype(op, "x", t.x);
+  if (t.affine == AffineRows::per_group) check_group_shape(op, t.x.sizes(), normalized_shape);
   const RowGeometry g = resolve_rows(op, t.x.sizes(), normalized_shape);
   check_eps(op, eps);
   check("residual", t.residual, t.x.dtype, t.x.sizes());
-  const std::span<const int64_t> affine_shape = t.modulation ? t.x.sizes() : normalized_shape;
-  const std::string_view weight_name = t.modulation ? "scale" : "weight", bias_name = t.modulation ? "shift" : "bias";
+  const bool modulation = t.affine == AffineRows::per_row;
+  const std::span<const int64_t> affine_shape = modulation                           ? t.x.sizes()
+                                                : t.affine == AffineRows::per_group ? t.x.sizes().last(2)
+                                                                                    : normalized_shape;
+  const std::string_view weight_name = modulation ? "scale" : "weight", bias_name = modulation ? "shift" : "bias";
   check(weight_name, t.weight, t.x.dtype, affine_shape);
   check(bias_name, t.bias, t.x.dtype, affine_shape);
   check("output", &t.y, t.row_scale ? DType::fp8_e4m3 : t.x.dtype, t.x.sizes());
@@ -269,6 +286,12 @@ std::vector<int64_t> layer_norm_quant_scale_shape(std::span<const int64_t> x_sha
   return checked_scale_shape("layer_norm_quant", x_shape, p.normalized_shape, p.eps);
 }
 
+std::vector<int64_t> group_rms_norm_output_shape(std::span<const int64_t> x_shape, const GroupRMSNorm& p) {
+  constexpr std::string_view kOp = "group_rms_norm";
+  detail::check_group_shape(kOp, x_shape, p.normalized_shape);
+  return checked_shape(kOp, x_shape, p.normalized_shape, p.eps);
+}
+
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p) {
   return checked_shape("qk_norm", x_shape, p.normalized_shape, p.eps);
 }
@@ -326,6 +349,15 @@ Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_s
   return {q.flops + k.flops, q.bytes + k.bytes};
 }
 
+// Spec §2.19: x read and y written, the [G, D] weight once, one f32 rstd per vector.
+Cost group_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GroupRMSNorm& p) {
+  group_rms_norm_output_shape(x_shape, p);
+  Cost cost = detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 4, 2, 0, 1);
+  const int64_t weight_elements = x_shape[x_shape.size() - 2] * x_shape.back();
+  cost.bytes += static_cast<double>(weight_elements) * static_cast<double>(dtype_size(dtype));
+  return cost;
+}
+
 // Spec §2.14, 2.13: grad_out, x and grad_x per element; weight and its gradients per column; the
 // f32 statistics per row.
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p) {
@@ -357,6 +389,12 @@ void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const Te
                            const TensorRef& mean, const TensorRef& rstd, const LayerNorm& p, cudaStream_t stream) {
   run("layer_norm_with_stats", p.normalized_shape, {NormKind::layer, p.eps},
       {.x = x, .weight = weight, .bias = bias, .y = y, .mean = &mean, .rstd = &rstd}, stream);
+}
+
+void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
+                    const GroupRMSNorm& p, cudaStream_t stream) {
+  run("group_rms_norm", p.normalized_shape, {NormKind::rms, p.eps},
+      {.x = x, .weight = weight, .y = y, .rstd = &rstd, .affine = detail::AffineRows::per_group}, stream);
 }
 
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
@@ -409,7 +447,7 @@ void ada_layer_norm(const TensorRef& x, const TensorRef& scale, const TensorRef&
                     const AdaLayerNorm& p, cudaStream_t stream) {
   constexpr std::string_view kOp = "ada_layer_norm";
   run(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
-      {.x = x, .weight = &scale, .bias = &shift, .y = y, .modulation = true}, stream);
+      {.x = x, .weight = &scale, .bias = &shift, .y = y, .affine = detail::AffineRows::per_row}, stream);
 }
 
 void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,

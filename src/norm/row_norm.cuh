@@ -5,7 +5,8 @@
 // The row stays in registers between the reduction and the output pass: each thread loads its
 // kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
 // vector width, one element otherwise) and the weight and bias at the same columns (AdaLayerNorm:
-// of the same row) before any arithmetic, so a block has all of its row's loads in flight at once.
+// of the same row, GroupRMSNorm: of weight row m % G) before any arithmetic, so a block has all of
+// its row's loads in flight at once.
 // Statistics run in f32; LayerNorm takes the mean first and then the sum of squared deviations
 // from the held values (no E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second
 // pass over the held row for its amax (the normalized values are recomputed rather than kept,
@@ -64,6 +65,7 @@ struct RowShape {
   float inv_len;  // 1 / row_len
   float eps;
   float weight_offset;
+  int groups;       // kGroups kernels (GroupRMSNorm): row m of x takes weight row m % groups
   bool modulation;  // weight and bias hold one value per element of x (AdaLayerNorm), not per column
 };
 
@@ -216,7 +218,19 @@ __host__ __device__ constexpr int min_blocks(bool quant, int vec, int vecs) {
   return quant && max_threads(vec, vecs) == 256 ? 2 : 1;
 }
 
-template <class T, NormKind kKind, bool kResidual, bool kQuant, int kVec, int kVecs>
+// Where row `row` (its first element or vector `first`, `row_units` of them a row) finds its weight
+// and bias. kGroups (GroupRMSNorm's weight rows) is a template flag, not a runtime one like
+// modulation: its 64-bit row offset, live beside x's, would push the quantizing LayerNorm, compiled
+// at exactly its 128-register bound, into spills.
+// The shape's fields pass by value: a reference to the kernel parameter costs a local copy of it.
+template <bool kGroups>
+__device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int64_t row_units, bool modulation,
+                                                int groups) {
+  if constexpr (kGroups) return row % groups * row_units;
+  else return modulation ? first : 0;
+}
+
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, int kVec, int kVecs>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, kVec, kVecs))
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
@@ -233,7 +247,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
         held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
                                         reinterpret_cast<P*>(p.residual_out) + first + v);
       }
-      const int64_t affine = (s.modulation ? first : 0) + v;
+      const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + v;
       if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
       if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
     }
@@ -313,7 +327,7 @@ constexpr int kStreamingThreads = 1024;
 
 // Rows too long for registers, one element per access: each pass reads the row again (the fused
 // ops read their rounded sum back from residual_out, each thread only the elements it wrote).
-template <class T, NormKind kKind, bool kResidual, bool kQuant>
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups>
 __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const RowPointers<T> p, const RowShape s) {
   __shared__ float partial[kStreamingThreads / kWarp];
   for (int64_t row = blockIdx.x; row < s.rows; row += gridDim.x) {
@@ -341,10 +355,10 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
     }
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
     if (threadIdx.x == 0) write_stats(p, row, mean, inv_std);
-    const int64_t affine_first = s.modulation ? first : 0;
+    const int64_t affine = affine_first<kGroups>(row, first, s.row_len, s.modulation, s.groups);
     const auto output_value = [&](int j) {
-      const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + affine_first + j)) : 1.0f;
-      const float shift = kKind == NormKind::layer && p.bias ? to_float(__ldg(p.bias + affine_first + j)) : 0.0f;
+      const float scale = p.weight ? s.weight_offset + to_float(__ldg(p.weight + affine + j)) : 1.0f;
+      const float shift = kKind == NormKind::layer && p.bias ? to_float(__ldg(p.bias + affine + j)) : 0.0f;
       return normalized<kKind>(to_float(source[j]), mean, inv_std, scale, shift);
     };
     if constexpr (kQuant) {
@@ -413,21 +427,21 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
 }
 
-template <class T, NormKind kKind, bool kResidual, bool kQuant>
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, many_rows,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
-        row_norm_in_registers<T, kKind, kResidual, kQuant, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
+        row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
       },
       [&](unsigned grid) {
-        row_norm_streaming<T, kKind, kResidual, kQuant><<<grid, kStreamingThreads, 0, stream>>>(p, s);
+        row_norm_streaming<T, kKind, kResidual, kQuant, kGroups><<<grid, kStreamingThreads, 0, stream>>>(p, s);
       });
 }
 
-inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false) {
+inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false, int groups = 1) {
   return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset,
-          modulation};
+          groups, modulation};
 }
 
 template <class T>
@@ -444,10 +458,11 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
                  cudaStream_t stream) {
   using namespace row_norm;
   if (g.rows == 0) return;
-  const RowShape s = row_shape(g, math, t.modulation);
+  const RowShape s = row_shape(g, math, t.affine == AffineRows::per_row, group_count(t));
   const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
-    // The quantizing norms (row_scale given) write y's fp8 codes through `codes`; they have no residual.
+    // The quantizing norms (row_scale given) write y's fp8 codes through `codes`; they have no residual,
+    // and neither has GroupRMSNorm, the one RMS norm with weight rows.
     const bool quant = t.row_scale != nullptr;
     T* const y = quant ? nullptr : data_of<T>(&t.y);
     __nv_fp8_storage_t* const codes = quant ? data_of<__nv_fp8_storage_t>(&t.y) : nullptr;
@@ -457,6 +472,8 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
                            data_of<float>(t.row_scale)};
     if (quant) launch_typed<T, kKind, false, true>(p, s, many_rows, stream);
     else if (t.residual) launch_typed<T, kKind, true, false>(p, s, many_rows, stream);
+    else if (kKind == NormKind::rms && t.affine == AffineRows::per_group)
+      launch_typed<T, kKind, false, false, kKind == NormKind::rms>(p, s, many_rows, stream);
     else launch_typed<T, kKind, false, false>(p, s, many_rows, stream);
   });
   check_launch(op);

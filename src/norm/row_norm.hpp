@@ -32,11 +32,15 @@ struct NormMath {
   float weight_offset = 0;
 };
 
+// Which rows of weight and bias scale and shift a row of x: the same one for every row (the
+// normalized shape), x's own (AdaLayerNorm's scale and shift have x's shape), or row m % G of a
+// [G, D] weight for x viewed as [..., G, D] (GroupRMSNorm).
+enum class AffineRows { shared, per_row, per_group };
+
 // The tensors of one call. residual and residual_out are given together (the fused add-norms) or
 // not at all; weight and bias may be null. mean and rstd are the training forward's per-row f32
 // statistics, written when given. With row_scale (the quantizing norms) y holds the fp8 codes and
-// row_scale the f32 scale of each row. With modulation (AdaLayerNorm) weight and bias are its scale
-// and shift, one per element of x.
+// row_scale the f32 scale of each row. `affine` says which row of weight and bias each row of x takes.
 struct RowNormTensors {
   const TensorRef& x;
   const TensorRef* residual = nullptr;
@@ -47,7 +51,7 @@ struct RowNormTensors {
   const TensorRef* mean = nullptr;
   const TensorRef* rstd = nullptr;
   const TensorRef* row_scale = nullptr;
-  bool modulation = false;
+  AffineRows affine = AffineRows::shared;
 };
 
 // The tensors of a backward call (mean: LayerNorm only). weight, grad_weight and grad_bias may be null.
@@ -70,6 +74,11 @@ inline constexpr float kMinAmax = 1e-12f;
 RowGeometry resolve_rows(std::string_view op, std::span<const int64_t> x_shape,
                          std::span<const int64_t> normalized_shape);
 void check_eps(std::string_view op, double eps);
+// GroupRMSNorm's shape rule: x of rank >= 2, normalized_shape its last dim alone, G below 2^31.
+void check_group_shape(std::string_view op, std::span<const int64_t> x_shape,
+                       std::span<const int64_t> normalized_shape);
+// GroupRMSNorm's G (x's second-last dim) for a validated per-group call, 1 otherwise.
+int group_count(const RowNormTensors& t);
 // The fused add-norms normalize x's last dim.
 std::span<const int64_t> last_dim(std::string_view op, std::span<const int64_t> x_shape);
 
@@ -78,7 +87,8 @@ inline constexpr double kRmsNormDefaultEps = FLT_EPSILON;
 
 // Every check of a call: the shape rule and eps, every tensor on the placement's memory with x's
 // dtype (the quantizing norms: y fp8_e4m3, row_scale f32 of x's leading dims), weight and bias of
-// the normalized shape (AdaLayerNorm's scale and shift: x's shape), outputs of x's shape, and the aliasing rule
+// the normalized shape (AdaLayerNorm's scale and shift: x's shape; GroupRMSNorm's weight: x's last two
+// dims), outputs of x's shape, and the aliasing rule
 // (outputs overlap no input, except the fused add-norms' in-place form: y == x and
 // residual_out == residual, pointer for pointer). Returns the geometry.
 RowGeometry validate_row_norm(std::string_view op, Placement placement, std::span<const int64_t> normalized_shape,

@@ -1,5 +1,5 @@
 // CPU references of the row norms (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
-// 2.18): the executable specification. Statistics in float64; the fused add-norms round
+// 2.18, 2.19): the executable specification. Statistics in float64; the fused add-norms round
 // x + residual to the dtype (residual_out) and normalize that rounded sum, as the spec's reference
 // does. The quantizing norms keep y in float64 and divide it by the scale as stored (f32), which the
 // codes dequantize with.
@@ -19,6 +19,7 @@ using detail::NormKind;
 // Normalizes the rows of validated tensors.
 void normalize_rows(const detail::RowGeometry& g, const detail::NormMath& math, const detail::RowNormTensors& t) {
   const int64_t n = g.row_len;
+  const int64_t groups = detail::group_count(t);
   std::vector<double> row(static_cast<size_t>(n));
   for (int64_t m = 0; m < g.rows; ++m) {
     const int64_t first = m * n;
@@ -43,7 +44,7 @@ void normalize_rows(const detail::RowGeometry& g, const detail::NormMath& math, 
     const double inv_std = 1.0 / std::sqrt(squares / static_cast<double>(n) + math.eps);
     if (t.mean) detail::store_value(*t.mean, m, mean);
     if (t.rstd) detail::store_value(*t.rstd, m, inv_std);
-    const int64_t affine_first = t.modulation ? first : 0;
+    const int64_t affine_first = t.affine == detail::AffineRows::per_row ? first : m % groups * n;
     for (int64_t j = 0; j < n; ++j) {
       const double scale = t.weight ? math.weight_offset + detail::load_value(*t.weight, affine_first + j) : 1.0;
       const double shift = t.bias ? detail::load_value(*t.bias, affine_first + j) : 0.0;
@@ -109,6 +110,12 @@ void rms_norm_with_stats(const TensorRef& x, const TensorRef* weight, const Tens
                      {.x = x, .weight = weight, .y = y, .rstd = &rstd});
 }
 
+void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
+                    const GroupRMSNorm& p) {
+  reference_row_norm("reference::group_rms_norm", p.normalized_shape, {NormKind::rms, p.eps},
+                     {.x = x, .weight = weight, .y = y, .rstd = &rstd, .affine = detail::AffineRows::per_group});
+}
+
 void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
                            const TensorRef& mean, const TensorRef& rstd, const LayerNorm& p) {
   reference_row_norm("reference::layer_norm_with_stats", p.normalized_shape, {NormKind::layer, p.eps},
@@ -166,7 +173,7 @@ void ada_layer_norm(const TensorRef& x, const TensorRef& scale, const TensorRef&
                     const AdaLayerNorm& p) {
   constexpr std::string_view kOp = "reference::ada_layer_norm";
   reference_row_norm(kOp, detail::last_dim(kOp, x.sizes()), {NormKind::layer, p.eps},
-                     {.x = x, .weight = &scale, .bias = &shift, .y = y, .modulation = true});
+                     {.x = x, .weight = &scale, .bias = &shift, .y = y, .affine = detail::AffineRows::per_row});
 }
 
 void rms_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorRef& q, const TensorRef& scale,

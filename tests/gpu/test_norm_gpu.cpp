@@ -1,4 +1,4 @@
-// Row norms on the GPU against the CPU reference: every catalogue row of the eight ops and QKNorm, at least 100
+// Row norms on the GPU against the CPU reference: every catalogue row of the nine ops and QKNorm, at least 100
 // random shapes per op (N not a multiple of the vector width, one-row and 3-D inputs, rows long
 // enough for the streaming kernel, normalized shapes of two dims, with and without weight and bias),
 // a large common offset (variance stability), NaN propagation, pointers not 16-byte aligned, the
@@ -6,7 +6,8 @@
 // training forward's statistics and for RMSNormBwd and LayerNormBwd (spec §2.13, 2.14), whose
 // parameter gradients must also be bit-identical from run to run. Outputs are poisoned first. The
 // quantizing norms' codes are compared as spec §2.15 says: each within one e4m3 step of the
-// reference's, at least 99.9 % identical; their scales to rtol 1e-4.
+// reference's, at least 99.9 % identical; their scales, and GroupRMSNorm's rstd (spec §2.19), to rtol 1e-4
+// and 1e-5.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -33,7 +34,7 @@ using testing::DeviceBuffer;
 using testing::HostTensor;
 using Shape = std::vector<int64_t>;
 
-enum class Op { rms, layer, gemma, fused_rms, fused_layer, rms_quant, layer_quant, ada };
+enum class Op { rms, layer, gemma, fused_rms, fused_layer, rms_quant, layer_quant, ada, group };
 
 bool is_fused(Op op) { return op == Op::fused_rms || op == Op::fused_layer; }
 bool is_quant(Op op) { return op == Op::rms_quant || op == Op::layer_quant; }
@@ -41,7 +42,9 @@ bool has_bias(Op op) { return op == Op::layer || op == Op::fused_layer || op == 
 // Weight and bias always given: Gemma's weight, AdaLayerNorm's scale and shift.
 bool affine_required(Op op) { return op == Op::gemma || op == Op::ada; }
 // Normalized over the last dim only.
-bool last_dim_only(Op op) { return is_fused(op) || op == Op::ada; }
+bool last_dim_only(Op op) { return is_fused(op) || op == Op::ada || op == Op::group; }
+// Ops with a per-row f32 output beside y: the quantizing norms' scale, GroupRMSNorm's rstd.
+bool has_row_output(Op op) { return is_quant(op) || op == Op::group; }
 
 std::string op_name(Op op) {
   switch (op) {
@@ -53,6 +56,7 @@ std::string op_name(Op op) {
     case Op::rms_quant: return "rms_norm_quant";
     case Op::layer_quant: return "layer_norm_quant";
     case Op::ada: return "ada_layer_norm";
+    case Op::group: return "group_rms_norm";
   }
   return "";
 }
@@ -76,14 +80,17 @@ struct NormInputs {
 
   Shape normalized_shape() const { return Shape(x.shape.end() - normalized_dims, x.shape.end()); }
   Shape scale_shape() const { return Shape(x.shape.begin(), x.shape.end() - normalized_dims); }
-  Shape affine_shape() const { return op == Op::ada ? x.shape : normalized_shape(); }
+  Shape affine_shape() const {
+    if (op == Op::ada) return x.shape;
+    return op == Op::group ? Shape(x.shape.end() - 2, x.shape.end()) : normalized_shape();
+  }
   DType output_dtype() const { return is_quant(op) ? DType::fp8_e4m3 : x.dtype; }
 };
 
 const TensorRef* optional_ref(std::optional<TensorRef>& t) { return t ? &*t : nullptr; }
 
 // Runs the op (device or reference) on the given tensors; residual_out is ignored but by the fused
-// add-norms, row_scale but by the quantizing norms.
+// add-norms, row_scale but by the quantizing norms (as scale) and GroupRMSNorm (as rstd).
 void run_op(const NormInputs& in, bool device, const TensorRef& x, const TensorRef* residual, const TensorRef* weight,
             const TensorRef* bias, const TensorRef& y, const TensorRef* residual_out, const TensorRef* row_scale,
             cudaStream_t stream = nullptr) {
@@ -119,6 +126,10 @@ void run_op(const NormInputs& in, bool device, const TensorRef& x, const TensorR
     case Op::ada:
       device ? ada_layer_norm(x, *weight, *bias, y, {in.eps}, stream)
              : reference::ada_layer_norm(x, *weight, *bias, y, {in.eps});
+      break;
+    case Op::group:
+      device ? group_rms_norm(x, weight, y, *row_scale, {ns, in.eps}, stream)
+             : reference::group_rms_norm(x, weight, y, *row_scale, {ns, in.eps});
       break;
   }
 }
@@ -173,7 +184,7 @@ struct Options {
 
 // Runs the op on the device and the reference on the host; returns the first disagreement, or "".
 std::string compare_with_reference(NormInputs& in, const Options& o = {}) {
-  const bool fused = is_fused(in.op), quant = is_quant(in.op);
+  const bool fused = is_fused(in.op), quant = is_quant(in.op), row_output = has_row_output(in.op);
   HostTensor expected(in.x.shape, in.output_dtype()), expected_residual(in.x.shape, in.x.dtype);
   HostTensor expected_scale(in.scale_shape(), DType::f32);
   std::optional<TensorRef> host_residual, host_weight, host_bias, host_residual_out, host_scale;
@@ -181,7 +192,7 @@ std::string compare_with_reference(NormInputs& in, const Options& o = {}) {
   if (in.weight) host_weight = in.weight->ref();
   if (in.bias) host_bias = in.bias->ref();
   if (fused) host_residual_out = expected_residual.ref();
-  if (quant) host_scale = expected_scale.ref();
+  if (row_output) host_scale = expected_scale.ref();
   run_op(in, false, in.x.ref(), optional_ref(host_residual), optional_ref(host_weight), optional_ref(host_bias),
          expected.ref(), optional_ref(host_residual_out), optional_ref(host_scale));
 
@@ -202,7 +213,7 @@ std::string compare_with_reference(NormInputs& in, const Options& o = {}) {
   if (bias) bias_ref = device_ref(bias->data(), dtype, in.affine_shape());
   const TensorRef y_ref = o.in_place ? x_ref : device_ref(y.data(), in.output_dtype(), in.x.shape);
   if (fused) residual_out_ref = o.in_place ? *residual_ref : device_ref(residual_out.data(), dtype, in.x.shape);
-  if (quant) scale_ref = device_ref(scale.data(), DType::f32, in.scale_shape());
+  if (row_output) scale_ref = device_ref(scale.data(), DType::f32, in.scale_shape());
   run_op(in, true, x_ref, optional_ref(residual_ref), optional_ref(weight_ref), optional_ref(bias_ref), y_ref,
          optional_ref(residual_out_ref), optional_ref(scale_ref));
   testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
@@ -218,6 +229,11 @@ std::string compare_with_reference(NormInputs& in, const Options& o = {}) {
   const double tol = tolerance(in.op, in.x.dtype);
   const double atol = o.atol >= 0 ? o.atol : tol, rtol = o.rtol >= 0 ? o.rtol : tol;
   std::string difference = first_difference("output", expected, actual, atol, rtol);
+  if (row_output && difference.empty()) {
+    HostTensor actual_rstd(in.scale_shape(), DType::f32);
+    scale.download(actual_rstd.bytes.data());
+    difference = first_difference("rstd", expected_scale, actual_rstd, 0, 1e-5);  // spec §2.19
+  }
   if (fused && difference.empty()) {
     (o.in_place ? *residual : residual_out).download(actual_residual.bytes.data());
     difference = first_difference("residual_out", expected_residual, actual_residual, tol, tol);
@@ -284,6 +300,7 @@ const char* catalogue_op(Op op) {
     case Op::rms_quant: return "RMSNormQuantFwd";
     case Op::layer_quant: return "LayerNormQuantFwd";
     case Op::ada: return "AdaLayerNormFwd";
+    case Op::group: return "GroupRMSNormFwd";
   }
   return "";
 }
@@ -404,7 +421,7 @@ TEST_P(NormGpu, EmptyBatchIsANoOp) {
 
 INSTANTIATE_TEST_SUITE_P(Norm, NormGpu,
                          ::testing::Values(Op::rms, Op::layer, Op::gemma, Op::fused_rms, Op::fused_layer, Op::rms_quant,
-                                           Op::layer_quant, Op::ada),
+                                           Op::layer_quant, Op::ada, Op::group),
                          [](const auto& info) { return op_name(info.param); });
 
 class NormGpuCalls : public ::testing::Test {

@@ -1,7 +1,7 @@
 """The autograd wiring of solops.rms_norm and solops.layer_norm without a GPU: the training-forward
-and backward ops get the CPU references as their CPU kernels, so that autograd, the fakes and
-torch.compile run the same registrations as on CUDA and the gradients can be compared with
-PyTorch's. The CUDA kernels themselves are tested in test_norm_torch.py and the GPU tests.
+and backward ops (and group_rms_norm) get the CPU references as their CPU kernels, so that autograd,
+the fakes and torch.compile run the same registrations as on CUDA and the gradients can be compared
+with PyTorch's. The CUDA kernels themselves are tested in test_norm_torch.py and the GPU tests.
 Needs PyTorch and the built libsolops.so; skips loudly without PyTorch."""
 
 import pytest
@@ -14,7 +14,8 @@ import solops  # noqa: E402
 from solops import reference  # noqa: E402
 
 # The references take the ops' arguments in the same order.
-for _name in ("rms_norm_with_stats", "layer_norm_with_stats", "rms_norm_backward", "layer_norm_backward"):
+for _name in ("rms_norm_with_stats", "layer_norm_with_stats", "rms_norm_backward", "layer_norm_backward",
+              "group_rms_norm"):
     torch.library.register_kernel(f"solops::{_name}", "cpu", getattr(reference, _name))
 
 CASES = [((3, 5, 7), (7,)), ((4, 6, 8), (6, 8)), ((1, 33), (33,))]
@@ -66,6 +67,16 @@ def test_statistics_are_not_differentiable():
 def test_opcheck(op, args):
     x, w, b = (torch.randn(*shape, requires_grad=True) for shape in ((3, 7), (7,), (7,)))
     torch.library.opcheck(getattr(torch.ops.solops, op).default, args(x, w, b))
+
+
+def test_group_rms_norm_registration_on_the_cpu_reference():
+    # GroupRMSNorm has no autograd; its fake and the C ABI's shape rule meet torch.compile here.
+    x, weight = torch.randn(2, 3, 7), torch.randn(3, 7)
+    torch.library.opcheck(torch.ops.solops.group_rms_norm.default, (x, [7], weight, 1e-6))
+    y, rstd = torch.compile(solops.group_rms_norm, fullgraph=True, backend="aot_eager")(x, [7], weight)
+    want_rstd = torch.rsqrt(x.double().pow(2).mean(-1) + 1e-6)
+    torch.testing.assert_close(rstd, want_rstd.float())
+    torch.testing.assert_close(y, (x.double() * want_rstd.unsqueeze(-1) * weight.double()).float())
 
 
 def test_torch_compile_traces_forward_and_backward():

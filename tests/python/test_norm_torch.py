@@ -1,6 +1,6 @@
 """solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
 and to the usual formulas (Gemma, fused add-norms, QK-norm as two F.rms_norm, AdaLayerNorm, the
-quantizing norms' norm-amax-scale-cast), the fused ops' in-place form, traced by
+quantizing norms' norm-amax-scale-cast, GroupRMSNorm's per-vector rstd and [G, D] weight), the fused ops' in-place form, traced by
 torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input; and
 rms_norm / layer_norm as autograd ops whose gradients equal PyTorch's (spec 2.13, 2.14), forward and
 backward under torch.compile(fullgraph=True) and in a CUDA graph.
@@ -15,7 +15,7 @@ if not torch.cuda.is_available():
 import torch.nn.functional as F  # noqa: E402
 
 import solops  # noqa: E402
-from solops.bench.norm import check_quantized, quantize_rows  # noqa: E402
+from solops.bench.norm import NORM_OPS, check_quantized, quantize_rows, torch_function  # noqa: E402
 
 DTYPES = [torch.float32, torch.float16, torch.bfloat16]
 # spec/ops.md 2.1, 2.2, 2.4, 2.5, 2.17, 2.18: atol = rtol.
@@ -166,6 +166,31 @@ def test_ada_layer_norm_equals_the_spec_formula(shape, dtype):
     close(solops.ada_layer_norm(x, (1 + scale.float()).to(dtype), shift, eps=1e-6), dit, ADA_TOLERANCE[dtype])
 
 
+group_formula = torch_function(NORM_OPS["GroupRMSNormFwd"])  # spec 2.19, eps 1e-6
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [(2048, 4096), (1, 16384), (2, 3, 3000), (7, 5121), (4, 1025, 64), (2, 20000),
+                                   (1, 1)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_rms_norm_equals_the_spec_formula(shape, dtype, affine):
+    x = random_input(shape, dtype)
+    weight = random_input(shape[-2:], dtype, seed=1) if affine else None
+    y, rstd = solops.group_rms_norm(x, shape[-1:], weight)
+    want_y, want_rstd = group_formula(x, weight if affine else torch.ones(shape[-2:], dtype=dtype, device="cuda"))
+    assert rstd.dtype == torch.float32 and rstd.shape == x.shape[:-1]
+    close(y, want_y, RMS_TOLERANCE[dtype])
+    torch.testing.assert_close(rstd, want_rstd, rtol=1e-5, atol=0)
+
+
+def test_group_rms_norm_nan_stays_in_its_vector():
+    x = random_input((4, 3, 1000), torch.bfloat16)
+    x[1, 2, 17] = float("nan")
+    y, rstd = solops.group_rms_norm(x, (1000,), random_input((3, 1000), torch.bfloat16, seed=1))
+    assert torch.isnan(y[1, 2]).all() and torch.isnan(rstd[1, 2])
+    assert not torch.isnan(y[:, :2]).any() and not torch.isnan(y[0]).any() and torch.isnan(rstd).sum() == 1
+
+
 def test_quant_nan_poisons_its_rows_scale_and_codes():
     x = random_input((4, 4096), torch.bfloat16)
     x[1, 17] = float("nan")
@@ -210,7 +235,7 @@ def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype)
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
                  "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant",
-                 "ada_layer_norm", "qk_norm"):
+                 "ada_layer_norm", "qk_norm", "group_rms_norm"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -228,7 +253,8 @@ def test_torch_compile_traces_without_graph_breaks():
         j, k = solops.layer_norm_quant(x, (4096,), weight, bias)
         m = solops.ada_layer_norm(x, residual, x)
         n, o = solops.qk_norm(x.view(64, 32, 128), residual.view(64, 32, 128), weight[:128], bias[:128])
-        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k, m, n, o
+        p, r = solops.group_rms_norm(x.view(4, 16, 4096), (4096,), residual[:16])
+        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k, m, n, o, p, r
 
     compiled = torch.compile(block, fullgraph=True)
     for got, want in zip(compiled(x, residual), block(x, residual)):
@@ -267,6 +293,7 @@ def test_cuda_graph_capture_and_replay():
             static_ada = solops.ada_layer_norm(static_x, static_residual, static_residual)
             static_q, static_k = solops.qk_norm(static_x.view(2048, 64, 128), static_residual.view(2048, 64, 128),
                                                 weight[:128], weight[128:256])
+            static_group, static_rstd = solops.group_rms_norm(static_x, (8192,), static_residual)
     torch.cuda.current_stream().wait_stream(stream)
     for seed in (5, 6):
         static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
@@ -282,6 +309,9 @@ def test_cuda_graph_capture_and_replay():
         close(static_q.view(2048, 8192),
               F.rms_norm(static_x.view(2048, 64, 128).float(), (128,), weight[:128].float(), 1e-6)
               .bfloat16().view(2048, 8192), 1.6e-2)
+        want_group, want_rstd = group_formula(static_x, static_residual)
+        close(static_group, want_group, 1.6e-2)
+        torch.testing.assert_close(static_rstd, want_rstd, rtol=1e-5, atol=0)
 
 
 def cuda(*shape, dtype=torch.float32):
@@ -325,6 +355,12 @@ def overlapping_halves():
     (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8, dtype=torch.float16)), "qk_norm: k: dtype f16 must be f32"),
     (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 8), eps=-1.0), "eps = -1 must be"),
     (lambda: solops.qk_norm(cuda(2, 8), cuda(2, 16)[:, ::2]), "x must be contiguous"),
+    (lambda: solops.group_rms_norm(cuda(8), (8,)), "group_rms_norm: x [8] must have rank >= 2"),
+    (lambda: solops.group_rms_norm(cuda(2, 3, 8), (3, 8)), "normalized_shape [3, 8] must be (D,)"),
+    (lambda: solops.group_rms_norm(cuda(2, 3, 8), (8,), cuda(8)), "weight: shape [8] must be [3, 8]"),
+    (lambda: solops.group_rms_norm(cuda(3, 8), (8,), cuda(3, 8, dtype=torch.float16)), "weight: dtype f16 must be f32"),
+    (lambda: solops.group_rms_norm(cuda(3, 8), (8,), eps=-1.0), "eps = -1 must be"),
+    (lambda: solops.group_rms_norm(torch.randn(3, 8), (8,)), "must be a CUDA tensor"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:

@@ -1,18 +1,19 @@
 """Norm family benchmark entries: RMSNormFwd, LayerNormFwd, FusedAddRMSNormFwd,
 FusedAddLayerNormFwd, GemmaRMSNormFwd, AdaLayerNormFwd, RMSNormQuantFwd, LayerNormQuantFwd,
-QKNormFwd, RMSNormBwd and LayerNormBwd over the last dim of x [M, N] (QKNorm: k has x's shape,
-spec 2.18).
+QKNormFwd, GroupRMSNormFwd, RMSNormBwd and LayerNormBwd over the last dim of x [M, N] (QKNorm: k
+has x's shape, spec 2.18; GroupRMSNorm: G = M, a weight of x's shape, spec 2.19).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
 passed explicitly (1e-6 for the RMS norms, 1e-5 for the LayerNorms), the CPU reference, the cost
-model, the spec's tolerance (spec/ops.md 2.1, 2.2, 2.3, 2.4, 2.5, 2.17, 2.18; for the quantizing
-norms' codes and scales 2.15) on every output, and the alternatives:
+model, the spec's tolerance (spec/ops.md 2.1, 2.2, 2.3, 2.4, 2.5, 2.17, 2.18, 2.19; for the
+quantizing norms' codes and scales 2.15) on every output, and the alternatives:
     torch          F.rms_norm / F.layer_norm; Gemma as Hugging Face writes it (f32 math, 1 + weight);
                    the fused add-norms as x + residual followed by the norm; QKNorm as F.rms_norm of
                    q and of k; AdaLayerNorm as the spec writes it (f32 scale * F.layer_norm +
                    shift); the quantizing norms as the f32 norm, its per-row amax scale, then
-                   .to(torch.float8_e4m3fn)
+                   .to(torch.float8_e4m3fn); GroupRMSNorm as the spec writes it (f32 rstd of each
+                   row, times the row's weight)
     torch-compile  the same functions under torch.compile (default mode, static shapes)
 The backward rows (spec 2.13, 2.14) time the backward alone: grad_out, x, weight and the saved f32
 statistics are made once (our training forward for solops, PyTorch's forward for torch), and the
@@ -45,6 +46,7 @@ class NormOp:
     quant: bool = False  # returns (float8_e4m3fn codes, f32 row scales)
     modulation: bool = False  # weight and bias (AdaLayerNorm's scale and shift) have x's shape
     qk: bool = False  # two normalized inputs, each with its weight
+    group: bool = False  # weight [G, D] = x's last two dims; returns (output, f32 rstd)
 
 
 NORM_OPS = {
@@ -57,6 +59,7 @@ NORM_OPS = {
     "RMSNormQuantFwd": NormOp("rms_norm_quant", 1e-6, quant=True),
     "LayerNormQuantFwd": NormOp("layer_norm_quant", 1e-5, bias=True, quant=True),
     "QKNormFwd": NormOp("qk_norm", 1e-6, qk=True),
+    "GroupRMSNormFwd": NormOp("group_rms_norm", 1e-6, group=True),
 }
 BACKWARD_OPS = {
     "RMSNormBwd": NormOp("rms_norm", 1e-6),
@@ -76,6 +79,7 @@ TOLERANCE = {
     "GemmaRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "AdaLayerNormFwd": {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "QKNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
+    "GroupRMSNormFwd": {torch.float16: 1e-2, torch.bfloat16: 1.6e-2, torch.float32: 1e-5},
     "RMSNormBwd": {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4},
     "LayerNormBwd": {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4},
 }
@@ -133,6 +137,12 @@ def torch_function(op: NormOp):
             xf = x.float()
             return (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + op.eps) * (1.0 + weight.float())).to(x.dtype)
         return gemma
+    if op.name == "group_rms_norm":
+        def group(x, weight):
+            xf = x.float()
+            rstd = torch.rsqrt(xf.pow(2).mean(-1) + op.eps)
+            return (xf * rstd.unsqueeze(-1) * weight.float()).to(x.dtype), rstd
+        return group
     if op.name == "qk_norm":
         return lambda q, k, q_weight, k_weight: (F.rms_norm(q, q_weight.shape, q_weight, op.eps),
                                                  F.rms_norm(k, k_weight.shape, k_weight, op.eps))
@@ -151,6 +161,14 @@ def torch_function(op: NormOp):
 
 def check_close(tolerance: float):
     return partial(torch.testing.assert_close, rtol=tolerance, atol=tolerance, equal_nan=True)
+
+
+def check_with_rstd(tolerance: float):
+    """GroupRMSNorm (spec 2.19): the output at the op's tolerance, the f32 rstd to rtol 1e-5."""
+    def check(actual, expected):
+        check_close(tolerance)(actual[0], expected[0])
+        torch.testing.assert_close(actual[1], expected[1], rtol=1e-5, atol=0, equal_nan=True)
+    return check
 
 
 def cost(op: NormOp, shape, dtype):
@@ -228,7 +246,7 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     cpu = [random_tensor(shape, dtype, 0)]
     if op.fused or op.qk:  # residual, or k
         cpu.append(random_tensor(shape, dtype, 1))
-    affine_shape = shape if op.modulation else [row_len]
+    affine_shape = shape if op.modulation else shape[-2:] if op.group else [row_len]
     cpu.append(random_tensor(affine_shape, dtype, 2))
     if op.bias or op.qk:  # bias, or k_weight
         cpu.append(random_tensor(affine_shape, dtype, 3))
@@ -241,5 +259,10 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)
         expected = partial(reference, cpu[0], [row_len], *cpu[1:], eps=op.eps)
     impls = [Impl("solops", ours)] + [alternative_impl(name, op, inputs) for name in alternatives]
-    check = check_quantized if op.quant else check_close(TOLERANCE[op_name][dtype])
+    if op.quant:
+        check = check_quantized
+    elif op.group:
+        check = check_with_rstd(TOLERANCE[op_name][dtype])
+    else:
+        check = check_close(TOLERANCE[op_name][dtype])
     return run.row_case(op_name, row, cost(op, shape, dtype), RATE_KIND, expected, check, impls)
