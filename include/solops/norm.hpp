@@ -1,5 +1,5 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
-// 2.18, 2.19). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
+// 2.18, 2.19), and the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
 // normalized on its own; statistics run in f32 and the result is rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
 #pragma once
@@ -78,6 +78,15 @@ struct GroupRMSNorm {
   double eps = 1e-6;
 };
 
+// torch.linalg.vector_norm(x, ord, dim, keepdim) for ord 1 (sum |x|) and 2 (sqrt(sum x^2)): a
+// reduction, not a normalization (spec §2.22, 2.23, §6.9). f32 accumulation, rounded once to x's
+// dtype (an f16 result beyond 65504 is +inf); NaN propagates.
+struct VectorNorm {
+  int ord = 2;               // 1 or 2
+  std::vector<int64_t> dim = {};  // the reduced dims, negative ones wrapped; empty: every dim
+  bool keepdim = false;
+};
+
 // The gradients of RMSNorm and LayerNorm given the forward's saved per-row statistics; eps is
 // folded into rstd, so it is no parameter.
 struct RMSNormBackward {
@@ -104,6 +113,11 @@ std::vector<int64_t> layer_norm_quant_scale_shape(std::span<const int64_t> x_sha
 // GroupRMSNorm (x of rank >= 2, normalized_shape of length 1): y has x's shape, rstd
 // norm_stats_shape (x.shape[:-1]).
 std::vector<int64_t> group_rms_norm_output_shape(std::span<const int64_t> x_shape, const GroupRMSNorm& p);
+// The vector norm's output: x's shape without the reduced dims (size 1 with keepdim; 0-d for a
+// full reduction). Checks ord and dim (in range, no duplicates).
+std::vector<int64_t> vector_norm_output_shape(std::span<const int64_t> x_shape, const VectorNorm& p);
+// The f32 elements of workspace the call needs: 0 when every output is reduced by one block.
+int64_t vector_norm_workspace_elements(std::span<const int64_t> x_shape, const VectorNorm& p);
 // Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
@@ -120,6 +134,8 @@ Cost rms_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const RM
 Cost layer_norm_quant_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormQuant& p);
 Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_shape, DType dtype, const QKNorm& p);
 Cost group_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GroupRMSNorm& p);
+// Spec §2.22, 2.23: FLOPs 2·M·N (+ M square roots for ord 2), bytes (M·N + M)·eb.
+Cost vector_norm_cost(std::span<const int64_t> x_shape, DType dtype, const VectorNorm& p);
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
 
@@ -147,6 +163,14 @@ void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const Te
 // 1 / sqrt(mean(x^2) + eps) of each vector, of x.shape[:-1]. No output may overlap another tensor.
 void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
                     const GroupRMSNorm& p, cudaStream_t stream = nullptr);
+
+// The vector norm: y of x's dtype and vector_norm_output_shape. workspace: a contiguous f32 CUDA
+// tensor of at least vector_norm_workspace_elements elements, or null when that is 0; the call
+// allocates nothing, so it is capture-safe. Deterministic: per-block partial sums in a fixed
+// order, then one pass that adds each output's partials in order. y and the workspace may not
+// overlap each other or x.
+void vector_norm(const TensorRef& x, const TensorRef& y, const TensorRef* workspace, const VectorNorm& p,
+                 cudaStream_t stream = nullptr);
 
 // The backward ops (spec §2.13, 2.14). grad_out, x and grad_x have x's shape and dtype; weight
 // (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and

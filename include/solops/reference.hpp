@@ -46,6 +46,8 @@ void layer_norm_with_stats(const TensorRef& x, const TensorRef* weight, const Te
                            const TensorRef& mean, const TensorRef& rstd, const LayerNorm& p);
 void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef& y, const TensorRef& rstd,
                     const GroupRMSNorm& p);
+// float64 accumulation, no workspace.
+void vector_norm(const TensorRef& x, const TensorRef& y, const VectorNorm& p);
 // The backward ops in float64 from the given statistics, gradients rounded once.
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
                        const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p);

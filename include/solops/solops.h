@@ -126,6 +126,15 @@ typedef struct {
   int64_t normalized_shape[SOLOPS_MAX_RANK];
 } solops_norm_backward_params;
 
+/* L1NormFwd / L2NormFwd: torch.linalg.vector_norm(x, ord, dim, keepdim). ord 1 or 2; dim_count = 0
+ * reduces every dim (dim=None), else dim[0, dim_count) (negative ones wrap; no duplicates). */
+typedef struct {
+  int32_t ord;
+  int32_t dim_count;
+  int64_t dim[SOLOPS_MAX_RANK];
+  int32_t keepdim;
+} solops_vector_norm_params;
+
 typedef struct {
   double flops;
   double bytes;
@@ -410,6 +419,21 @@ solops_status solops_rms_norm_backward_cost(int32_t x_rank, const int64_t* x_sha
                                             const solops_norm_backward_params* p, solops_cost* cost);
 solops_status solops_layer_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                               const solops_norm_backward_params* p, solops_cost* cost);
+
+/* Vector norms (spec 2.22, 2.23): y of x's dtype and the output shape (0-d for a full reduction:
+ * out_rank 0). workspace: SOLOPS_F32 with at least solops_vector_norm_workspace_elements elements,
+ * or NULL when that is 0; nothing is allocated. Deterministic. y and workspace overlap nothing. */
+solops_status solops_vector_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                              const solops_vector_norm_params* p, int32_t* out_rank,
+                                              int64_t* out_shape);
+solops_status solops_vector_norm_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                    const solops_vector_norm_params* p, int64_t* elements);
+solops_status solops_vector_norm(const solops_tensor* x, const solops_tensor* y, const solops_tensor* workspace,
+                                 const solops_vector_norm_params* p, void* stream);
+solops_status solops_reference_vector_norm(const solops_tensor* x, const solops_tensor* y,
+                                           const solops_vector_norm_params* p);
+solops_status solops_vector_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                      const solops_vector_norm_params* p, solops_cost* cost);
 
 #ifdef __cplusplus
 }

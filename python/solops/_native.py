@@ -127,6 +127,11 @@ NORM_TRAINING_OPS = {
 }
 
 
+class VectorNormParams(ctypes.Structure):
+    _fields_ = [("ord", ctypes.c_int32), ("dim_count", ctypes.c_int32), ("dim", ctypes.c_int64 * MAX_RANK),
+                ("keepdim", ctypes.c_int32)]
+
+
 class Cost(ctypes.Structure):
     _fields_ = [("flops", ctypes.c_double), ("bytes", ctypes.c_double)]
 
@@ -216,6 +221,16 @@ def _load():
         if params is NormBackwardParams:
             signatures[f"solops_{name}_cost"] = (
                 status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)])
+    signatures.update({
+        "solops_vector_norm_output_shape": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(VectorNormParams), P(ctypes.c_int32), P(ctypes.c_int64)]),
+        "solops_vector_norm_workspace_elements": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(VectorNormParams), P(ctypes.c_int64)]),
+        "solops_vector_norm": (status, [P(Tensor), P(Tensor), P(Tensor), P(VectorNormParams), ctypes.c_void_p]),
+        "solops_reference_vector_norm": (status, [P(Tensor), P(Tensor), P(VectorNormParams)]),
+        "solops_vector_norm_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(VectorNormParams), P(Cost)]),
+    })
     signatures["solops_norm_stats_shape"] = (
         status, [ctypes.c_int32, P(ctypes.c_int64), P(NormBackwardParams), P(ctypes.c_int32), P(ctypes.c_int64)])
     for name, (restype, argtypes) in signatures.items():
@@ -424,6 +439,34 @@ def norm_stats_shape(x_shape, normalized_shape):
                                       ctypes.byref(norm_backward_params("norm_stats_shape", normalized_shape)),
                                       ctypes.byref(rank), shape))
     return [shape[i] for i in range(rank.value)]
+
+
+def vector_norm_params(ord, dim, keepdim):
+    """torch.linalg.vector_norm's ord, dim (None, an int or a sequence) and keepdim."""
+    dims = [] if dim is None else [int(dim)] if isinstance(dim, int) else [int(d) for d in dim]
+    if len(dims) > MAX_RANK:
+        raise SolopsError(INVALID_ARGUMENT, f"vector_norm: dim has {len(dims)} entries, more than {MAX_RANK}")
+    p = VectorNormParams()
+    p.ord = int(ord) if float(ord) == int(ord) else -1
+    p.dim_count = len(dims)
+    p.dim[: len(dims)] = dims
+    p.keepdim = int(bool(keepdim))
+    return p
+
+
+def vector_norm_output_shape(x_shape, params):
+    rank = ctypes.c_int32()
+    shape = (ctypes.c_int64 * MAX_RANK)()
+    check(lib.solops_vector_norm_output_shape(len(x_shape), shape_array(x_shape), ctypes.byref(params),
+                                              ctypes.byref(rank), shape))
+    return [shape[i] for i in range(rank.value)]
+
+
+def vector_norm_workspace_elements(x_shape, params):
+    elements = ctypes.c_int64()
+    check(lib.solops_vector_norm_workspace_elements(len(x_shape), shape_array(x_shape), ctypes.byref(params),
+                                                    ctypes.byref(elements)))
+    return elements.value
 
 
 def norm_output_shape(name, x_shape, params):

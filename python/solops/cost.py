@@ -114,6 +114,14 @@ def group_rms_norm(x_shape, dtype, normalized_shape, eps=1e-6):
     return _norm_cost("group_rms_norm", x_shape, dtype, _native.norm_params("group_rms_norm", normalized_shape, eps))
 
 
+def vector_norm(x_shape, dtype, ord=2, dim=None, keepdim=False):
+    cost = _native.Cost()
+    _native.check(_native.lib.solops_vector_norm_cost(
+        len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, "cost.vector_norm"),
+        ctypes.byref(_native.vector_norm_params(ord, dim, keepdim)), ctypes.byref(cost)))
+    return cost.flops, cost.bytes
+
+
 def qk_norm(q_shape, k_shape, dtype, normalized_shape, eps=1e-6):
     cost = _native.Cost()
     _native.check(_native.lib.solops_qk_norm_cost(

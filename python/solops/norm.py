@@ -121,6 +121,22 @@ def _(x, normalized_shape, weight, eps):
     return _training_outputs(x, "group_rms_norm", normalized_shape, eps, 1)
 
 
+@torch.library.custom_op("solops::vector_norm", mutates_args=())
+def _vector_norm(x: torch.Tensor, ord: int, dim: List[int], keepdim: bool) -> torch.Tensor:
+    params = _native.vector_norm_params(ord, dim, keepdim)
+    y = torch.empty(_native.vector_norm_output_shape(list(x.shape), params), dtype=x.dtype, device=x.device)
+    # From the caching allocator (a CUDA graph's pool under capture): the op itself allocates nothing.
+    elements = _native.vector_norm_workspace_elements(list(x.shape), params)
+    workspace = torch.empty(elements, dtype=torch.float32, device=x.device) if elements else None
+    _call("vector_norm", params, (x,), (y, workspace), x)
+    return y
+
+
+@_vector_norm.register_fake
+def _(x, ord, dim, keepdim):
+    return x.new_empty(_native.vector_norm_output_shape(list(x.shape), _native.vector_norm_params(ord, dim, keepdim)))
+
+
 @torch.library.custom_op("solops::layer_norm_with_stats", mutates_args=())
 def _layer_norm_with_stats(x: torch.Tensor, normalized_shape: List[int], weight: Optional[torch.Tensor],
                            bias: Optional[torch.Tensor], eps: float) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -382,6 +398,16 @@ def group_rms_norm(x, normalized_shape, weight=None, eps=1e-6):
     Op: torch.ops.solops.group_rms_norm."""
     return torch.ops.solops.group_rms_norm(x, list(_native.normalized_shape_tuple(normalized_shape)), weight,
                                            float(eps))
+
+
+def vector_norm(x, ord=2, dim=None, keepdim=False):
+    """torch.linalg.vector_norm(x, ord, dim, keepdim) for ord 1 and 2 (spec §2.22, 2.23; L1NormFwd,
+    L2NormFwd): a reduction, dim None or [] reducing every dim (a 0-d result). f32 accumulation, one
+    rounding to x's dtype (an f16 sum beyond 65504 is inf), NaN propagates, deterministic; no dtype=
+    argument, no autograd. Op: torch.ops.solops.vector_norm."""
+    dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    # A non-integral ord (inf, 0.5) reaches the library as -1, which it rejects by name.
+    return torch.ops.solops.vector_norm(x, int(ord) if float(ord).is_integer() else -1, dims, bool(keepdim))
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):

@@ -156,6 +156,12 @@ def group_rms_norm(x, normalized_shape, weight=None, eps=1e-6):
                  (torch.empty_like(x), _stats(x, normalized_shape)))
 
 
+def vector_norm(x, ord=2, dim=None, keepdim=False):
+    params = _native.vector_norm_params(ord, dim, keepdim)
+    return _norm("vector_norm", params, (x,),
+                 (torch.empty(_native.vector_norm_output_shape(list(x.shape), params), dtype=x.dtype),))
+
+
 def layer_norm_with_stats(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(output, mean, rstd)."""
     return _norm("layer_norm_with_stats", _native.norm_params("layer_norm_with_stats", normalized_shape, eps),

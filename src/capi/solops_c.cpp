@@ -124,6 +124,15 @@ solops::MeanPooling to_params(const solops_mean_pooling_params* p, const char* f
   return {p->chunk_size, p->check_ragged_metadata != 0};
 }
 
+solops::VectorNorm to_params(const solops_vector_norm_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  if (p->dim_count < 0 || p->dim_count > SOLOPS_MAX_RANK) {
+    throw solops::Error(solops::Status::invalid_argument,
+                        std::string(function) + ": dim_count " + std::to_string(p->dim_count) + " is outside [0, 8]");
+  }
+  return {p->ord, std::vector<int64_t>(p->dim, p->dim + p->dim_count), p->keepdim != 0};
+}
+
 std::optional<solops::RaggedSizes> to_ragged(const solops_ragged_sizes* ragged) {
   if (!ragged) return std::nullopt;
   return solops::RaggedSizes{ragged->sequences, ragged->chunks};
@@ -918,6 +927,39 @@ solops_status solops_reference_group_rms_norm(const solops_tensor* x, const solo
 solops_status solops_group_rms_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                          const solops_norm_params* p, solops_cost* out) {
   return norm_cost<solops::GroupRMSNorm>(__func__, solops::group_rms_norm_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_vector_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                              const solops_vector_norm_params* p, int32_t* out_rank,
+                                              int64_t* out_shape) {
+  return output_shape(__func__, solops::vector_norm_output_shape, x_rank, x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_vector_norm_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                    const solops_vector_norm_params* p, int64_t* elements) {
+  return guarded(__func__, [&] {
+    require_pointer(elements, __func__, "elements");
+    *elements = solops::vector_norm_workspace_elements(to_shape(x_rank, x_shape, __func__), to_params(p, __func__));
+  });
+}
+
+solops_status solops_vector_norm(const solops_tensor* x, const solops_tensor* y, const solops_tensor* workspace,
+                                 const solops_vector_norm_params* p, void* stream) {
+  return guarded(__func__, [&] {
+    const auto workspace_ref = optional_tensor(workspace, __func__, "workspace");
+    solops::vector_norm(to_tensor(x, __func__, "x"), to_tensor(y, __func__, "y"), optional_ref(workspace_ref),
+                        to_params(p, __func__), static_cast<cudaStream_t>(stream));
+  });
+}
+
+solops_status solops_reference_vector_norm(const solops_tensor* x, const solops_tensor* y,
+                                           const solops_vector_norm_params* p) {
+  return reference_avg_pool(__func__, solops::reference::vector_norm, x, y, p);
+}
+
+solops_status solops_vector_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                      const solops_vector_norm_params* p, solops_cost* out) {
+  return cost(__func__, solops::vector_norm_cost, x_rank, x_shape, x_dtype, p, out);
 }
 
 solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_backward_params* p,

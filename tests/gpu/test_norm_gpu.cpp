@@ -7,10 +7,14 @@
 // parameter gradients must also be bit-identical from run to run. Outputs are poisoned first. The
 // quantizing norms' codes are compared as spec §2.15 says: each within one e4m3 step of the
 // reference's, at least 99.9 % identical; their scales, and GroupRMSNorm's rstd (spec §2.19), to rtol 1e-4
-// and 1e-5.
+// and 1e-5. The vector norms (spec §2.22, 2.23): every catalogue row, 120 random shapes and dim
+// sets, 0-d, one-element and empty inputs, NaN and inf, f16 overflow to inf, unaligned x, bitwise
+// run-to-run equality, CUDA graph capture and the workspace rules.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -512,6 +516,30 @@ std::string describe(const QKInputs& in) {
   return detail::concat("qk_norm q ", describe(in.q), ", k ", describe(in.k));
 }
 
+// Calls launch(stream) on the default stream, or captures it into a CUDA graph on a new stream
+// and replays that once (`graph`); then waits for the device.
+template <class Launch>
+void launch_maybe_in_graph(Launch launch, bool graph) {
+  if (graph) {
+    cudaStream_t stream;
+    testing::cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cudaGraph_t captured;
+    cudaGraphExec_t exec;
+    testing::cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+    launch(stream);
+    testing::cuda_ok(cudaStreamEndCapture(stream, &captured), "end capture");
+    testing::cuda_ok(cudaGraphInstantiate(&exec, captured, 0), "instantiate");
+    testing::cuda_ok(cudaGraphLaunch(exec, stream), "launch");
+    testing::cuda_ok(cudaStreamSynchronize(stream), "replay");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(captured);
+    cudaStreamDestroy(stream);
+  } else {
+    launch(nullptr);
+  }
+  testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
+}
+
 // qk_norm on the device (captured in a CUDA graph and replayed where `graph`) against the reference;
 // the first disagreement in q_out or k_out, or "".
 std::string compare_qk(QKInputs& in, size_t offset = 0, bool graph = false) {
@@ -538,24 +566,7 @@ std::string compare_qk(QKInputs& in, size_t offset = 0, bool graph = false) {
             optional_ref(q_weight_ref), optional_ref(k_weight_ref), device_ref(q_out.data(), dtype, in.q.x.shape),
             device_ref(k_out.data(), dtype, in.k.x.shape), p, stream);
   };
-  if (graph) {
-    cudaStream_t stream;
-    testing::cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
-    cudaGraph_t captured;
-    cudaGraphExec_t exec;
-    testing::cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-    launch(stream);
-    testing::cuda_ok(cudaStreamEndCapture(stream, &captured), "end capture");
-    testing::cuda_ok(cudaGraphInstantiate(&exec, captured, 0), "instantiate");
-    testing::cuda_ok(cudaGraphLaunch(exec, stream), "launch");
-    testing::cuda_ok(cudaStreamSynchronize(stream), "replay");
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(captured);
-    cudaStreamDestroy(stream);
-  } else {
-    launch(nullptr);
-  }
-  testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
+  launch_maybe_in_graph(launch, graph);
 
   HostTensor q_actual(in.q.x.shape, dtype), k_actual(in.k.x.shape, dtype);
   q_out.download(q_actual.bytes.data());
@@ -893,6 +904,174 @@ TEST_F(NormGpuCalls, BackwardRejectsHostTensors) {
     EXPECT_NE(std::string(e.what()).find("rms_norm_backward: x must be a CUDA tensor"), std::string::npos) << e.what();
   }
 }
+
+// ---- L1NormFwd / L2NormFwd (spec §2.22, 2.23) ------------------------------------------------------
+
+namespace vector_norms {
+
+// Spec §2.22: fp32 1e-5, fp16 and bf16 1e-2 (atol = rtol).
+double tolerance(DType dtype) { return dtype == DType::f32 ? 1e-5 : 1e-2; }
+
+// vector_norm on the device (x `offset` elements into its allocation, the output and workspace
+// poisoned; replayed from a CUDA graph where `graph`) against the reference: the first
+// disagreement, or "".
+std::string compare(HostTensor& x, const VectorNorm& p, size_t offset = 0, bool graph = false) {
+  const Shape out_shape = vector_norm_output_shape(x.shape, p);
+  HostTensor expected(out_shape, x.dtype), actual(out_shape, x.dtype);
+  reference::vector_norm(x.ref(), expected.ref(), p);
+  const int64_t workspace_elements = vector_norm_workspace_elements(x.shape, p);
+  DeviceBuffer x_buffer(x.bytes.size(), offset * dtype_size(x.dtype)), y(expected.bytes.size(), offset * 2);
+  DeviceBuffer workspace(static_cast<size_t>(workspace_elements) * sizeof(float));
+  x_buffer.upload(x.bytes.data());
+  y.poison();
+  workspace.poison();
+  const TensorRef x_ref = device_ref(x_buffer.data(), x.dtype, x.shape);
+  const TensorRef y_ref = device_ref(y.data(), x.dtype, out_shape);
+  const TensorRef workspace_ref = device_ref(workspace.data(), DType::f32, Shape{workspace_elements});
+  const TensorRef* workspace_arg = workspace_elements ? &workspace_ref : nullptr;
+  launch_maybe_in_graph([&](cudaStream_t stream) { vector_norm(x_ref, y_ref, workspace_arg, p, stream); }, graph);
+  y.download(actual.bytes.data());
+  return first_difference("output", expected, actual, tolerance(x.dtype), tolerance(x.dtype));
+}
+
+std::string describe(const HostTensor& x, const VectorNorm& p) {
+  return detail::concat("x ", detail::shape_string(x.shape), " ", dtype_name(x.dtype), " ord ", p.ord, " dim ",
+                        detail::shape_string(p.dim), p.keepdim ? " keepdim" : "");
+}
+
+HostTensor random_x(const Shape& shape, DType dtype, std::mt19937_64& rng, Values values = Values::normal) {
+  HostTensor x(shape, dtype);
+  fill(x, rng, values);
+  return x;
+}
+
+class VectorNormGpu : public ::testing::Test {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+
+TEST_F(VectorNormGpu, EveryCatalogueRow) {
+  std::mt19937_64 rng(40);
+  for (const auto& [op, ord] : {std::pair{"L1NormFwd", 1}, std::pair{"L2NormFwd", 2}}) {
+    const std::vector<nlohmann::json> rows = testing::catalogue_rows(op);
+    ASSERT_FALSE(rows.empty());
+    for (const auto& row : rows) {
+      const VectorNorm p{ord, row["params"].value("dim", Shape{}), false};
+      HostTensor x = random_x(row["tensors"]["x"].get<Shape>(), testing::parse_dtype(row["dtype"]), rng);
+      EXPECT_EQ(compare(x, p), "") << row["workload"] << " " << describe(x, p);
+    }
+  }
+}
+
+TEST_F(VectorNormGpu, RandomShapes) {
+  std::mt19937_64 rng(41);
+  std::uniform_int_distribution<int> rank_of(1, 4), coin(0, 1);
+  static const int64_t kSizes[] = {1, 2, 3, 7, 8, 31, 64, 100, 257, 1000, 4097, 8192, 33000};
+  std::uniform_int_distribution<size_t> size_of(0, std::size(kSizes) - 1);
+  for (int c = 0; c < 120; ++c) {
+    Shape shape;
+    const int rank = rank_of(rng);
+    int64_t numel = 1;
+    for (int d = 0; d < rank; ++d) {
+      int64_t size = kSizes[size_of(rng)];
+      while (numel * size > 2'000'000) size = std::max<int64_t>(1, size / 8);
+      shape.push_back(size);
+      numel *= size;
+    }
+    VectorNorm p{1 + coin(rng), {}, coin(rng) == 1};
+    if (c % 4 != 0) {
+      for (int d = 0; d < rank; ++d) {
+        if (coin(rng)) p.dim.push_back(coin(rng) ? d : d - rank);
+      }
+    }
+    HostTensor x = random_x(shape, kRandomDtypes[c % 3], rng, draw_values(c));
+    const size_t offset = c % 6 == 5 ? 1 : 0;
+    EXPECT_EQ(compare(x, p, offset), "") << "case " << c << " " << describe(x, p) << " offset " << offset;
+  }
+}
+
+TEST_F(VectorNormGpu, EdgeShapes) {
+  std::mt19937_64 rng(42);
+  for (const Shape& shape : {Shape{}, Shape{1}, Shape{1, 1}, Shape{3, 0}, Shape{0, 5}, Shape{1, 16384}}) {
+    for (int ord : {1, 2}) {
+      HostTensor x = random_x(shape, DType::f32, rng);
+      const VectorNorm full{ord}, last{ord, shape.empty() ? Shape{} : Shape{-1}};
+      EXPECT_EQ(compare(x, full), "") << describe(x, full);
+      EXPECT_EQ(compare(x, last), "") << describe(x, last);
+    }
+  }
+}
+
+TEST_F(VectorNormGpu, NaNAndInfPropagate) {
+  std::mt19937_64 rng(43);
+  for (int ord : {1, 2}) {
+    HostTensor x = random_x({64, 32768}, DType::bf16, rng);
+    x.set(12345, std::numeric_limits<double>::infinity());
+    EXPECT_EQ(compare(x, {ord}), "") << "inf";
+    x.set(777777, std::numeric_limits<double>::quiet_NaN());
+    EXPECT_EQ(compare(x, {ord}), "") << "NaN";
+    EXPECT_EQ(compare(x, {ord, {1}}), "") << "NaN, per row";
+  }
+}
+
+TEST_F(VectorNormGpu, F16L1OverflowsToInf) {
+  // Spec §2.22: |x| of [2048, 4096] randn sums to ~6.7e6 > 65504, so the f16 result is +inf.
+  std::mt19937_64 rng(44);
+  HostTensor x = random_x({2048, 4096}, DType::f16, rng);
+  EXPECT_EQ(compare(x, {1}), "");
+}
+
+TEST_F(VectorNormGpu, UnalignedAndDeterministic) {
+  std::mt19937_64 rng(45);
+  HostTensor x = random_x({4, 128, 4096}, DType::f16, rng);
+  for (size_t offset : {1, 3}) EXPECT_EQ(compare(x, {2, {0, 2}}, offset), "") << offset;
+  // Bit-identical from run to run: the partial sums and their order depend on the shape alone.
+  const VectorNorm p{2};
+  DeviceBuffer x_buffer(x.bytes.size()), y(2), workspace(sizeof(float) * vector_norm_workspace_elements(x.shape, p));
+  x_buffer.upload(x.bytes.data());
+  const TensorRef x_ref = device_ref(x_buffer.data(), x.dtype, x.shape), y_ref = device_ref(y.data(), x.dtype, {});
+  const TensorRef w_ref =
+      device_ref(workspace.data(), DType::f32, Shape{vector_norm_workspace_elements(x.shape, p)});
+  uint16_t first = 0, again = 0;
+  vector_norm(x_ref, y_ref, &w_ref, p);
+  y.download(&first);
+  for (int i = 0; i < 5; ++i) {
+    vector_norm(x_ref, y_ref, &w_ref, p);
+    y.download(&again);
+    EXPECT_EQ(first, again);
+  }
+}
+
+TEST_F(VectorNormGpu, CapturedInACudaGraph) {
+  std::mt19937_64 rng(46);
+  HostTensor x = random_x({2048, 4096}, DType::bf16, rng);
+  EXPECT_EQ(compare(x, {2}, 0, true), "");
+  EXPECT_EQ(compare(x, {1, {1}}, 0, true), "");
+}
+
+TEST_F(VectorNormGpu, WorkspaceRulesOnTheDevice) {
+  const Shape shape{2048, 4096};
+  DeviceBuffer x(2048 * 4096 * 2), y(2), small(16 * sizeof(float));
+  const TensorRef x_ref = device_ref(x.data(), DType::bf16, shape), y_ref = device_ref(y.data(), DType::bf16, {});
+  const TensorRef small_ref = device_ref(small.data(), DType::f32, Shape{16});
+  const auto expect_message = [](auto call, const std::string& fragment) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted: " << fragment;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+    }
+  };
+  expect_message([&] { vector_norm(x_ref, y_ref, nullptr, {}); },
+                 "vector_norm: workspace is null but this call needs 1024 f32 elements");
+  expect_message([&] { vector_norm(x_ref, y_ref, &small_ref, {}); }, "workspace has 16 elements, fewer than the 1024");
+  const TensorRef in_x = device_ref(x.data(), DType::f32, Shape{1024});
+  expect_message([&] { vector_norm(x_ref, y_ref, &in_x, {}); }, "x and workspace overlap in memory");
+  HostTensor host({4}, DType::f32), host_y({}, DType::f32);
+  expect_message([&] { vector_norm(host.ref(), host_y.ref(), nullptr, {}); }, "vector_norm: x must be a CUDA tensor");
+}
+
+}  // namespace vector_norms
 
 }  // namespace
 }  // namespace solops

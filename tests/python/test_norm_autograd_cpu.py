@@ -1,5 +1,5 @@
 """The autograd wiring of solops.rms_norm and solops.layer_norm without a GPU: the training-forward
-and backward ops (and group_rms_norm) get the CPU references as their CPU kernels, so that autograd,
+and backward ops (and group_rms_norm, vector_norm) get the CPU references as their CPU kernels, so that autograd,
 the fakes and torch.compile run the same registrations as on CUDA and the gradients can be compared
 with PyTorch's. The CUDA kernels themselves are tested in test_norm_torch.py and the GPU tests.
 Needs PyTorch and the built libsolops.so; skips loudly without PyTorch."""
@@ -15,7 +15,7 @@ from solops import reference  # noqa: E402
 
 # The references take the ops' arguments in the same order.
 for _name in ("rms_norm_with_stats", "layer_norm_with_stats", "rms_norm_backward", "layer_norm_backward",
-              "group_rms_norm"):
+              "group_rms_norm", "vector_norm"):
     torch.library.register_kernel(f"solops::{_name}", "cpu", getattr(reference, _name))
 
 CASES = [((3, 5, 7), (7,)), ((4, 6, 8), (6, 8)), ((1, 33), (33,))]
@@ -77,6 +77,15 @@ def test_group_rms_norm_registration_on_the_cpu_reference():
     want_rstd = torch.rsqrt(x.double().pow(2).mean(-1) + 1e-6)
     torch.testing.assert_close(rstd, want_rstd.float())
     torch.testing.assert_close(y, (x.double() * want_rstd.unsqueeze(-1) * weight.double()).float())
+
+
+@pytest.mark.parametrize("shape, ord, dim, keepdim", [((4, 6, 10), 1, [0, 2], False), ((5, 7), 2, [], True),
+                                                     ((3, 5, 7), 2, [-2], False)])
+def test_vector_norm_registration_on_the_cpu_reference(shape, ord, dim, keepdim):
+    x = torch.randn(shape)
+    torch.library.opcheck(torch.ops.solops.vector_norm.default, (x, ord, dim, keepdim))
+    got = torch.compile(solops.vector_norm, fullgraph=True, backend="aot_eager")(x, ord, dim or None, keepdim)
+    torch.testing.assert_close(got, torch.linalg.vector_norm(x, ord, dim or None, keepdim))
 
 
 def test_torch_compile_traces_forward_and_backward():

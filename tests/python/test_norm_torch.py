@@ -1,6 +1,7 @@
 """solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
 and to the usual formulas (Gemma, fused add-norms, QK-norm as two F.rms_norm, AdaLayerNorm, the
-quantizing norms' norm-amax-scale-cast, GroupRMSNorm's per-vector rstd and [G, D] weight), the fused ops' in-place form, traced by
+quantizing norms' norm-amax-scale-cast, GroupRMSNorm's per-vector rstd and [G, D] weight), the
+vector norms equal to torch.linalg.vector_norm (spec 2.22, 2.23), the fused ops' in-place form, traced by
 torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input; and
 rms_norm / layer_norm as autograd ops whose gradients equal PyTorch's (spec 2.13, 2.14), forward and
 backward under torch.compile(fullgraph=True) and in a CUDA graph.
@@ -191,6 +192,38 @@ def test_group_rms_norm_nan_stays_in_its_vector():
     assert not torch.isnan(y[:, :2]).any() and not torch.isnan(y[0]).any() and torch.isnan(rstd).sum() == 1
 
 
+VECTOR_NORM_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-2, torch.bfloat16: 1e-2}  # spec 2.22
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("ord", [1, 2])
+@pytest.mark.parametrize("shape, dim, keepdim", [
+    ((4, 128, 4096), [0, 2], False),  # the catalogue's multi-dim row
+    ((2048, 4096), None, False),  # full reductions
+    ((64, 32768), None, True),
+    ((3, 5, 7), -1, False),
+    ((3, 5, 7), (0,), True),  # strided runs
+    ((1,), None, False),
+    ((), None, False),
+    ((3, 0), 1, False),
+])
+def test_vector_norm_equals_pytorch(shape, dim, keepdim, ord, dtype):
+    x = random_input(shape, dtype)
+    want = torch.linalg.vector_norm(x.float(), ord, dim, keepdim).to(dtype)
+    got = solops.vector_norm(x, ord, dim, keepdim)
+    assert got.shape == want.shape and got.dtype == dtype
+    close(got, want, VECTOR_NORM_TOLERANCE[dtype])
+
+
+def test_vector_norm_f16_overflow_and_nan():
+    x = random_input((2048, 4096), torch.float16)
+    assert solops.vector_norm(x, 1).item() == float("inf")  # spec 2.22: ~6.7e6 > 65504
+    x[7, 9] = float("nan")
+    assert torch.isnan(solops.vector_norm(x, 2))
+    rows = solops.vector_norm(x, 2, -1)
+    assert torch.isnan(rows[7]) and torch.isnan(rows).sum() == 1
+
+
 def test_quant_nan_poisons_its_rows_scale_and_codes():
     x = random_input((4, 4096), torch.bfloat16)
     x[1, 17] = float("nan")
@@ -235,7 +268,7 @@ def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype)
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
                  "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant",
-                 "ada_layer_norm", "qk_norm", "group_rms_norm"):
+                 "ada_layer_norm", "qk_norm", "group_rms_norm", "vector_norm"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -254,7 +287,8 @@ def test_torch_compile_traces_without_graph_breaks():
         m = solops.ada_layer_norm(x, residual, x)
         n, o = solops.qk_norm(x.view(64, 32, 128), residual.view(64, 32, 128), weight[:128], bias[:128])
         p, r = solops.group_rms_norm(x.view(4, 16, 4096), (4096,), residual[:16])
-        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k, m, n, o, p, r
+        s, t = solops.vector_norm(x, 1), solops.vector_norm(x.view(4, 16, 4096), 2, [0, 2], True)
+        return a, b, c, d, e, f, g, h.view(torch.uint8), i, j.view(torch.uint8), k, m, n, o, p, r, s, t
 
     compiled = torch.compile(block, fullgraph=True)
     for got, want in zip(compiled(x, residual), block(x, residual)):
@@ -294,6 +328,7 @@ def test_cuda_graph_capture_and_replay():
             static_q, static_k = solops.qk_norm(static_x.view(2048, 64, 128), static_residual.view(2048, 64, 128),
                                                 weight[:128], weight[128:256])
             static_group, static_rstd = solops.group_rms_norm(static_x, (8192,), static_residual)
+            static_l2 = solops.vector_norm(static_x)  # its workspace comes from the graph's pool
     torch.cuda.current_stream().wait_stream(stream)
     for seed in (5, 6):
         static_x.copy_(random_input(static_x.shape, static_x.dtype, seed))
@@ -312,6 +347,7 @@ def test_cuda_graph_capture_and_replay():
         want_group, want_rstd = group_formula(static_x, static_residual)
         close(static_group, want_group, 1.6e-2)
         torch.testing.assert_close(static_rstd, want_rstd, rtol=1e-5, atol=0)
+        close(static_l2, torch.linalg.vector_norm(static_x.float()).bfloat16(), 1e-2)
 
 
 def cuda(*shape, dtype=torch.float32):
@@ -361,6 +397,12 @@ def overlapping_halves():
     (lambda: solops.group_rms_norm(cuda(3, 8), (8,), cuda(3, 8, dtype=torch.float16)), "weight: dtype f16 must be f32"),
     (lambda: solops.group_rms_norm(cuda(3, 8), (8,), eps=-1.0), "eps = -1 must be"),
     (lambda: solops.group_rms_norm(torch.randn(3, 8), (8,)), "must be a CUDA tensor"),
+    (lambda: solops.vector_norm(cuda(3, 8), 3), "vector_norm: ord = 3 is not supported"),
+    (lambda: solops.vector_norm(cuda(3, 8), 2, 2), "dim 2 is out of range for x [3, 8]"),
+    (lambda: solops.vector_norm(cuda(3, 8), 2, [1, -1]), "names dim 1 twice"),
+    (lambda: solops.vector_norm(cuda(3, 16)[:, ::2]), "x must be contiguous"),
+    (lambda: solops.vector_norm(cuda(3, 8, dtype=torch.float64)), "float64"),
+    (lambda: solops.vector_norm(torch.randn(3, 8)), "must be a CUDA tensor"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:

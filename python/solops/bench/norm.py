@@ -1,7 +1,10 @@
 """Norm family benchmark entries: RMSNormFwd, LayerNormFwd, FusedAddRMSNormFwd,
 FusedAddLayerNormFwd, GemmaRMSNormFwd, AdaLayerNormFwd, RMSNormQuantFwd, LayerNormQuantFwd,
 QKNormFwd, GroupRMSNormFwd, RMSNormBwd and LayerNormBwd over the last dim of x [M, N] (QKNorm: k
-has x's shape, spec 2.18; GroupRMSNorm: G = M, a weight of x's shape, spec 2.19).
+has x's shape, spec 2.18; GroupRMSNorm: G = M, a weight of x's shape, spec 2.19), and the
+vector-norm reductions L1NormFwd and L2NormFwd (spec 2.22, 2.23: the row's dim, default every dim;
+alternatives torch.linalg.vector_norm on the f32 upcast, as the spec's reference, and its
+torch.compile; tolerance fp32 1e-5, fp16/bf16 1e-2).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
@@ -65,7 +68,9 @@ BACKWARD_OPS = {
     "RMSNormBwd": NormOp("rms_norm", 1e-6),
     "LayerNormBwd": NormOp("layer_norm", 1e-5, bias=True),
 }
-OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS)
+REDUCTION_OPS = {"L1NormFwd": 1, "L2NormFwd": 2}  # the vector norm's ord
+REDUCTION_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float32: 1e-5}
+OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS)
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -234,9 +239,29 @@ def build_backward_case(op_name: str, row: dict, alternatives: list[str], shape,
                         check_gradients(TOLERANCE[op_name][dtype], rows), impls)
 
 
+def build_reduction_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    ord, dim = REDUCTION_OPS[op_name], row["params"].get("dim")
+    cpu = random_tensor(shape, dtype, 0)
+    x = cpu.cuda()
+
+    def torch_norm(x):
+        return torch.linalg.vector_norm(x.float(), ord, dim).to(x.dtype)
+
+    impls = [Impl("solops", partial(solops.vector_norm, x, ord, dim))]
+    for name in alternatives:
+        if name not in ("torch", "torch-compile"):
+            raise ValueError(f"unknown alternative {name}")
+        impls.append(Impl(name, partial(torch_norm if name == "torch" else run.compile_for_benchmark(torch_norm), x)))
+    return run.row_case(op_name, row, solops.cost.vector_norm(shape, dtype, ord, dim), RATE_KIND,
+                        partial(solops.reference.vector_norm, cpu, ord, dim),
+                        check_close(REDUCTION_TOLERANCE[dtype]), impls)
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["x"]
+    if op_name in REDUCTION_OPS:
+        return build_reduction_case(op_name, row, alternatives, shape, dtype)
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
     if op_name in BACKWARD_OPS:

@@ -1,0 +1,162 @@
+// L1NormFwd and L2NormFwd kernels. Memory-bound: x is read once. Each output's reduction is split
+// into plan.splits contiguous chunks of its reduced index range, one block a chunk; a block walks
+// its chunk as runs of the innermost reduced dim (one offset decode per run, not per element),
+// 16-byte vectors within a contiguous run (a scalar head and tail around them), f32 accumulation,
+// then the block sum of row_norm's reduction. With one split the block writes the result; with
+// more it writes an f32 partial to the caller's workspace, and a second kernel (one block an
+// output) adds each output's partials, in the same order on every run.
+#include <algorithm>
+#include <climits>
+
+#include "norm/row_norm.cuh"
+#include "norm/vector_norm.hpp"
+
+namespace solops::detail::vector_norm_kernels {
+
+using row_norm::kVectorBytes;
+using row_norm::kWarp;
+using row_norm::row_sum;
+
+constexpr int kMaxThreads = 256;
+
+// The plan's index maps, as kernel parameters.
+struct Dims {
+  int rank;
+  int64_t sizes[kMaxRank];
+  int64_t strides[kMaxRank];
+};
+
+// The offset of flat index `index` over dims[0, rank), the last one innermost.
+__device__ __forceinline__ int64_t offset_of(int64_t index, const Dims& dims, int rank) {
+  int64_t offset = 0;
+  for (int d = rank - 1; d >= 0; --d) {
+    offset += index % dims.sizes[d] * dims.strides[d];
+    index /= dims.sizes[d];
+  }
+  return offset;
+}
+
+struct Shape {
+  int64_t outputs, reduced, inner, inner_stride, splits, chunk;
+};
+
+template <int kOrd>
+__device__ __forceinline__ float term(float v) {
+  if constexpr (kOrd == 1) return fabsf(v);
+  else return v * v;
+}
+
+template <int kOrd>
+__device__ __forceinline__ float finish(float sum) {
+  if constexpr (kOrd == 1) return sum;
+  else return sqrtf(sum);
+}
+
+// This thread's share of the sum of term over n contiguous elements at `run`.
+template <class T, int kOrd>
+__device__ __forceinline__ float contiguous_sum(const T* run, int64_t n) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  const auto misalignment = static_cast<int64_t>(reinterpret_cast<uintptr_t>(run) % kVectorBytes / sizeof(T));
+  const int64_t head = ::min(n, misalignment ? kVec - misalignment : int64_t{0});
+  const int64_t vectors = (n - head) / kVec;
+  float sum = 0;
+  if (threadIdx.x < head) sum += term<kOrd>(to_float(run[threadIdx.x]));
+  const uint4* body = reinterpret_cast<const uint4*>(run + head);
+  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
+    const uint4 bits = __ldg(body + v);
+    T lanes[kVec];
+    memcpy(lanes, &bits, sizeof bits);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) sum += term<kOrd>(to_float(lanes[e]));
+  }
+  for (int64_t j = head + vectors * kVec + threadIdx.x; j < n; j += blockDim.x) sum += term<kOrd>(to_float(run[j]));
+  return sum;
+}
+
+template <class T, int kOrd>
+__global__ void __launch_bounds__(kMaxThreads)
+    partial_norms(const T* __restrict__ x, T* __restrict__ y, float* __restrict__ partial, const Dims kept,
+                  const Dims reduced, const Shape s) {
+  __shared__ float warp_sums[kMaxThreads / kWarp];
+  for (int64_t block = blockIdx.x; block < s.outputs * s.splits; block += gridDim.x) {
+    const int64_t output = block / s.splits, split = block % s.splits;
+    const int64_t begin = split * s.chunk, end = ::min(begin + s.chunk, s.reduced);
+    const int64_t kept_offset = offset_of(output, kept, kept.rank);
+    float sum = 0;
+    for (int64_t run = begin / s.inner; run * s.inner < end; ++run) {
+      const int64_t lo = ::max(begin, run * s.inner) - run * s.inner;
+      const int64_t hi = ::min(end, (run + 1) * s.inner) - run * s.inner;
+      const T* first = x + kept_offset + offset_of(run, reduced, reduced.rank - 1) + lo * s.inner_stride;
+      if (s.inner_stride == 1) {
+        sum += contiguous_sum<T, kOrd>(first, hi - lo);
+      } else {
+        for (int64_t j = threadIdx.x; j < hi - lo; j += blockDim.x) {
+          sum += term<kOrd>(to_float(first[j * s.inner_stride]));
+        }
+      }
+    }
+    sum = row_sum(sum, warp_sums);
+    if (threadIdx.x == 0) {
+      if (s.splits == 1) y[output] = from_float<T>(finish<kOrd>(sum));
+      else partial[block] = sum;
+    }
+  }
+}
+
+template <class T, int kOrd>
+__global__ void __launch_bounds__(kMaxThreads)
+    finish_norms(const float* __restrict__ partial, T* __restrict__ y, const Shape s) {
+  __shared__ float warp_sums[kMaxThreads / kWarp];
+  for (int64_t output = blockIdx.x; output < s.outputs; output += gridDim.x) {
+    float sum = 0;
+    for (int64_t i = threadIdx.x; i < s.splits; i += blockDim.x) sum += partial[output * s.splits + i];
+    sum = row_sum(sum, warp_sums);
+    if (threadIdx.x == 0) y[output] = from_float<T>(finish<kOrd>(sum));
+  }
+}
+
+Dims dims_of(int rank, const std::array<int64_t, kMaxRank>& sizes, const std::array<int64_t, kMaxRank>& strides) {
+  Dims dims{rank, {}, {}};
+  std::copy(sizes.begin(), sizes.end(), dims.sizes);
+  std::copy(strides.begin(), strides.end(), dims.strides);
+  return dims;
+}
+
+// Whole warps, about eight elements a thread, at most kMaxThreads.
+int threads_for(int64_t elements) {
+  const int64_t warps = (elements + 8 * kWarp - 1) / (8 * kWarp);
+  return static_cast<int>(std::clamp<int64_t>(warps, 1, kMaxThreads / kWarp) * kWarp);
+}
+
+unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, INT_MAX)); }
+
+}  // namespace solops::detail::vector_norm_kernels
+
+namespace solops::detail {
+
+void launch_vector_norm(std::string_view op, const ReductionPlan& plan, int ord, const TensorRef& x,
+                        const TensorRef& y, const TensorRef* workspace, cudaStream_t stream) {
+  using namespace vector_norm_kernels;
+  if (plan.outputs == 0) return;
+  const Dims kept = dims_of(plan.kept_rank, plan.kept_sizes, plan.kept_strides);
+  const Dims reduced = dims_of(plan.reduced_rank, plan.reduced_sizes, plan.reduced_strides);
+  const Shape s{plan.outputs, plan.reduced, plan.inner, plan.inner_stride, plan.splits,
+                (plan.reduced + plan.splits - 1) / plan.splits};
+  float* const partial = workspace ? static_cast<float*>(workspace->data) : nullptr;
+  dispatch_float(x.dtype, [&]<class T>() {
+    const auto* x_data = static_cast<const T*>(x.data);
+    auto* y_data = static_cast<T*>(y.data);
+    const auto run = [&]<int kOrd>() {
+      partial_norms<T, kOrd><<<grid_for(plan.outputs * plan.splits), threads_for(s.chunk), 0, stream>>>(
+          x_data, y_data, partial, kept, reduced, s);
+      if (plan.splits > 1) {
+        finish_norms<T, kOrd><<<grid_for(plan.outputs), threads_for(plan.splits), 0, stream>>>(partial, y_data, s);
+      }
+    };
+    if (ord == 1) run.template operator()<1>();
+    else run.template operator()<2>();
+  });
+  check_launch(op);
+}
+
+}  // namespace solops::detail
