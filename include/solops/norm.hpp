@@ -1,5 +1,6 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
-// 2.18, 2.19), and the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
+// 2.18, 2.19), the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23) and
+// WeightNormFwd (spec §2.20). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
 // normalized on its own; statistics run in f32 and the result is rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
 #pragma once
@@ -87,6 +88,14 @@ struct VectorNorm {
   bool keepdim = false;
 };
 
+// torch._weight_norm(v, g, dim): y = v * (g / ||v||), the L2 norm taken over every dim of v except
+// dim, one norm (and one g) per index along dim. dim = -1 is PyTorch's "one norm of the whole
+// tensor" (spec §6.7), not the last axis. f32 norms and scaling, rounded once; no eps (a zero
+// slice gives inf or NaN as in PyTorch).
+struct WeightNorm {
+  int64_t dim = 0;  // in [0, rank) or -1
+};
+
 // The gradients of RMSNorm and LayerNorm given the forward's saved per-row statistics; eps is
 // folded into rstd, so it is no parameter.
 struct RMSNormBackward {
@@ -118,6 +127,10 @@ std::vector<int64_t> group_rms_norm_output_shape(std::span<const int64_t> x_shap
 std::vector<int64_t> vector_norm_output_shape(std::span<const int64_t> x_shape, const VectorNorm& p);
 // The f32 elements of workspace the call needs: 0 when every output is reduced by one block.
 int64_t vector_norm_workspace_elements(std::span<const int64_t> x_shape, const VectorNorm& p);
+// WeightNorm: norm is f32 [n], n = x.shape[dim] (1 for dim = -1); y has x's shape. Checks dim.
+std::vector<int64_t> weight_norm_norm_shape(std::span<const int64_t> x_shape, const WeightNorm& p);
+// The f32 elements of workspace the call needs: 0 when every slice's norm is one block's.
+int64_t weight_norm_workspace_elements(std::span<const int64_t> x_shape, const WeightNorm& p);
 // Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
@@ -136,6 +149,8 @@ Cost qk_norm_cost(std::span<const int64_t> q_shape, std::span<const int64_t> k_s
 Cost group_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GroupRMSNorm& p);
 // Spec §2.22, 2.23: FLOPs 2·M·N (+ M square roots for ord 2), bytes (M·N + M)·eb.
 Cost vector_norm_cost(std::span<const int64_t> x_shape, DType dtype, const VectorNorm& p);
+// Spec §2.20: FLOPs 4·numel, bytes (2·numel + n)·eb + 4·n.
+Cost weight_norm_cost(std::span<const int64_t> x_shape, DType dtype, const WeightNorm& p);
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
 
@@ -171,6 +186,14 @@ void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef
 // overlap each other or x.
 void vector_norm(const TensorRef& x, const TensorRef& y, const TensorRef* workspace, const VectorNorm& p,
                  cudaStream_t stream = nullptr);
+
+// WeightNorm: v (x) a contiguous float CUDA tensor; g of v's dtype with n elements, shaped [n] or as
+// PyTorch stores it (n along one dim, 1 elsewhere; any all-ones shape for dim = -1); y of v's shape
+// and dtype; norm f32 [n]; workspace as for vector_norm (weight_norm_workspace_elements). The norms
+// are vector_norm's deterministic reduction, then one scaling pass. Outputs and the workspace may
+// not overlap each other or an input.
+void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, const TensorRef& norm,
+                 const TensorRef* workspace, const WeightNorm& p, cudaStream_t stream = nullptr);
 
 // The backward ops (spec §2.13, 2.14). grad_out, x and grad_x have x's shape and dtype; weight
 // (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and

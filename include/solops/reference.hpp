@@ -48,6 +48,8 @@ void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef
                     const GroupRMSNorm& p);
 // float64 accumulation, no workspace.
 void vector_norm(const TensorRef& x, const TensorRef& y, const VectorNorm& p);
+void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, const TensorRef& norm,
+                 const WeightNorm& p);
 // The backward ops in float64 from the given statistics, gradients rounded once.
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
                        const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p);

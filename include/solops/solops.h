@@ -135,6 +135,12 @@ typedef struct {
   int32_t keepdim;
 } solops_vector_norm_params;
 
+/* WeightNormFwd: torch._weight_norm(v, g, dim). dim in [0, rank) or -1, which is PyTorch's "one norm
+ * of the whole tensor" (spec 6.7), not the last axis. */
+typedef struct {
+  int64_t dim;
+} solops_weight_norm_params;
+
 typedef struct {
   double flops;
   double bytes;
@@ -434,6 +440,20 @@ solops_status solops_reference_vector_norm(const solops_tensor* x, const solops_
                                            const solops_vector_norm_params* p);
 solops_status solops_vector_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                       const solops_vector_norm_params* p, solops_cost* cost);
+
+/* WeightNorm (spec 2.20): y = v * (g / ||v||) with f32 norms; g of v's dtype with n = v.shape[dim]
+ * (1 for dim -1) elements ([n] or PyTorch's [1, .., n, .., 1]); y of v's shape and dtype; norm
+ * SOLOPS_F32 [n]; workspace as for the vector norm (solops_weight_norm_workspace_elements, NULL when
+ * 0). Deterministic; outputs and workspace overlap nothing. */
+solops_status solops_weight_norm_workspace_elements(int32_t v_rank, const int64_t* v_shape,
+                                                    const solops_weight_norm_params* p, int64_t* elements);
+solops_status solops_weight_norm(const solops_tensor* v, const solops_tensor* g, const solops_tensor* y,
+                                 const solops_tensor* norm, const solops_tensor* workspace,
+                                 const solops_weight_norm_params* p, void* stream);
+solops_status solops_reference_weight_norm(const solops_tensor* v, const solops_tensor* g, const solops_tensor* y,
+                                           const solops_tensor* norm, const solops_weight_norm_params* p);
+solops_status solops_weight_norm_cost(int32_t v_rank, const int64_t* v_shape, int32_t v_dtype,
+                                      const solops_weight_norm_params* p, solops_cost* cost);
 
 #ifdef __cplusplus
 }

@@ -132,6 +132,10 @@ class VectorNormParams(ctypes.Structure):
                 ("keepdim", ctypes.c_int32)]
 
 
+class WeightNormParams(ctypes.Structure):
+    _fields_ = [("dim", ctypes.c_int64)]
+
+
 class Cost(ctypes.Structure):
     _fields_ = [("flops", ctypes.c_double), ("bytes", ctypes.c_double)]
 
@@ -230,6 +234,13 @@ def _load():
         "solops_reference_vector_norm": (status, [P(Tensor), P(Tensor), P(VectorNormParams)]),
         "solops_vector_norm_cost": (
             status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(VectorNormParams), P(Cost)]),
+        "solops_weight_norm_workspace_elements": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(WeightNormParams), P(ctypes.c_int64)]),
+        "solops_weight_norm": (
+            status, [P(Tensor), P(Tensor), P(Tensor), P(Tensor), P(Tensor), P(WeightNormParams), ctypes.c_void_p]),
+        "solops_reference_weight_norm": (status, [P(Tensor), P(Tensor), P(Tensor), P(Tensor), P(WeightNormParams)]),
+        "solops_weight_norm_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(WeightNormParams), P(Cost)]),
     })
     signatures["solops_norm_stats_shape"] = (
         status, [ctypes.c_int32, P(ctypes.c_int64), P(NormBackwardParams), P(ctypes.c_int32), P(ctypes.c_int64)])
@@ -467,6 +478,26 @@ def vector_norm_workspace_elements(x_shape, params):
     check(lib.solops_vector_norm_workspace_elements(len(x_shape), shape_array(x_shape), ctypes.byref(params),
                                                     ctypes.byref(elements)))
     return elements.value
+
+
+def weight_norm_params(dim):
+    p = WeightNormParams()
+    p.dim = int(dim)
+    return p
+
+
+def weight_norm_workspace_elements(v_shape, params):
+    """The f32 workspace of the call; also checks dim."""
+    elements = ctypes.c_int64()
+    check(lib.solops_weight_norm_workspace_elements(len(v_shape), shape_array(v_shape), ctypes.byref(params),
+                                                    ctypes.byref(elements)))
+    return elements.value
+
+
+def weight_norm_slices(v_shape, dim):
+    """n: v.shape[dim], or 1 for dim -1 (the whole tensor); dim checked by the library."""
+    weight_norm_workspace_elements(v_shape, weight_norm_params(dim))
+    return 1 if dim == -1 else v_shape[dim]
 
 
 def norm_output_shape(name, x_shape, params):

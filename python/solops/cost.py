@@ -122,6 +122,14 @@ def vector_norm(x_shape, dtype, ord=2, dim=None, keepdim=False):
     return cost.flops, cost.bytes
 
 
+def weight_norm(v_shape, dtype, dim=0):
+    cost = _native.Cost()
+    _native.check(_native.lib.solops_weight_norm_cost(
+        len(v_shape), _native.shape_array(v_shape), dtype_code(dtype, "cost.weight_norm"),
+        ctypes.byref(_native.weight_norm_params(dim)), ctypes.byref(cost)))
+    return cost.flops, cost.bytes
+
+
 def qk_norm(q_shape, k_shape, dtype, normalized_shape, eps=1e-6):
     cost = _native.Cost()
     _native.check(_native.lib.solops_qk_norm_cost(

@@ -2,7 +2,7 @@
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
 fused_add_layer_norm_), qk_norm (q, k, q_weight, k_weight, eps) returning (q_out, k_out),
-ada_layer_norm (DiT's modulated LayerNorm), group_rms_norm (returning (output, rstd)), and the quantizing norms rms_norm_quant and
+ada_layer_norm (DiT's modulated LayerNorm), weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (returning (output, rstd)), and the quantizing norms rms_norm_quant and
 layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32 scale per row.
 rms_norm and layer_norm are differentiable: with grad enabled and an input that requires it they
 run the training forward (rms_norm_with_stats, layer_norm_with_stats, which also return the
@@ -135,6 +135,23 @@ def _vector_norm(x: torch.Tensor, ord: int, dim: List[int], keepdim: bool) -> to
 @_vector_norm.register_fake
 def _(x, ord, dim, keepdim):
     return x.new_empty(_native.vector_norm_output_shape(list(x.shape), _native.vector_norm_params(ord, dim, keepdim)))
+
+
+@torch.library.custom_op("solops::weight_norm", mutates_args=())
+def _weight_norm(v: torch.Tensor, g: torch.Tensor, dim: int) -> Tuple[torch.Tensor, torch.Tensor]:
+    params = _native.weight_norm_params(dim)
+    y = torch.empty_like(v)
+    norm = torch.empty(_native.weight_norm_slices(list(v.shape), dim), dtype=torch.float32, device=v.device)
+    # From the caching allocator (a CUDA graph's pool under capture): the op itself allocates nothing.
+    elements = _native.weight_norm_workspace_elements(list(v.shape), params)
+    workspace = torch.empty(elements, dtype=torch.float32, device=v.device) if elements else None
+    _call("weight_norm", params, (v, g), (y, norm, workspace), v)
+    return y, norm
+
+
+@_weight_norm.register_fake
+def _(v, g, dim):
+    return torch.empty_like(v), v.new_empty(_native.weight_norm_slices(list(v.shape), dim), dtype=torch.float32)
 
 
 @torch.library.custom_op("solops::layer_norm_with_stats", mutates_args=())
@@ -408,6 +425,15 @@ def vector_norm(x, ord=2, dim=None, keepdim=False):
     dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
     # A non-integral ord (inf, 0.5) reaches the library as -1, which it rejects by name.
     return torch.ops.solops.vector_norm(x, int(ord) if float(ord).is_integer() else -1, dims, bool(keepdim))
+
+
+def weight_norm(v, g, dim=0):
+    """torch._weight_norm(v, g, dim) and the f32 norms: returns (v * (g / ||v||), norm), the L2 norm over
+    every dim but dim, norm of shape [n] with n = v.shape[dim] (spec §2.20). dim = -1 is PyTorch's
+    one norm of the whole tensor (spec §6.7; n = 1), not the last axis. g: n values, [n] or as
+    nn.utils.weight_norm stores it ([1, .., n, .., 1]). No eps (a zero slice gives inf/NaN, as
+    PyTorch), deterministic, no autograd. Op: torch.ops.solops.weight_norm."""
+    return torch.ops.solops.weight_norm(v, g, int(dim))
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):

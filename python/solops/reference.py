@@ -162,6 +162,12 @@ def vector_norm(x, ord=2, dim=None, keepdim=False):
                  (torch.empty(_native.vector_norm_output_shape(list(x.shape), params), dtype=x.dtype),))
 
 
+def weight_norm(v, g, dim=0):
+    """(output, norm), norm f32 [n]."""
+    return _norm("weight_norm", _native.weight_norm_params(dim), (v, g),
+                 (torch.empty_like(v), torch.empty(_native.weight_norm_slices(list(v.shape), dim))))
+
+
 def layer_norm_with_stats(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(output, mean, rstd)."""
     return _norm("layer_norm_with_stats", _native.norm_params("layer_norm_with_stats", normalized_shape, eps),

@@ -133,6 +133,11 @@ solops::VectorNorm to_params(const solops_vector_norm_params* p, const char* fun
   return {p->ord, std::vector<int64_t>(p->dim, p->dim + p->dim_count), p->keepdim != 0};
 }
 
+solops::WeightNorm to_params(const solops_weight_norm_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  return {p->dim};
+}
+
 std::optional<solops::RaggedSizes> to_ragged(const solops_ragged_sizes* ragged) {
   if (!ragged) return std::nullopt;
   return solops::RaggedSizes{ragged->sequences, ragged->chunks};
@@ -219,6 +224,15 @@ solops_status reference_avg_pool(const char* function, Op op, const solops_tenso
                                  const solops_tensor* y, const Params* p) {
   return guarded(function, [&] {
     op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_params(p, function));
+  });
+}
+
+template <class Op, class Params>
+solops_status workspace_elements(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
+                                 const Params* p, int64_t* elements) {
+  return guarded(function, [&] {
+    require_pointer(elements, function, "elements");
+    *elements = op(to_shape(x_rank, x_shape, function), to_params(p, function));
   });
 }
 
@@ -937,10 +951,7 @@ solops_status solops_vector_norm_output_shape(int32_t x_rank, const int64_t* x_s
 
 solops_status solops_vector_norm_workspace_elements(int32_t x_rank, const int64_t* x_shape,
                                                     const solops_vector_norm_params* p, int64_t* elements) {
-  return guarded(__func__, [&] {
-    require_pointer(elements, __func__, "elements");
-    *elements = solops::vector_norm_workspace_elements(to_shape(x_rank, x_shape, __func__), to_params(p, __func__));
-  });
+  return workspace_elements(__func__, solops::vector_norm_workspace_elements, x_rank, x_shape, p, elements);
 }
 
 solops_status solops_vector_norm(const solops_tensor* x, const solops_tensor* y, const solops_tensor* workspace,
@@ -960,6 +971,36 @@ solops_status solops_reference_vector_norm(const solops_tensor* x, const solops_
 solops_status solops_vector_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                       const solops_vector_norm_params* p, solops_cost* out) {
   return cost(__func__, solops::vector_norm_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_weight_norm_workspace_elements(int32_t v_rank, const int64_t* v_shape,
+                                                    const solops_weight_norm_params* p, int64_t* elements) {
+  return workspace_elements(__func__, solops::weight_norm_workspace_elements, v_rank, v_shape, p, elements);
+}
+
+solops_status solops_weight_norm(const solops_tensor* v, const solops_tensor* g, const solops_tensor* y,
+                                 const solops_tensor* norm, const solops_tensor* workspace,
+                                 const solops_weight_norm_params* p, void* stream) {
+  return guarded(__func__, [&] {
+    const auto workspace_ref = optional_tensor(workspace, __func__, "workspace");
+    solops::weight_norm(to_tensor(v, __func__, "v"), to_tensor(g, __func__, "g"), to_tensor(y, __func__, "y"),
+                        to_tensor(norm, __func__, "norm"), optional_ref(workspace_ref), to_params(p, __func__),
+                        static_cast<cudaStream_t>(stream));
+  });
+}
+
+solops_status solops_reference_weight_norm(const solops_tensor* v, const solops_tensor* g, const solops_tensor* y,
+                                           const solops_tensor* norm, const solops_weight_norm_params* p) {
+  return guarded(__func__, [&] {
+    solops::reference::weight_norm(to_tensor(v, __func__, "v"), to_tensor(g, __func__, "g"),
+                                   to_tensor(y, __func__, "y"), to_tensor(norm, __func__, "norm"),
+                                   to_params(p, __func__));
+  });
+}
+
+solops_status solops_weight_norm_cost(int32_t v_rank, const int64_t* v_shape, int32_t v_dtype,
+                                      const solops_weight_norm_params* p, solops_cost* out) {
+  return cost(__func__, solops::weight_norm_cost, v_rank, v_shape, v_dtype, p, out);
 }
 
 solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_backward_params* p,

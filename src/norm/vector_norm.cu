@@ -1,10 +1,11 @@
-// L1NormFwd and L2NormFwd kernels. Memory-bound: x is read once. Each output's reduction is split
+// L1NormFwd, L2NormFwd and WeightNormFwd kernels. Memory-bound: x is read once. Each output's reduction is split
 // into plan.splits contiguous chunks of its reduced index range, one block a chunk; a block walks
 // its chunk as runs of the innermost reduced dim (one offset decode per run, not per element),
 // 16-byte vectors within a contiguous run (a scalar head and tail around them), f32 accumulation,
 // then the block sum of row_norm's reduction. With one split the block writes the result; with
 // more it writes an f32 partial to the caller's workspace, and a second kernel (one block an
-// output) adds each output's partials, in the same order on every run.
+// output) adds each output's partials, in the same order on every run. WeightNorm writes its norms
+// in f32 the same way, then one elementwise pass scales v by g / norm of its slice.
 #include <algorithm>
 #include <climits>
 
@@ -18,6 +19,9 @@ using row_norm::kWarp;
 using row_norm::row_sum;
 
 constexpr int kMaxThreads = 256;
+// The scaling pass's grid: 16 blocks on each of the 132 SMs fill them; more would only add blocks
+// that start after others finish, so larger tensors are walked grid-stride.
+constexpr int64_t kMaxScaleBlocks = 132 * 16;
 
 // The plan's index maps, as kernel parameters.
 struct Dims {
@@ -73,9 +77,10 @@ __device__ __forceinline__ float contiguous_sum(const T* run, int64_t n) {
   return sum;
 }
 
-template <class T, int kOrd>
+// Y: the result's type, x's for the vector norms, f32 for WeightNorm's norms.
+template <class T, class Y, int kOrd>
 __global__ void __launch_bounds__(kMaxThreads)
-    partial_norms(const T* __restrict__ x, T* __restrict__ y, float* __restrict__ partial, const Dims kept,
+    partial_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const Dims kept,
                   const Dims reduced, const Shape s) {
   __shared__ float warp_sums[kMaxThreads / kWarp];
   for (int64_t block = blockIdx.x; block < s.outputs * s.splits; block += gridDim.x) {
@@ -97,21 +102,41 @@ __global__ void __launch_bounds__(kMaxThreads)
     }
     sum = row_sum(sum, warp_sums);
     if (threadIdx.x == 0) {
-      if (s.splits == 1) y[output] = from_float<T>(finish<kOrd>(sum));
+      if (s.splits == 1) y[output] = from_float<Y>(finish<kOrd>(sum));
       else partial[block] = sum;
     }
   }
 }
 
-template <class T, int kOrd>
+template <class Y, int kOrd>
 __global__ void __launch_bounds__(kMaxThreads)
-    finish_norms(const float* __restrict__ partial, T* __restrict__ y, const Shape s) {
+    finish_norms(const float* __restrict__ partial, Y* __restrict__ y, const Shape s) {
   __shared__ float warp_sums[kMaxThreads / kWarp];
   for (int64_t output = blockIdx.x; output < s.outputs; output += gridDim.x) {
     float sum = 0;
     for (int64_t i = threadIdx.x; i < s.splits; i += blockDim.x) sum += partial[output * s.splits + i];
     sum = row_sum(sum, warp_sums);
-    if (threadIdx.x == 0) y[output] = from_float<T>(finish<kOrd>(sum));
+    if (threadIdx.x == 0) y[output] = from_float<Y>(finish<kOrd>(sum));
+  }
+}
+
+// y = x * (g[k] / norm[k]) for slice k = (i / inner) % slices of element i. kVec elements a step:
+// inner a multiple of kVec keeps a vector within one slice.
+template <class T, int kVec>
+__global__ void __launch_bounds__(kMaxThreads)
+    scale_slices(const T* __restrict__ x, const T* __restrict__ g, const float* __restrict__ norm, T* __restrict__ y,
+                 int64_t numel, int64_t inner, int64_t slices) {
+  using Vector = row_norm::Pack<T, kVec>;
+  const int64_t steps = numel / kVec;
+  for (int64_t step = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; step < steps;
+       step += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t slice = step * kVec / inner % slices;
+    const float scale = to_float(__ldg(g + slice)) / __ldg(norm + slice);
+    float values[kVec];
+    row_norm::unpack<T, kVec>(__ldg(reinterpret_cast<const Vector*>(x) + step), values);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) values[e] *= scale;
+    reinterpret_cast<Vector*>(y)[step] = row_norm::pack<T, kVec>(values);
   }
 }
 
@@ -130,31 +155,60 @@ int threads_for(int64_t elements) {
 
 unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, INT_MAX)); }
 
+// The launch of the reduction over `plan` into y of type Y.
+template <class T, class Y>
+void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial, cudaStream_t stream) {
+  const Dims kept = dims_of(plan.kept_rank, plan.kept_sizes, plan.kept_strides);
+  const Dims reduced = dims_of(plan.reduced_rank, plan.reduced_sizes, plan.reduced_strides);
+  const Shape s{plan.outputs, plan.reduced, plan.inner, plan.inner_stride, plan.splits,
+                (plan.reduced + plan.splits - 1) / plan.splits};
+  const auto run = [&]<int kOrd>() {
+    partial_norms<T, Y, kOrd><<<grid_for(plan.outputs * plan.splits), threads_for(s.chunk), 0, stream>>>(
+        x, y, partial, kept, reduced, s);
+    if (plan.splits > 1) {
+      finish_norms<Y, kOrd><<<grid_for(plan.outputs), threads_for(plan.splits), 0, stream>>>(partial, y, s);
+    }
+  };
+  if (ord == 1) run.template operator()<1>();
+  else run.template operator()<2>();
+}
+
 }  // namespace solops::detail::vector_norm_kernels
 
 namespace solops::detail {
 
 void launch_vector_norm(std::string_view op, const ReductionPlan& plan, int ord, const TensorRef& x,
                         const TensorRef& y, const TensorRef* workspace, cudaStream_t stream) {
-  using namespace vector_norm_kernels;
   if (plan.outputs == 0) return;
-  const Dims kept = dims_of(plan.kept_rank, plan.kept_sizes, plan.kept_strides);
-  const Dims reduced = dims_of(plan.reduced_rank, plan.reduced_sizes, plan.reduced_strides);
-  const Shape s{plan.outputs, plan.reduced, plan.inner, plan.inner_stride, plan.splits,
-                (plan.reduced + plan.splits - 1) / plan.splits};
   float* const partial = workspace ? static_cast<float*>(workspace->data) : nullptr;
   dispatch_float(x.dtype, [&]<class T>() {
-    const auto* x_data = static_cast<const T*>(x.data);
-    auto* y_data = static_cast<T*>(y.data);
-    const auto run = [&]<int kOrd>() {
-      partial_norms<T, kOrd><<<grid_for(plan.outputs * plan.splits), threads_for(s.chunk), 0, stream>>>(
-          x_data, y_data, partial, kept, reduced, s);
-      if (plan.splits > 1) {
-        finish_norms<T, kOrd><<<grid_for(plan.outputs), threads_for(plan.splits), 0, stream>>>(partial, y_data, s);
-      }
+    vector_norm_kernels::reduce(plan, ord, static_cast<const T*>(x.data), static_cast<T*>(y.data), partial, stream);
+  });
+  check_launch(op);
+}
+
+void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const TensorRef& v, const TensorRef& g,
+                        const TensorRef& y, const TensorRef& norm, const TensorRef* workspace, cudaStream_t stream) {
+  using namespace vector_norm_kernels;
+  if (plan.norms.outputs == 0) return;
+  float* const partial = workspace ? static_cast<float*>(workspace->data) : nullptr;
+  auto* const norms = static_cast<float*>(norm.data);
+  const int64_t numel = plan.norms.outputs * plan.norms.reduced;
+  dispatch_float(v.dtype, [&]<class T>() {
+    const auto* x = static_cast<const T*>(v.data);
+    auto* out = static_cast<T*>(y.data);
+    reduce(plan.norms, 2, x, norms, partial, stream);
+    if (numel == 0) return;
+    constexpr int kVec = kVectorBytes / sizeof(T);
+    const bool aligned = (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(out)) % kVectorBytes == 0;
+    const auto scale = [&]<int kStep>() {
+      const int64_t steps = numel / kStep;
+      scale_slices<T, kStep><<<grid_for(std::min((steps + kMaxThreads - 1) / kMaxThreads, kMaxScaleBlocks)),
+                               kMaxThreads, 0, stream>>>(x, static_cast<const T*>(g.data), norms, out, numel,
+                                                         plan.inner, plan.slices);
     };
-    if (ord == 1) run.template operator()<1>();
-    else run.template operator()<2>();
+    if (aligned && plan.inner % kVec == 0) scale.template operator()<kVec>();
+    else scale.template operator()<1>();
   });
   check_launch(op);
 }

@@ -1,5 +1,6 @@
-// L1NormFwd and L2NormFwd (spec §2.22, 2.23): the reduction plan shared by the entry points
-// (vector_norm_rules.cpp), the CPU reference (vector_norm_ref.cpp) and the kernels (vector_norm.cu).
+// L1NormFwd and L2NormFwd (spec §2.22, 2.23), and WeightNormFwd (spec §2.20) whose norms are the same
+// reduction: the plan shared by the entry points (vector_norm_rules.cpp), the CPU references
+// (vector_norm_ref.cpp) and the kernels (vector_norm.cu).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -46,5 +47,25 @@ ReductionPlan validate_vector_norm(std::string_view op, Placement placement, con
 
 void launch_vector_norm(std::string_view op, const ReductionPlan& plan, int ord, const TensorRef& x,
                         const TensorRef& y, const TensorRef* workspace, cudaStream_t stream);
+
+// WeightNorm as a vector norm over every dim but dim (every dim for dim = -1): `slices` = n outputs,
+// x's element i belonging to slice (i / inner) % slices.
+struct WeightNormPlan {
+  ReductionPlan norms;
+  int64_t slices = 1, inner = 1;
+};
+
+// The dim rule: dim in [0, rank) or -1 (PyTorch's whole tensor).
+WeightNormPlan plan_weight_norm(std::string_view op, std::span<const int64_t> x_shape, const WeightNorm& p);
+
+// Every check of a call: the plan; v a float tensor; g of v's dtype with `slices` elements along at
+// most one dim; y of v's shape and dtype; norm f32 [slices]; the workspace as for vector_norm; no
+// output overlapping another tensor of the call.
+WeightNormPlan validate_weight_norm(std::string_view op, Placement placement, const TensorRef& v, const TensorRef& g,
+                                    const TensorRef& y, const TensorRef& norm, const TensorRef* workspace,
+                                    const WeightNorm& p);
+
+void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const TensorRef& v, const TensorRef& g,
+                        const TensorRef& y, const TensorRef& norm, const TensorRef* workspace, cudaStream_t stream);
 
 }  // namespace solops::detail

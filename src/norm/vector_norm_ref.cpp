@@ -1,5 +1,6 @@
-// CPU reference of L1NormFwd and L2NormFwd: every element of x added, in float64, into its output,
-// found from x's index with the reduced dims dropped; the result rounded once.
+// CPU references of L1NormFwd and L2NormFwd (every element of x added, in float64, into its output,
+// found from x's index with the reduced dims dropped; the result rounded once) and of WeightNormFwd
+// (float64 slice norms, each element scaled by g / norm in float64 and rounded once).
 #include <cmath>
 #include <vector>
 
@@ -30,6 +31,27 @@ void vector_norm(const TensorRef& x, const TensorRef& y, const VectorNorm& p) {
   for (int64_t o = 0; o < plan.outputs; ++o) {
     const double sum = sums[static_cast<size_t>(o)];
     detail::store_value(y, o, p.ord == 1 ? sum : std::sqrt(sum));
+  }
+}
+
+void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, const TensorRef& norm,
+                 const WeightNorm& p) {
+  const detail::WeightNormPlan plan =
+      detail::validate_weight_norm("reference::weight_norm", detail::Placement::host, v, g, y, norm, nullptr, p);
+  std::vector<double> sums(static_cast<size_t>(plan.slices), 0.0);
+  const int64_t elements = v.numel();
+  const auto slice_of = [&](int64_t i) { return static_cast<size_t>(i / plan.inner % plan.slices); };
+  for (int64_t i = 0; i < elements; ++i) {
+    const double value = detail::load_value(v, i);
+    sums[slice_of(i)] += value * value;
+  }
+  for (int64_t k = 0; k < plan.slices; ++k) {
+    detail::store_value(norm, k, std::sqrt(sums[static_cast<size_t>(k)]));
+  }
+  for (int64_t i = 0; i < elements; ++i) {
+    const size_t k = slice_of(i);
+    detail::store_value(y, i, detail::load_value(v, i) * (detail::load_value(g, static_cast<int64_t>(k)) /
+                                                         std::sqrt(sums[k])));
   }
 }
 

@@ -1,6 +1,7 @@
-// L1NormFwd and L2NormFwd: the dims rule, the reduction plan, the validation of a call, the cost
-// model and the entry point.
+// L1NormFwd, L2NormFwd and WeightNormFwd: the dims rules, the reduction plan, the validation of a
+// call, the cost models and the entry points.
 #include <algorithm>
+#include <initializer_list>
 
 #include "norm/vector_norm.hpp"
 
@@ -15,6 +16,28 @@ constexpr int64_t kTargetBlocks = 1024;
 constexpr int64_t kMinChunk = 8192;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+struct Named {
+  std::string_view name;
+  const TensorRef* tensor;
+};
+
+// The workspace, when given, an f32 tensor of at least the plan's elements apart from every tensor
+// of the call; null only when none are needed (or on the host, where the references need none).
+void check_workspace(std::string_view op, Placement placement, const ReductionPlan& plan, const TensorRef* workspace,
+                     std::initializer_list<Named> others, std::string_view sizing) {
+  const int64_t needed = plan.workspace_elements();
+  if (!workspace) {
+    require(needed == 0 || placement == Placement::host, op, "workspace is null but this call needs ", needed,
+            " f32 elements (", sizing, ")");
+    return;
+  }
+  (placement == Placement::device ? check_device_tensor : check_host_tensor)(op, "workspace", *workspace);
+  check_dtype(op, "workspace", *workspace, DType::f32);
+  require(workspace->numel() >= needed, op, "workspace has ", workspace->numel(), " elements, fewer than the ", needed,
+          " this call needs (", sizing, ")");
+  for (const Named& other : others) check_no_overlap(op, other.name, *other.tensor, "workspace", *workspace);
+}
 
 }  // namespace
 
@@ -77,18 +100,64 @@ ReductionPlan validate_vector_norm(std::string_view op, Placement placement, con
   check_dtype(op, "output", y, x.dtype);
   check_shape(op, "output", y, plan.output_shape);
   check_no_overlap(op, "x", x, "output", y);
-  const int64_t needed = plan.workspace_elements();
-  if (workspace) {
-    check_tensor(op, "workspace", *workspace);
-    check_dtype(op, "workspace", *workspace, DType::f32);
-    require(workspace->numel() >= needed, op, "workspace has ", workspace->numel(), " elements, fewer than the ",
-            needed, " this call needs (vector_norm_workspace_elements)");
-    check_no_overlap(op, "x", x, "workspace", *workspace);
-    check_no_overlap(op, "output", y, "workspace", *workspace);
-  } else {
-    require(needed == 0 || placement == Placement::host, op, "workspace is null but this call needs ", needed,
-            " f32 elements (vector_norm_workspace_elements)");
+  check_workspace(op, placement, plan, workspace, {{"x", &x}, {"output", &y}}, "vector_norm_workspace_elements");
+  return plan;
+}
+
+WeightNormPlan plan_weight_norm(std::string_view op, std::span<const int64_t> x_shape, const WeightNorm& p) {
+  const auto rank = static_cast<int64_t>(x_shape.size());
+  // Spec §2.20 asks for the fork's wrapping (-1 = the last axis); §6.7, which this repo follows,
+  // takes torch._weight_norm's: -1 is one norm over the whole tensor and no other negative dim exists.
+  require(p.dim >= -1 && p.dim < rank, op, "dim ", p.dim, " is out of range for v ", shape_string(x_shape),
+          ": it must be in [0, ", rank, ") or -1 (the whole tensor)");
+  VectorNorm reduction{.ord = 2};
+  for (int64_t d = 0; d < rank; ++d) {
+    if (d != p.dim) reduction.dim.push_back(d);
   }
+  WeightNormPlan plan;
+  if (p.dim >= 0) {
+    plan.slices = x_shape[static_cast<size_t>(p.dim)];
+    for (auto d = static_cast<size_t>(p.dim) + 1; d < x_shape.size(); ++d) plan.inner *= x_shape[d];
+  } else {
+    for (int64_t size : x_shape) plan.inner *= size;
+  }
+  // An empty dim list reduces every dim, so a rank-1 v (each norm is one |v_i|) reduces a size-1
+  // dim appended to it instead.
+  if (rank == 1 && p.dim == 0) {
+    const int64_t column[] = {x_shape[0], 1};
+    plan.norms = plan_vector_norm(op, column, {.ord = 2, .dim = {1}});
+  } else {
+    plan.norms = plan_vector_norm(op, x_shape, reduction);
+  }
+  return plan;
+}
+
+WeightNormPlan validate_weight_norm(std::string_view op, Placement placement, const TensorRef& v, const TensorRef& g,
+                                    const TensorRef& y, const TensorRef& norm, const TensorRef* workspace,
+                                    const WeightNorm& p) {
+  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
+  check_tensor(op, "v", v);
+  check_float_dtype(op, "v", v);
+  const WeightNormPlan plan = plan_weight_norm(op, v.sizes(), p);
+  check_tensor(op, "g", g);
+  check_dtype(op, "g", g, v.dtype);
+  const std::span<const int64_t> g_shape = g.sizes();
+  const auto spread = std::count_if(g_shape.begin(), g_shape.end(), [](int64_t size) { return size != 1; });
+  require(g.numel() == plan.slices && spread <= 1, op, "g ", shape_string(g_shape), " must hold ", plan.slices,
+          " values along one dim (v.shape[dim], or 1 for dim -1): [n] or PyTorch's [1, .., n, .., 1]");
+  check_tensor(op, "output", y);
+  check_dtype(op, "output", y, v.dtype);
+  check_shape(op, "output", y, v.sizes());
+  check_tensor(op, "norm", norm);
+  check_dtype(op, "norm", norm, DType::f32);
+  check_shape(op, "norm", norm, std::vector<int64_t>{plan.slices});
+  for (const Named& input : {Named{"v", &v}, Named{"g", &g}}) {
+    check_no_overlap(op, input.name, *input.tensor, "output", y);
+    check_no_overlap(op, input.name, *input.tensor, "norm", norm);
+  }
+  check_no_overlap(op, "output", y, "norm", norm);
+  check_workspace(op, placement, plan.norms, workspace, {{"v", &v}, {"g", &g}, {"output", &y}, {"norm", &norm}},
+                  "weight_norm_workspace_elements");
   return plan;
 }
 
@@ -106,6 +175,29 @@ Cost vector_norm_cost(std::span<const int64_t> x_shape, DType dtype, const Vecto
   const detail::ReductionPlan plan = detail::plan_vector_norm("vector_norm_cost", x_shape, p);
   const auto m = static_cast<double>(plan.outputs), n = static_cast<double>(plan.reduced);
   return {2 * m * n + (p.ord == 2 ? m : 0.0), (m * n + m) * static_cast<double>(dtype_size(dtype))};
+}
+
+std::vector<int64_t> weight_norm_norm_shape(std::span<const int64_t> x_shape, const WeightNorm& p) {
+  return {detail::plan_weight_norm("weight_norm", x_shape, p).slices};
+}
+
+int64_t weight_norm_workspace_elements(std::span<const int64_t> x_shape, const WeightNorm& p) {
+  return detail::plan_weight_norm("weight_norm", x_shape, p).norms.workspace_elements();
+}
+
+Cost weight_norm_cost(std::span<const int64_t> x_shape, DType dtype, const WeightNorm& p) {
+  const detail::WeightNormPlan plan = detail::plan_weight_norm("weight_norm_cost", x_shape, p);
+  const auto numel = static_cast<double>(plan.norms.outputs * plan.norms.reduced);
+  const auto n = static_cast<double>(plan.slices);
+  return {4 * numel, (2 * numel + n) * static_cast<double>(dtype_size(dtype)) + 4 * n};
+}
+
+void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, const TensorRef& norm,
+                 const TensorRef* workspace, const WeightNorm& p, cudaStream_t stream) {
+  constexpr std::string_view kOp = "weight_norm";
+  const detail::WeightNormPlan plan =
+      detail::validate_weight_norm(kOp, detail::Placement::device, v, g, y, norm, workspace, p);
+  detail::launch_weight_norm(kOp, plan, v, g, y, norm, workspace, stream);
 }
 
 void vector_norm(const TensorRef& x, const TensorRef& y, const TensorRef* workspace, const VectorNorm& p,

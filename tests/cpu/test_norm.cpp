@@ -1,5 +1,5 @@
-// Row norms (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17, 2.18, 2.19) and the vector
-// norms (2.22, 2.23): the shape rule,
+// Row norms (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17, 2.18, 2.19), the vector
+// norms (2.22, 2.23) and WeightNorm (2.20): the shape rule,
 // one test per validation and aliasing rule, the host e4m3 encoder against PyTorch's, the CPU
 // references against values computed by hand (and the backward against central differences of the
 // forward), the cost models and the C ABI.
@@ -446,6 +446,123 @@ TEST(VectorNormCost, SpecFormulas) {
   const Cost l2 = vector_norm_cost(Shape{2048, 4096}, DType::bf16, {});
   EXPECT_DOUBLE_EQ(l2.flops, 2.0 * 2048 * 4096 + 1);
   EXPECT_DOUBLE_EQ(l2.bytes, (2048.0 * 4096 + 1) * 2);
+}
+
+// ---- WeightNormFwd -----------------------------------------------------------------------------------
+
+TEST(WeightNormShapeRule, OneNormPerIndexAlongDim) {
+  EXPECT_EQ(weight_norm_norm_shape(Shape{2048, 4096}, {}), Shape{2048});
+  EXPECT_EQ(weight_norm_norm_shape(Shape{3, 5, 7}, {.dim = 1}), Shape{5});
+  EXPECT_EQ(weight_norm_norm_shape(Shape{7}, {}), Shape{7});
+}
+
+TEST(WeightNormShapeRule, MinusOneIsTheWholeTensor) {
+  // Spec §6.7 (PyTorch), not §2.20's last axis.
+  EXPECT_EQ(weight_norm_norm_shape(Shape{3, 5, 7}, {.dim = -1}), Shape{1});
+  EXPECT_EQ(weight_norm_norm_shape(Shape{}, {.dim = -1}), Shape{1});
+}
+
+TEST(WeightNormShapeRule, DimMustBeInRangeOrMinusOne) {
+  expect_error([] { weight_norm_norm_shape(Shape{4, 5}, {.dim = 2}); },
+               "weight_norm: dim 2 is out of range for v [4, 5]: it must be in [0, 2) or -1");
+  expect_error([] { weight_norm_norm_shape(Shape{4, 5}, {.dim = -2}); }, "dim -2 is out of range");
+}
+
+TEST(WeightNormWorkspace, OnlySplitNormsNeedOne) {
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 16384}, {}), 0);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 16384}, {}), 2);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 4096}, {.dim = -1}), 1024);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{5}, {}), 0);
+}
+
+TEST(WeightNormReference, RowsColumnsAndWholeByHand) {
+  HostTensor v = filled({2, 2}, {3, 4, 0, 2}), y({2, 2}, DType::f32), norm({2}, DType::f32);
+  HostTensor g = filled({2}, {10, 1});
+  reference::weight_norm(v.ref(), g.ref(), y.ref(), norm.ref(), {});
+  expect_values(norm, {5, 2});
+  expect_values(y, {6, 8, 0, 1});
+  HostTensor g_column = filled({1, 2}, {3, 1});  // PyTorch's [1, n] for dim 1
+  reference::weight_norm(v.ref(), g_column.ref(), y.ref(), norm.ref(), {.dim = 1});
+  expect_values(norm, {3, std::sqrt(20.0)});
+  expect_values(y, {3, 4 / std::sqrt(20.0), 0, 2 / std::sqrt(20.0)});
+  HostTensor g_one = filled({1, 1}, {29}), whole({1}, DType::f32);
+  reference::weight_norm(v.ref(), g_one.ref(), y.ref(), whole.ref(), {.dim = -1});
+  expect_values(whole, {std::sqrt(29.0)});
+  expect_values(y, {3 * std::sqrt(29.0), 4 * std::sqrt(29.0), 0, 2 * std::sqrt(29.0)});
+}
+
+TEST(WeightNormReference, RankOneNormsAreMagnitudes) {
+  HostTensor v = filled({3}, {-2, 0.5, 4}), g = filled({3}, {1, 2, 3}), y({3}, DType::f32), norm({3}, DType::f32);
+  reference::weight_norm(v.ref(), g.ref(), y.ref(), norm.ref(), {});
+  expect_values(norm, {2, 0.5, 4});
+  expect_values(y, {-1, 2, 3});
+}
+
+TEST(WeightNormReference, ZeroSliceGivesNaNAsPyTorch) {
+  HostTensor v = filled({2, 2}, {0, 0, 1, 1}), g = filled({2}, {1, 1}), y({2, 2}, DType::f32),
+             norm({2}, DType::f32);
+  reference::weight_norm(v.ref(), g.ref(), y.ref(), norm.ref(), {});
+  expect_values(norm, {0, std::sqrt(2.0)});
+  EXPECT_TRUE(std::isnan(y.at(0)) && std::isnan(y.at(1)));
+}
+
+TEST(WeightNormValidation, GMustHoldOneValuePerSlice) {
+  HostTensor v({4, 8}, DType::f32), y({4, 8}, DType::f32), norm({4}, DType::f32);
+  HostTensor short_g({3}, DType::f32), square_g({2, 2}, DType::f32);
+  expect_error([&] { reference::weight_norm(v.ref(), short_g.ref(), y.ref(), norm.ref(), {}); },
+               "reference::weight_norm: g [3] must hold 4 values along one dim");
+  expect_error([&] { reference::weight_norm(v.ref(), square_g.ref(), y.ref(), norm.ref(), {}); },
+               "g [2, 2] must hold 4 values");
+}
+
+TEST(WeightNormValidation, GMustHaveVsDtype) {
+  HostTensor v({4, 8}, DType::f16), g({4}, DType::f32), y({4, 8}, DType::f16), norm({4}, DType::f32);
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), y.ref(), norm.ref(), {}); },
+               "g: dtype f32 must be f16");
+}
+
+TEST(WeightNormValidation, OutputMustHaveVsShapeAndDtype) {
+  HostTensor v({4, 8}, DType::f16), g({4}, DType::f16), norm({4}, DType::f32);
+  HostTensor wrong_shape({8, 4}, DType::f16), wrong_dtype({4, 8}, DType::f32);
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), wrong_shape.ref(), norm.ref(), {}); },
+               "output: shape [8, 4] must be [4, 8]");
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), wrong_dtype.ref(), norm.ref(), {}); },
+               "output: dtype f32 must be f16");
+}
+
+TEST(WeightNormValidation, NormMustBeF32OfTheSlices) {
+  HostTensor v({4, 8}, DType::f16), g({4}, DType::f16), y({4, 8}, DType::f16);
+  HostTensor half_norm({4}, DType::f16), kept_norm({4, 1}, DType::f32);
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), y.ref(), half_norm.ref(), {}); },
+               "norm: dtype f16 must be f32");
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), y.ref(), kept_norm.ref(), {}); },
+               "norm: shape [4, 1] must be [4]");
+}
+
+TEST(WeightNormValidation, IntegerInputIsRejected) {
+  HostTensor v({4}, DType::i32), g({4}, DType::i32), y({4}, DType::i32), norm({4}, DType::f32);
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), y.ref(), norm.ref(), {}); },
+               "v: dtype i32 is not supported");
+}
+
+TEST(WeightNormAliasing, OutputsMayNotOverlapInputsOrEachOther) {
+  HostTensor v({4, 4}, DType::f32), g({4}, DType::f32), y({4, 4}, DType::f32), norm({4}, DType::f32);
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), v.ref(), norm.ref(), {}); },
+               "v and output overlap in memory");
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), y.ref(), g.ref(), {}); }, "g and norm overlap");
+  TensorRef first_row = y.ref();
+  first_row.rank = 1;
+  first_row.strides[0] = 1;
+  first_row.dtype = DType::f32;
+  expect_error([&] { reference::weight_norm(v.ref(), g.ref(), y.ref(), first_row, {}); },
+               "output and norm overlap in memory");
+}
+
+TEST(WeightNormCost, SpecFormula) {
+  const Cost c = weight_norm_cost(Shape{2048, 16384}, DType::bf16, {});
+  EXPECT_DOUBLE_EQ(c.flops, 4.0 * 2048 * 16384);
+  EXPECT_DOUBLE_EQ(c.bytes, (2.0 * 2048 * 16384 + 2048) * 2 + 4.0 * 2048);
+  EXPECT_DOUBLE_EQ(weight_norm_cost(Shape{3, 5}, DType::f32, {.dim = -1}).bytes, (2.0 * 15 + 1) * 4 + 4);
 }
 
 // ---- fp8 e4m3 on the host ---------------------------------------------------------------------------
@@ -1005,6 +1122,25 @@ TEST(VectorNormCApi, ReferenceShapeWorkspaceAndCost) {
   p.ord = 1;
   p.dim_count = 9;
   EXPECT_EQ(solops_reference_vector_norm(&cx, &cy, &p), SOLOPS_INVALID_ARGUMENT);
+}
+
+TEST(WeightNormCApi, ReferenceWorkspaceAndCost) {
+  HostTensor v = filled({2, 2}, {3, 4, 0, 2}), g = filled({2, 1}, {10, 1}), y({2, 2}, DType::f32),
+             norm({2}, DType::f32);
+  solops_weight_norm_params p{};
+  solops_tensor cv = c_tensor(v), cg = c_tensor(g), cy = c_tensor(y), cn = c_tensor(norm);
+  ASSERT_EQ(solops_reference_weight_norm(&cv, &cg, &cy, &cn, &p), SOLOPS_OK) << solops_last_error();
+  expect_values(y, {6, 8, 0, 1});
+  int64_t elements = -1;
+  const int64_t decode[] = {1, 16384};
+  ASSERT_EQ(solops_weight_norm_workspace_elements(2, decode, &p, &elements), SOLOPS_OK);
+  EXPECT_EQ(elements, 2);
+  solops_cost cost{};
+  ASSERT_EQ(solops_weight_norm_cost(2, v.shape.data(), SOLOPS_F32, &p, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.flops, 16);
+  p.dim = 2;
+  EXPECT_EQ(solops_reference_weight_norm(&cv, &cg, &cy, &cn, &p), SOLOPS_INVALID_ARGUMENT);
+  EXPECT_EQ(solops_weight_norm(&cv, &cg, &cy, &cn, nullptr, nullptr, nullptr), SOLOPS_INVALID_ARGUMENT);
 }
 
 TEST(NormCApi, ErrorsReturnAStatusAndAMessage) {

@@ -1,5 +1,5 @@
 """The autograd wiring of solops.rms_norm and solops.layer_norm without a GPU: the training-forward
-and backward ops (and group_rms_norm, vector_norm) get the CPU references as their CPU kernels, so that autograd,
+and backward ops (and group_rms_norm, vector_norm, weight_norm) get the CPU references as their CPU kernels, so that autograd,
 the fakes and torch.compile run the same registrations as on CUDA and the gradients can be compared
 with PyTorch's. The CUDA kernels themselves are tested in test_norm_torch.py and the GPU tests.
 Needs PyTorch and the built libsolops.so; skips loudly without PyTorch."""
@@ -15,7 +15,7 @@ from solops import reference  # noqa: E402
 
 # The references take the ops' arguments in the same order.
 for _name in ("rms_norm_with_stats", "layer_norm_with_stats", "rms_norm_backward", "layer_norm_backward",
-              "group_rms_norm", "vector_norm"):
+              "group_rms_norm", "vector_norm", "weight_norm"):
     torch.library.register_kernel(f"solops::{_name}", "cpu", getattr(reference, _name))
 
 CASES = [((3, 5, 7), (7,)), ((4, 6, 8), (6, 8)), ((1, 33), (33,))]
@@ -86,6 +86,34 @@ def test_vector_norm_registration_on_the_cpu_reference(shape, ord, dim, keepdim)
     torch.library.opcheck(torch.ops.solops.vector_norm.default, (x, ord, dim, keepdim))
     got = torch.compile(solops.vector_norm, fullgraph=True, backend="aot_eager")(x, ord, dim or None, keepdim)
     torch.testing.assert_close(got, torch.linalg.vector_norm(x, ord, dim or None, keepdim))
+
+
+@pytest.mark.parametrize("shape, dim", [((6, 5, 3), 0), ((6, 5, 3), 1), ((6, 5, 3), 2), ((6, 5, 3), -1), ((7,), 0),
+                                        ((7,), -1)])
+def test_weight_norm_registration_on_the_cpu_reference(shape, dim):
+    # dim -1 is torch._weight_norm's whole tensor (spec 6.7), tested against PyTorch itself.
+    v = torch.randn(shape)
+    n = 1 if dim == -1 else shape[dim]
+    g = torch.randn(n)
+    stored_g = g.view([n if d == dim else 1 for d in range(len(shape))])
+    torch.library.opcheck(torch.ops.solops.weight_norm.default, (v, g, dim))
+    w, norm = torch.compile(solops.weight_norm, fullgraph=True, backend="aot_eager")(v, g, dim)
+    # _weight_norm_interface fuses only dims 0 and -1; _weight_norm and norm_except_dim take any dim.
+    torch.testing.assert_close(w, torch._weight_norm(v.double(), stored_g.double(), dim).float())
+    torch.testing.assert_close(norm, torch.norm_except_dim(v.double(), 2, dim).flatten().float())
+    torch.testing.assert_close(solops.weight_norm(v, stored_g, dim)[0], w)  # g as PyTorch stores it
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda: solops.weight_norm(torch.randn(3, 4), torch.randn(3), 2), "dim 2 is out of range for v [3, 4]"),
+    (lambda: solops.weight_norm(torch.randn(3, 4), torch.randn(3), -2), "or -1 (the whole tensor)"),
+    (lambda: solops.weight_norm(torch.randn(3, 4), torch.randn(4), 0), "g [4] must hold 3 values"),
+    (lambda: solops.weight_norm(torch.randn(3, 4), torch.randn(3).half(), 0), "g: dtype f16 must be f32"),
+])
+def test_weight_norm_bad_input_gives_a_clear_error(call, fragment):
+    with pytest.raises(solops.SolopsError) as error:
+        call()
+    assert fragment in str(error.value)
 
 
 def test_torch_compile_traces_forward_and_backward():

@@ -1,7 +1,8 @@
 """solops row norms as PyTorch users meet them: equal to torch.nn.functional (rms_norm, layer_norm)
 and to the usual formulas (Gemma, fused add-norms, QK-norm as two F.rms_norm, AdaLayerNorm, the
 quantizing norms' norm-amax-scale-cast, GroupRMSNorm's per-vector rstd and [G, D] weight), the
-vector norms equal to torch.linalg.vector_norm (spec 2.22, 2.23), the fused ops' in-place form, traced by
+vector norms equal to torch.linalg.vector_norm (spec 2.22, 2.23), WeightNorm equal to
+torch._weight_norm_interface for dim in [0, ndim) and dim -1 (the whole tensor; spec 2.20, 6.7), the fused ops' in-place form, traced by
 torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input; and
 rms_norm / layer_norm as autograd ops whose gradients equal PyTorch's (spec 2.13, 2.14), forward and
 backward under torch.compile(fullgraph=True) and in a CUDA graph.
@@ -224,6 +225,71 @@ def test_vector_norm_f16_overflow_and_nan():
     assert torch.isnan(rows[7]) and torch.isnan(rows).sum() == 1
 
 
+WEIGHT_NORM_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}  # spec 2.20
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, dim", [
+    ((2048, 4096), 0),  # the catalogue's shape
+    ((1, 16384), 0),  # decode: one norm split over two blocks
+    ((3, 5, 3000), 1),
+    ((7, 5121), 1),  # odd lengths, the scalar scaling path
+    ((6, 5, 7), 2),
+    ((2048, 4096), -1),  # PyTorch's whole tensor (spec 6.7)
+    ((7,), 0),
+    ((7,), -1),
+])
+def test_weight_norm_equals_pytorch(shape, dim, dtype):
+    v = random_input(shape, dtype)
+    n = 1 if dim == -1 else shape[dim]
+    g = random_input((n,), dtype, seed=1)
+    stored_g = g.view([n if d == dim else 1 for d in range(len(shape))])
+    # _weight_norm_interface fuses only dims 0 and -1; _weight_norm and norm_except_dim take any dim.
+    want_w = torch._weight_norm(v.float(), stored_g.float(), dim)
+    w, norm = solops.weight_norm(v, stored_g, dim)
+    assert w.dtype == dtype and norm.dtype == torch.float32 and norm.shape == (n,)
+    close(w, want_w.to(dtype), WEIGHT_NORM_TOLERANCE[dtype])
+    torch.testing.assert_close(norm, torch.norm_except_dim(v.float(), 2, dim).flatten(), rtol=1e-5, atol=0)
+    close(solops.weight_norm(v, g, dim)[0], w, 0)  # [n] g as well as PyTorch's [n, 1, ...]
+
+
+def test_weight_norm_unaligned_nan_and_zero_rows():
+    v = random_input((64, 4097), torch.float16)[:, 1:].contiguous()
+    v[3, 5] = float("nan")
+    v[7] = 0
+    g = random_input((64,), torch.float16, seed=1)
+    w, norm = solops.weight_norm(v, g)
+    want_w, want_norm = torch._weight_norm_interface(v.float(), g.float().view(64, 1), 0)
+    close(w, want_w.half(), 1e-3)
+    assert torch.isnan(w[3]).all() and torch.isnan(w[7]).all() and torch.isnan(w).sum() == 2 * 4096
+    unaligned = torch.empty(64 * 4096 + 1, dtype=torch.float16, device="cuda")[1:].view(64, 4096)
+    unaligned.copy_(v)
+    close(solops.weight_norm(unaligned, g)[0], w, 0)
+
+
+def test_weight_norm_under_torch_compile_and_in_a_cuda_graph():
+    v, g = random_input((2048, 4096), torch.bfloat16), random_input((2048,), torch.bfloat16, seed=1)
+    whole_g = g[:1]
+    compiled = torch.compile(lambda v: (solops.weight_norm(v, g), solops.weight_norm(v, whole_g, -1)),
+                             fullgraph=True)
+    for got, want in zip(compiled(v), (solops.weight_norm(v, g), solops.weight_norm(v, whole_g, -1))):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)
+    solops.weight_norm(v, whole_g, -1)  # warm up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph):
+            static_w, static_norm = solops.weight_norm(v, whole_g, -1)  # workspace from the graph's pool
+    torch.cuda.current_stream().wait_stream(stream)
+    v.copy_(random_input(v.shape, v.dtype, 7))
+    graph.replay()
+    torch.cuda.synchronize()
+    want_w, want_norm = torch._weight_norm_interface(v.float(), whole_g.float(), -1)
+    close(static_w, want_w.bfloat16(), 1.6e-2)
+    torch.testing.assert_close(static_norm, want_norm.flatten(), rtol=1e-5, atol=0)
+
+
 def test_quant_nan_poisons_its_rows_scale_and_codes():
     x = random_input((4, 4096), torch.bfloat16)
     x[1, 17] = float("nan")
@@ -268,7 +334,7 @@ def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype)
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
                  "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant",
-                 "ada_layer_norm", "qk_norm", "group_rms_norm", "vector_norm"):
+                 "ada_layer_norm", "qk_norm", "group_rms_norm", "vector_norm", "weight_norm"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -403,6 +469,11 @@ def overlapping_halves():
     (lambda: solops.vector_norm(cuda(3, 16)[:, ::2]), "x must be contiguous"),
     (lambda: solops.vector_norm(cuda(3, 8, dtype=torch.float64)), "float64"),
     (lambda: solops.vector_norm(torch.randn(3, 8)), "must be a CUDA tensor"),
+    (lambda: solops.weight_norm(cuda(3, 8), cuda(3), 2), "weight_norm: dim 2 is out of range for v [3, 8]"),
+    (lambda: solops.weight_norm(cuda(3, 8), cuda(8), 0), "g [8] must hold 3 values"),
+    (lambda: solops.weight_norm(cuda(3, 8), cuda(3, dtype=torch.float16)), "g: dtype f16 must be f32"),
+    (lambda: solops.weight_norm(cuda(3, 16)[:, ::2], cuda(3)), "v must be contiguous"),
+    (lambda: solops.weight_norm(torch.randn(3, 8), torch.randn(3)), "must be a CUDA tensor"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:

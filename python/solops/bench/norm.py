@@ -4,7 +4,10 @@ QKNormFwd, GroupRMSNormFwd, RMSNormBwd and LayerNormBwd over the last dim of x [
 has x's shape, spec 2.18; GroupRMSNorm: G = M, a weight of x's shape, spec 2.19), and the
 vector-norm reductions L1NormFwd and L2NormFwd (spec 2.22, 2.23: the row's dim, default every dim;
 alternatives torch.linalg.vector_norm on the f32 upcast, as the spec's reference, and its
-torch.compile; tolerance fp32 1e-5, fp16/bf16 1e-2).
+torch.compile; tolerance fp32 1e-5, fp16/bf16 1e-2), and WeightNormFwd (spec 2.20: v = x, dim 0, g of
+[M]; alternatives torch._weight_norm_interface with g as PyTorch stores it, [M, 1], the spec's
+reference, and its torch.compile; tolerance output fp32 1e-5, fp16 1e-3, bf16 1.6e-2, norm rtol
+1e-5).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
@@ -70,7 +73,8 @@ BACKWARD_OPS = {
 }
 REDUCTION_OPS = {"L1NormFwd": 1, "L2NormFwd": 2}  # the vector norm's ord
 REDUCTION_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float32: 1e-5}
-OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS)
+WEIGHT_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
+OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS) + ("WeightNormFwd",)
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -169,7 +173,8 @@ def check_close(tolerance: float):
 
 
 def check_with_rstd(tolerance: float):
-    """GroupRMSNorm (spec 2.19): the output at the op's tolerance, the f32 rstd to rtol 1e-5."""
+    """GroupRMSNorm (spec 2.19) and WeightNorm (2.20): the output at the op's tolerance, the f32 rstd or
+    norm to rtol 1e-5."""
     def check(actual, expected):
         check_close(tolerance)(actual[0], expected[0])
         torch.testing.assert_close(actual[1], expected[1], rtol=1e-5, atol=0, equal_nan=True)
@@ -257,11 +262,34 @@ def build_reduction_case(op_name: str, row: dict, alternatives: list[str], shape
                         check_close(REDUCTION_TOLERANCE[dtype]), impls)
 
 
+def build_weight_norm_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    dim = row["params"].get("dim", 0)
+    cpu_v, cpu_g = random_tensor(shape, dtype, 0), random_tensor(shape[dim:dim + 1], dtype, 1)
+    v, g = cpu_v.cuda(), cpu_g.cuda()
+    stored_g = g.view([size if d == dim else 1 for d, size in enumerate(shape)])
+
+    def torch_weight_norm(v, stored_g):
+        w, norm = torch._weight_norm_interface(v, stored_g, dim)
+        return w, norm.flatten()
+
+    impls = [Impl("solops", partial(solops.weight_norm, v, g, dim))]
+    for name in alternatives:
+        if name not in ("torch", "torch-compile"):
+            raise ValueError(f"unknown alternative {name}")
+        function = torch_weight_norm if name == "torch" else run.compile_for_benchmark(torch_weight_norm)
+        impls.append(Impl(name, partial(function, v, stored_g)))
+    return run.row_case(op_name, row, solops.cost.weight_norm(shape, dtype, dim), RATE_KIND,
+                        partial(solops.reference.weight_norm, cpu_v, cpu_g, dim),
+                        check_with_rstd(WEIGHT_NORM_TOLERANCE[dtype]), impls)
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["x"]
     if op_name in REDUCTION_OPS:
         return build_reduction_case(op_name, row, alternatives, shape, dtype)
+    if op_name == "WeightNormFwd":
+        return build_weight_norm_case(op_name, row, alternatives, shape, dtype)
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
     if op_name in BACKWARD_OPS:
