@@ -85,4 +85,12 @@ void check_no_overlap(std::string_view op, std::string_view a_name, const Tensor
   require(!overlaps(a, b), op, a_name, " and ", b_name, " overlap in memory; this op is not in-place");
 }
 
+void check_tensor(Placement placement, std::string_view op, std::string_view name, const TensorRef& t) {
+  if (placement == Placement::device) {
+    check_device_tensor(op, name, t);
+  } else {
+    check_host_tensor(op, name, t);
+  }
+}
+
 }  // namespace solops::detail

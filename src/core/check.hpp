@@ -52,5 +52,7 @@ void check_no_overlap(std::string_view op, std::string_view a_name, const Tensor
                       std::string_view b_name, const TensorRef& b);
 // The same, for host tensors given to a reference.
 void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t);
+// check_device_tensor or check_host_tensor, as the placement says.
+void check_tensor(Placement placement, std::string_view op, std::string_view name, const TensorRef& t);
 
 }  // namespace solops::detail

@@ -66,7 +66,7 @@ struct TensorChecks {
 
   void operator()(std::string_view name, const TensorRef* tensor, DType dtype, std::span<const int64_t> shape) const {
     if (!tensor) return;
-    (placement == Placement::device ? check_device_tensor : check_host_tensor)(op, name, *tensor);
+    check_tensor(placement, op, name, *tensor);
     check_dtype(op, name, *tensor, dtype);
     check_shape(op, name, *tensor, shape);
   }

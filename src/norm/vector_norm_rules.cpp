@@ -32,7 +32,7 @@ void check_workspace(std::string_view op, Placement placement, const ReductionPl
             " f32 elements (", sizing, ")");
     return;
   }
-  (placement == Placement::device ? check_device_tensor : check_host_tensor)(op, "workspace", *workspace);
+  check_tensor(placement, op, "workspace", *workspace);
   check_dtype(op, "workspace", *workspace, DType::f32);
   require(workspace->numel() >= needed, op, "workspace has ", workspace->numel(), " elements, fewer than the ", needed,
           " this call needs (", sizing, ")");
@@ -92,11 +92,10 @@ ReductionPlan plan_vector_norm(std::string_view op, std::span<const int64_t> x_s
 
 ReductionPlan validate_vector_norm(std::string_view op, Placement placement, const TensorRef& x, const TensorRef& y,
                                    const TensorRef* workspace, const VectorNorm& p) {
-  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
-  check_tensor(op, "x", x);
+  check_tensor(placement, op, "x", x);
   check_float_dtype(op, "x", x);
   const ReductionPlan plan = plan_vector_norm(op, x.sizes(), p);
-  check_tensor(op, "output", y);
+  check_tensor(placement, op, "output", y);
   check_dtype(op, "output", y, x.dtype);
   check_shape(op, "output", y, plan.output_shape);
   check_no_overlap(op, "x", x, "output", y);
@@ -135,20 +134,19 @@ WeightNormPlan plan_weight_norm(std::string_view op, std::span<const int64_t> x_
 WeightNormPlan validate_weight_norm(std::string_view op, Placement placement, const TensorRef& v, const TensorRef& g,
                                     const TensorRef& y, const TensorRef& norm, const TensorRef* workspace,
                                     const WeightNorm& p) {
-  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
-  check_tensor(op, "v", v);
+  check_tensor(placement, op, "v", v);
   check_float_dtype(op, "v", v);
   const WeightNormPlan plan = plan_weight_norm(op, v.sizes(), p);
-  check_tensor(op, "g", g);
+  check_tensor(placement, op, "g", g);
   check_dtype(op, "g", g, v.dtype);
   const std::span<const int64_t> g_shape = g.sizes();
   const auto spread = std::count_if(g_shape.begin(), g_shape.end(), [](int64_t size) { return size != 1; });
   require(g.numel() == plan.slices && spread <= 1, op, "g ", shape_string(g_shape), " must hold ", plan.slices,
           " values along one dim (v.shape[dim], or 1 for dim -1): [n] or PyTorch's [1, .., n, .., 1]");
-  check_tensor(op, "output", y);
+  check_tensor(placement, op, "output", y);
   check_dtype(op, "output", y, v.dtype);
   check_shape(op, "output", y, v.sizes());
-  check_tensor(op, "norm", norm);
+  check_tensor(placement, op, "norm", norm);
   check_dtype(op, "norm", norm, DType::f32);
   check_shape(op, "norm", norm, std::vector<int64_t>{plan.slices});
   for (const Named& input : {Named{"v", &v}, Named{"g", &g}}) {

@@ -62,25 +62,24 @@ MeanPoolingGeometry resolve_mean_pooling(std::string_view op, std::span<const in
 MeanPoolingGeometry validate_mean_pooling_call(std::string_view op, Placement placement, const TensorRef& x,
                                                const TensorRef& y, const TensorRef* offsets, const TensorRef* indices,
                                                const MeanPooling& p) {
-  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
-  check_tensor(op, "x", x);
+  check_tensor(placement, op, "x", x);
   check_float_dtype(op, "x", x);
   require((offsets == nullptr) == (indices == nullptr), op,
           "offsets and indices go together: pass both (ragged mode) or neither (uniform mode), got only ",
           offsets ? "offsets" : "indices");
   std::optional<RaggedSizes> ragged;
   if (offsets) {
-    check_tensor(op, "offsets", *offsets);
+    check_tensor(placement, op, "offsets", *offsets);
     check_dtype(op, "offsets", *offsets, DType::i32);
     require(offsets->rank == 1, op, "offsets must be 1-D [NS + 1], got ", shape_string(offsets->sizes()));
-    check_tensor(op, "indices", *indices);
+    check_tensor(placement, op, "indices", *indices);
     check_dtype(op, "indices", *indices, DType::i32);
     require(indices->rank == 2 && indices->shape[1] == 2, op, "indices must be [NC, 2], got ",
             shape_string(indices->sizes()));
     ragged = RaggedSizes{offsets->shape[0] - 1, indices->shape[0]};
   }
   const MeanPoolingGeometry g = resolve_mean_pooling(op, x.sizes(), p, ragged);
-  check_tensor(op, "output", y);
+  check_tensor(placement, op, "output", y);
   check_dtype(op, "output", y, x.dtype);
   check_shape(op, "output", y, g.output_shape());
   // The reference too: it writes output rows while later chunks still read x.

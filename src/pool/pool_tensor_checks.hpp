@@ -25,15 +25,14 @@ PoolLayout resolve_layout(std::string_view op, std::span<const int64_t> x_shape,
 template <class Resolve>
 auto validate_pool_tensors(std::string_view op, Placement placement, const TensorRef& x,
                            const TensorRef& y, const TensorRef* indices, Resolve&& resolve) {
-  const auto check_tensor = placement == Placement::device ? check_device_tensor : check_host_tensor;
-  check_tensor(op, "input", x);
+  check_tensor(placement, op, "input", x);
   check_float_dtype(op, "input", x);
   const auto g = resolve();
-  check_tensor(op, "output", y);
+  check_tensor(placement, op, "output", y);
   check_dtype(op, "output", y, x.dtype);
   check_shape(op, "output", y, g.output_shape());
   if (indices) {
-    check_tensor(op, "indices", *indices);
+    check_tensor(placement, op, "indices", *indices);
     check_dtype(op, "indices", *indices, DType::i64);
     check_shape(op, "indices", *indices, g.output_shape());
   }
