@@ -5,6 +5,10 @@
 
 namespace solops::detail {
 
+// The most a block may stage: the default dynamic shared-memory limit, so that no launch needs an
+// attribute call and every launch stays capture-safe.
+constexpr int64_t kMaxStagedBytes = 48 * 1024;
+
 // Bytes of shared memory stage_contiguous needs for `count` elements.
 template <class T>
 constexpr int64_t staged_bytes(int64_t count) {

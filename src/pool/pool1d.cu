@@ -24,8 +24,6 @@ constexpr int kBlocksPerSm = 2048 / kThreads;
 // per SM with the SM's 8 blocks.
 constexpr int kMaxTileOutputs = 2048;
 constexpr int kMaxGridY = 65535;
-// The default dynamic shared-memory limit: no attribute call, so launches stay capture-safe.
-constexpr int64_t kMaxStagedBytes = 48 * 1024;
 
 struct Pool1dArgs {
   int in_w, out_w, kernel, stride, pad, dilation;

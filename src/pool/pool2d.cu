@@ -15,8 +15,6 @@ namespace {
 // ~16 KB of staged input per block lets 8 blocks of 256 threads share an SM's shared memory,
 // enough bytes in flight to cover DRAM latency.
 constexpr int64_t kBandBytesTarget = 16 * 1024;
-// The default dynamic shared-memory limit: no attribute call, so launches stay capture-safe.
-constexpr int64_t kMaxStagedBytes = 48 * 1024;
 // Small problems are split into more tiles so that every SM gets several blocks.
 constexpr int kMinBlocksPerSm = 4;
 // Outputs per block when taps are read from global memory.
