@@ -86,6 +86,16 @@ def random_input(shape, dtype, seed=0):
     return torch.randn(shape, generator=generator, device="cuda", dtype=torch.float32).to(dtype)
 
 
+def assert_max_pool_equal(ours, theirs, x, *args):
+    """Ours and PyTorch's max pool agree exactly on x: values (NaN included) and positions.
+    Returns PyTorch's values."""
+    want, want_indices = theirs(x, *args, return_indices=True)
+    got, got_indices = ours(x, *args, return_indices=True)
+    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
+    assert torch.equal(got_indices, want_indices)
+    return want
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("case", MAX_CASES)
 def test_max_pool2d_equals_pytorch(case, dtype):
@@ -93,10 +103,7 @@ def test_max_pool2d_equals_pytorch(case, dtype):
     x = random_input(shape, dtype)
     x.view(-1)[::97] = float("nan")
     x.view(-1)[5::89] = float("-inf")
-    want, want_indices = F.max_pool2d(x, k, s, p, d, ceil, return_indices=True)
-    got, got_indices = solops.max_pool2d(x, k, s, p, d, ceil, return_indices=True)
-    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-    assert torch.equal(got_indices, want_indices)
+    want = assert_max_pool_equal(solops.max_pool2d, F.max_pool2d, x, k, s, p, d, ceil)
     torch.testing.assert_close(solops.max_pool2d(x, k, s, p, d, ceil), want, rtol=0, atol=0, equal_nan=True)
 
 
@@ -118,10 +125,7 @@ def test_max_pool1d_equals_pytorch(case, dtype):
     x = random_input(shape, dtype, seed=2)
     x.view(-1)[::97] = float("nan")
     x.view(-1)[5::89] = float("-inf")
-    want, want_indices = F.max_pool1d(x, k, s, p, d, ceil, return_indices=True)
-    got, got_indices = solops.max_pool1d(x, k, s, p, d, ceil, return_indices=True)
-    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-    assert torch.equal(got_indices, want_indices)
+    want = assert_max_pool_equal(solops.max_pool1d, F.max_pool1d, x, k, s, p, d, ceil)
     torch.testing.assert_close(solops.max_pool1d(x, k, s, p, d, ceil), want, rtol=0, atol=0, equal_nan=True)
 
 
@@ -142,10 +146,7 @@ def test_pool3d_equals_pytorch(case, dtype):
     shape, k, s, p, divisor, ceil = case
     x = random_input(shape, dtype, seed=6)
     x.view(-1)[::97] = float("nan")
-    want, want_indices = F.max_pool3d(x, k, s, p, 1, ceil, return_indices=True)
-    got, got_indices = solops.max_pool3d(x, k, s, p, 1, ceil, return_indices=True)
-    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-    assert torch.equal(got_indices, want_indices)
+    assert_max_pool_equal(solops.max_pool3d, F.max_pool3d, x, k, s, p, 1, ceil)
     x = random_input(shape, dtype, seed=7)
     tol = AVG_TOLERANCE[dtype]
     want = F.avg_pool3d(x.float(), k, s, p, ceil, False, divisor).to(dtype)
@@ -158,10 +159,7 @@ def test_adaptive_pools_equal_pytorch(case, dtype):
     shape, size = case
     x = random_input(shape, dtype, seed=4)
     x.view(-1)[::61] = float("nan")
-    want, want_indices = F.adaptive_max_pool2d(x, size, return_indices=True)
-    got, got_indices = solops.adaptive_max_pool2d(x, size, return_indices=True)
-    torch.testing.assert_close(got, want, rtol=0, atol=0, equal_nan=True)
-    assert torch.equal(got_indices, want_indices)
+    assert_max_pool_equal(solops.adaptive_max_pool2d, F.adaptive_max_pool2d, x, size)
     x = random_input(shape, dtype, seed=5)
     tol = AVG_TOLERANCE[dtype]
     torch.testing.assert_close(solops.adaptive_avg_pool2d(x, size),
