@@ -2,8 +2,9 @@
 and to the usual formulas (Gemma, fused add-norms, QK-norm as two F.rms_norm, AdaLayerNorm, the
 quantizing norms' norm-amax-scale-cast, GroupRMSNorm's per-vector rstd and [G, D] weight), the
 vector norms equal to torch.linalg.vector_norm (spec 2.22, 2.23), WeightNorm equal to
-torch._weight_norm_interface for dim in [0, ndim) and dim -1 (the whole tensor; spec 2.20, 6.7), the fused ops' in-place form, traced by
-torch.compile(fullgraph=True), captured and replayed in CUDA graphs, clear errors on bad input; and
+torch._weight_norm for dim in [0, ndim) and dim -1 (the whole tensor; spec 2.20, 6.7), the fused
+ops' in-place form, traced by torch.compile(fullgraph=True), captured and replayed in CUDA graphs,
+clear errors on bad input; and
 rms_norm / layer_norm as autograd ops whose gradients equal PyTorch's (spec 2.13, 2.14), forward and
 backward under torch.compile(fullgraph=True) and in a CUDA graph.
 Needs PyTorch and a CUDA device; skips loudly without them."""
