@@ -40,6 +40,7 @@ int64_t TensorRef::numel() const {
 }
 
 bool TensorRef::is_contiguous() const {
+  if (numel() == 0) return true;  // as in PyTorch, whatever the strides
   int64_t expected = 1;
   for (int i = rank - 1; i >= 0; --i) {
     // Size-1 dims may carry any stride, as in PyTorch.

@@ -416,6 +416,12 @@ TEST(VectorNormReference, EmptyReductionIsZero) {
   HostTensor x({3, 0}, DType::f32), y({3}, DType::f32);
   reference::vector_norm(x.ref(), y.ref(), {.dim = {1}});
   expect_values(y, {0, 0, 0});
+  // Any strides, as PyTorch's empty tensors have ([3, 0] is strided (1, 1) there): an empty tensor is contiguous.
+  TensorRef torch_strides = x.ref();
+  torch_strides.strides = {1, 1};
+  y.poison();
+  reference::vector_norm(torch_strides, y.ref(), {.dim = {1}});
+  expect_values(y, {0, 0, 0});
 }
 
 TEST(VectorNormValidation, OutputMustHaveTheOutputShapeAndXsDtype) {

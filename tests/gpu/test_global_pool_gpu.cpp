@@ -25,10 +25,11 @@ class GlobalPoolGpu : public ::testing::TestWithParam<Op> {
 
   int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
 
-  // A kernel of `in` or a few more taps, padded enough to fit (kernel <= in + 2 * padding) and by
-  // at most the extra taps (so the one window reads the whole axis) and half the kernel.
-  void covering_axis(int64_t in, int64_t& kernel, int64_t& padding) {
-    const int64_t extra = uniform(0, 2) == 0 ? uniform(1, std::min<int64_t>(3, in)) : 0;
+  // A kernel of `in` or (where the op allows a kernel larger than its input) a few more taps, padded
+  // enough to fit (kernel <= in + 2 * padding) and by at most the extra taps (so the one window
+  // reads the whole axis) and half the kernel.
+  void covering_axis(int64_t in, int64_t& kernel, int64_t& padding, bool larger_kernel = true) {
+    const int64_t extra = larger_kernel && uniform(0, 2) == 0 ? uniform(1, std::min<int64_t>(3, in)) : 0;
     kernel = in + extra;
     padding = uniform((extra + 1) / 2, std::min(kernel / 2, extra));
   }
@@ -78,9 +79,11 @@ TEST_P(GlobalPoolGpu, ThreeDimensional) {
   for (int cases = 0; cases < 40; ++cases) {
     Pool3d p;
     const int64_t d = uniform(1, 6), h = uniform(1, 9), w = uniform(1, 9);
-    covering_axis(d, p.kernel_size[0], p.padding[0]);
-    covering_axis(h, p.kernel_size[1], p.padding[1]);
-    covering_axis(w, p.kernel_size[2], p.padding[2]);
+    // avg_pool3d refuses inputs smaller than its kernel, as PyTorch's does.
+    const bool larger_kernel = GetParam() != Op::avg;
+    covering_axis(d, p.kernel_size[0], p.padding[0], larger_kernel);
+    covering_axis(h, p.kernel_size[1], p.padding[1], larger_kernel);
+    covering_axis(w, p.kernel_size[2], p.padding[2], larger_kernel);
     p.count_include_pad = uniform(0, 1) == 1;
     if (uniform(0, 3) == 0) p.divisor_override = uniform(1, 50);
     HostTensor x = input({uniform(1, 2), uniform(1, 100), d, h, w}, cases);

@@ -135,9 +135,11 @@ def test_rms_norm_quant_equals_the_pytorch_formula(shape, normalized_shape, dtyp
     x = random_input(shape, dtype)
     weight = random_input(normalized_shape, dtype, seed=1)
     y = F.rms_norm(x.float(), normalized_shape, weight.float(), 1e-6)
-    check_quantized(solops.rms_norm_quant(x, normalized_shape, weight), quantize_rows(y, len(normalized_shape)))
+    check_quantized(solops.rms_norm_quant(x, normalized_shape, weight), quantize_rows(y, len(normalized_shape)), y)
+    # Without weight, y / scale is x * 448 / amax(|x|): a power of two times x for some rows, so 1/16
+    # of their codes are exact ties, which the comparison leaves to either rounding.
     y = F.rms_norm(x.float(), normalized_shape, None, 1e-3)
-    check_quantized(solops.rms_norm_quant(x, normalized_shape, eps=1e-3), quantize_rows(y, len(normalized_shape)))
+    check_quantized(solops.rms_norm_quant(x, normalized_shape, eps=1e-3), quantize_rows(y, len(normalized_shape)), y)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -164,9 +166,10 @@ def test_ada_layer_norm_equals_the_spec_formula(shape, dtype):
     scale, shift = random_input(shape, dtype, seed=1), random_input(shape, dtype, seed=2)
     want = (scale.float() * F.layer_norm(x.float(), shape[-1:], None, None, 1e-5) + shift.float()).to(dtype)
     close(solops.ada_layer_norm(x, scale, shift), want, ADA_TOLERANCE[dtype])
-    # DiT's x_hat * (1 + scale) + shift is the op given 1 + scale.
-    dit = (F.layer_norm(x.float(), shape[-1:], eps=1e-6) * (1 + scale.float()) + shift.float()).to(dtype)
-    close(solops.ada_layer_norm(x, (1 + scale.float()).to(dtype), shift, eps=1e-6), dit, ADA_TOLERANCE[dtype])
+    # DiT's x_hat * (1 + scale) + shift is the op given 1 + scale (in x's dtype, as the op takes it).
+    modulation = (1 + scale.float()).to(dtype)
+    dit = (F.layer_norm(x.float(), shape[-1:], eps=1e-6) * modulation.float() + shift.float()).to(dtype)
+    close(solops.ada_layer_norm(x, modulation, shift, eps=1e-6), dit, ADA_TOLERANCE[dtype])
 
 
 group_formula = torch_function(NORM_OPS["GroupRMSNormFwd"])  # spec 2.19, eps 1e-6
@@ -265,7 +268,7 @@ def test_weight_norm_unaligned_nan_and_zero_rows():
     assert torch.isnan(w[3]).all() and torch.isnan(w[7]).all() and torch.isnan(w).sum() == 2 * 4096
     unaligned = torch.empty(64 * 4096 + 1, dtype=torch.float16, device="cuda")[1:].view(64, 4096)
     unaligned.copy_(v)
-    close(solops.weight_norm(unaligned, g)[0], w, 0)
+    close(solops.weight_norm(unaligned, g)[0], want_w.half(), 1e-3)
 
 
 def test_weight_norm_under_torch_compile_and_in_a_cuda_graph():
@@ -286,9 +289,9 @@ def test_weight_norm_under_torch_compile_and_in_a_cuda_graph():
     v.copy_(random_input(v.shape, v.dtype, 7))
     graph.replay()
     torch.cuda.synchronize()
-    want_w, want_norm = torch._weight_norm_interface(v.float(), whole_g.float(), -1)
-    close(static_w, want_w.bfloat16(), 1.6e-2)
-    torch.testing.assert_close(static_norm, want_norm.flatten(), rtol=1e-5, atol=0)
+    # torch._weight_norm's dim -1 is the whole tensor (its _weight_norm_interface's is the last axis).
+    close(static_w, torch._weight_norm(v.float(), whole_g.float(), -1).bfloat16(), 1.6e-2)
+    torch.testing.assert_close(static_norm, v.float().norm().reshape(1), rtol=1e-5, atol=0)
 
 
 def test_quant_nan_poisons_its_rows_scale_and_codes():
@@ -568,7 +571,7 @@ def test_torch_compile_traces_forward_and_backward():
     def loss(x, weight, bias):
         return (solops.rms_norm(x, (4096,), weight, 1e-6) + solops.layer_norm(x, (4096,), weight, bias)).float().sum()
 
-    inputs = [random_input((64, 4096), torch.bfloat16, seed=s) for s in (0, 1, 2)]
+    inputs = [random_input(shape, torch.bfloat16, seed=s) for s, shape in enumerate([(64, 4096), (4096,), (4096,)])]
     eager, compiled = [leaf(t) for t in inputs], [leaf(t) for t in inputs]
     loss(*eager).backward()
     torch.compile(loss, fullgraph=True)(*compiled).backward()
