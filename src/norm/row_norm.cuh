@@ -4,9 +4,9 @@
 // two warps, a group of threadIdx.y rows in a block of 128 threads) normalizes one row at a time.
 // The row stays in registers between the reduction and the output pass: each thread loads its
 // kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
-// vector width, one element otherwise) and the weight and bias at the same columns (AdaLayerNorm:
-// of the same row, GroupRMSNorm: of weight row m % G) before any arithmetic, so a block has all of
-// its row's loads in flight at once.
+// vector width, one element otherwise) before any arithmetic, so a block has all of its row's
+// loads in flight at once. The weight and bias at the same columns (AdaLayerNorm: of the same
+// row, GroupRMSNorm: of weight row m % G) are read in the output pass, mostly from L1 and L2.
 // Statistics run in f32; LayerNorm takes the mean first and then the sum of squared deviations
 // from the held values (no E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second
 // pass over the held row for its amax (the normalized values are recomputed rather than kept,
@@ -211,12 +211,9 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // x, residual and the outputs are not __restrict__ and x is not read through the read-only cache:
 // the fused add-norms' in-place form aliases them. Each element is read before the same thread
 // writes it, and never read again.
-// Blocks an SM the kernel must allow. Left free, ptxas gives the quantizing LayerNorm at 8 vectors
-// a thread (x, weight and bias held, y recomputed) up to 147 registers, one 256-thread block an SM
-// whose 8 warps cannot hide the DRAM latency; bounded, it fits 128 without spilling.
-__host__ __device__ constexpr int min_blocks(bool quant, int vec, int vecs) {
-  return quant && max_threads(vec, vecs) == 256 ? 2 : 1;
-}
+// Blocks an SM the kernel must allow: one 256-thread block (8 warps) cannot hide the DRAM latency,
+// so those kernels are bounded to 128 registers.
+__host__ __device__ constexpr int min_blocks(int vec, int vecs) { return max_threads(vec, vecs) == 256 ? 2 : 1; }
 
 // Where row `row` (its first element or vector `first`, `row_units` of them a row) finds its weight
 // and bias. kGroups (GroupRMSNorm's weight rows) is a template flag, not a runtime one like
@@ -231,13 +228,13 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
 }
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, int kVec, int kVecs>
-__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, kVec, kVecs))
+__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kVec, kVecs))
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
   __shared__ float partial[kMaxThreads / kWarp];
   for_each_held_row<kVec>(s, [&](const HeldRow& r) {
     const int64_t first = r.first;
-    P held[kVecs], weight[kVecs], bias[kVecs];
+    P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
@@ -247,9 +244,6 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
         held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
                                         reinterpret_cast<P*>(p.residual_out) + first + v);
       }
-      const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + v;
-      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
-      if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
 
@@ -272,12 +266,14 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
     if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
 
-    // The output values of the held vector i.
+    // The output values of the held vector i. Its weight and bias are loaded here, not held with x:
+    // held, they tripled the registers of a thread and left one block an SM for the longest rows.
     const auto output_values = [&](int i, float (&values)[kVec]) {
+      const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + r.vector(i);
       float scale[kVec], shift[kVec];
       held_values(i, values);
       if (p.weight) {
-        unpack<T, kVec>(weight[i], scale);
+        unpack<T, kVec>(__ldg(reinterpret_cast<const P*>(p.weight) + affine), scale);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
       } else {
@@ -285,7 +281,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
         for (int e = 0; e < kVec; ++e) scale[e] = 1;
       }
       if (kKind == NormKind::layer && p.bias) {
-        unpack<T, kVec>(bias[i], shift);
+        unpack<T, kVec>(__ldg(reinterpret_cast<const P*>(p.bias) + affine), shift);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) shift[e] = 0;
