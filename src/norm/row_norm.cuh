@@ -4,9 +4,9 @@
 // two warps, a group of threadIdx.y rows in a block of 128 threads) normalizes one row at a time.
 // The row stays in registers between the reduction and the output pass: each thread loads its
 // kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
-// vector width, one element otherwise) before any arithmetic, so a block has all of its row's
-// loads in flight at once. The weight and bias at the same columns (AdaLayerNorm: of the same
-// row, GroupRMSNorm: of weight row m % G) are read in the output pass, mostly from L1 and L2.
+// vector width, one element otherwise) and the weight and bias at the same columns (AdaLayerNorm:
+// of the same row, GroupRMSNorm: of weight row m % G) before any arithmetic, so a block has all of
+// its row's loads in flight at once.
 // Statistics run in f32; LayerNorm takes the mean first and then the sum of squared deviations
 // from the held values (no E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second
 // pass over the held row for its amax (the normalized values are recomputed rather than kept,
@@ -211,9 +211,12 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // x, residual and the outputs are not __restrict__ and x is not read through the read-only cache:
 // the fused add-norms' in-place form aliases them. Each element is read before the same thread
 // writes it, and never read again.
-// Blocks an SM the kernel must allow: one 256-thread block (8 warps) cannot hide the DRAM latency,
-// so those kernels are bounded to 128 registers.
-__host__ __device__ constexpr int min_blocks(int vec, int vecs) { return max_threads(vec, vecs) == 256 ? 2 : 1; }
+// Blocks an SM the kernel must allow. Left free, ptxas gives the quantizing LayerNorm at 8 vectors
+// a thread (x, weight and bias held, y recomputed) up to 147 registers, one 256-thread block an SM
+// whose 8 warps cannot hide the DRAM latency; bounded, it fits 128 without spilling.
+__host__ __device__ constexpr int min_blocks(bool quant, int vec, int vecs) {
+  return quant && max_threads(vec, vecs) == 256 ? 2 : 1;
+}
 
 // Where row `row` (its first element or vector `first`, `row_units` of them a row) finds its weight
 // and bias. kGroups (GroupRMSNorm's weight rows) is a template flag, not a runtime one like
@@ -228,13 +231,13 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
 }
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, int kVec, int kVecs>
-__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kVec, kVecs))
+__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, kVec, kVecs))
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
   __shared__ float partial[kMaxThreads / kWarp];
   for_each_held_row<kVec>(s, [&](const HeldRow& r) {
     const int64_t first = r.first;
-    P held[kVecs];
+    P held[kVecs], weight[kVecs], bias[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
@@ -244,6 +247,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kVec, kVe
         held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
                                         reinterpret_cast<P*>(p.residual_out) + first + v);
       }
+      const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + v;
+      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
+      if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
 
@@ -266,14 +272,12 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kVec, kVe
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
     if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
 
-    // The output values of the held vector i. Its weight and bias are loaded here, not held with x:
-    // held, they tripled the registers of a thread and left one block an SM for the longest rows.
+    // The output values of the held vector i.
     const auto output_values = [&](int i, float (&values)[kVec]) {
-      const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + r.vector(i);
       float scale[kVec], shift[kVec];
       held_values(i, values);
       if (p.weight) {
-        unpack<T, kVec>(__ldg(reinterpret_cast<const P*>(p.weight) + affine), scale);
+        unpack<T, kVec>(weight[i], scale);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
       } else {
@@ -281,7 +285,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kVec, kVe
         for (int e = 0; e < kVec; ++e) scale[e] = 1;
       }
       if (kKind == NormKind::layer && p.bias) {
-        unpack<T, kVec>(__ldg(reinterpret_cast<const P*>(p.bias) + affine), shift);
+        unpack<T, kVec>(bias[i], shift);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) shift[e] = 0;
@@ -423,18 +427,6 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
 }
 
-template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
-void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
-  launch_row_kernel<T>(
-      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, many_rows,
-      [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
-        row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
-      },
-      [&](unsigned grid) {
-        row_norm_streaming<T, kKind, kResidual, kQuant, kGroups><<<grid, kStreamingThreads, 0, stream>>>(p, s);
-      });
-}
-
 inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false, int groups = 1) {
   return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset,
           groups, modulation};
@@ -446,33 +438,3 @@ T* data_of(const TensorRef* tensor) {
 }
 
 }  // namespace solops::detail::row_norm
-
-namespace solops::detail {
-
-template <NormKind kKind>
-void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math, const RowNormTensors& t,
-                 cudaStream_t stream) {
-  using namespace row_norm;
-  if (g.rows == 0) return;
-  const RowShape s = row_shape(g, math, t.affine == AffineRows::per_row, group_count(t));
-  const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
-  dispatch_float(t.x.dtype, [&]<class T>() {
-    // The quantizing norms (row_scale given) write y's fp8 codes through `codes`; they have no residual,
-    // and neither has GroupRMSNorm, the one RMS norm with weight rows.
-    const bool quant = t.row_scale != nullptr;
-    T* const y = quant ? nullptr : data_of<T>(&t.y);
-    __nv_fp8_storage_t* const codes = quant ? data_of<__nv_fp8_storage_t>(&t.y) : nullptr;
-    const RowPointers<T> p{data_of<T>(&t.x),      data_of<T>(t.residual), data_of<T>(t.weight),
-                           data_of<T>(t.bias),    y,                      data_of<T>(t.residual_out),
-                           data_of<float>(t.mean), data_of<float>(t.rstd), codes,
-                           data_of<float>(t.row_scale)};
-    if (quant) launch_typed<T, kKind, false, true>(p, s, many_rows, stream);
-    else if (t.residual) launch_typed<T, kKind, true, false>(p, s, many_rows, stream);
-    else if (kKind == NormKind::rms && t.affine == AffineRows::per_group)
-      launch_typed<T, kKind, false, false, kKind == NormKind::rms>(p, s, many_rows, stream);
-    else launch_typed<T, kKind, false, false>(p, s, many_rows, stream);
-  });
-  check_launch(op);
-}
-
-}  // namespace solops::detail

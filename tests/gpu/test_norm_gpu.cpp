@@ -448,6 +448,25 @@ TEST_P(NormGpu, NaNPropagatesWithinItsRowOnly) {
   }
 }
 
+// Many rows of at least 256 vectors take the staged kernel (src/norm/row_norm_staged.cuh): a block
+// walks several rows through its shared-memory stages, so rows here outnumber the resident blocks
+// several times over. Two- and one-block staging, f32, rows that are not a multiple of 256
+// vectors, NaN rows, the fused ops in place, and unaligned pointers (the in-register kernel) beside.
+TEST_P(NormGpu, ManyRowsStaged) {
+  std::mt19937_64 rng(14);
+  const struct {
+    Shape shape;
+    DType dtype;
+  } cases[] = {{{1500, 2048}, DType::bf16}, {{700, 3000}, DType::f16}, {{300, 4104}, DType::bf16},
+               {{400, 1028}, DType::f32},   {{140, 16392}, DType::bf16}, {{133, 8192}, DType::f32}};
+  for (const auto& c : cases) {
+    NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, c.shape[0] % 2 == 0, 1, Values::special);
+    EXPECT_EQ(compare_with_reference(in), "") << describe(in);
+    if (is_fused(GetParam())) EXPECT_EQ(compare_with_reference(in, {.in_place = true}), "") << describe(in) << " in place";
+    EXPECT_EQ(compare_with_reference(in, {.offset = 1}), "") << describe(in) << " offset 1";
+  }
+}
+
 TEST_P(NormGpu, UnalignedPointers) {
   std::mt19937_64 rng(13);
   for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
