@@ -462,7 +462,9 @@ TEST_P(NormGpu, ManyRowsStaged) {
   for (const auto& c : cases) {
     NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, c.shape[0] % 2 == 0, 1, Values::special);
     EXPECT_EQ(compare_with_reference(in), "") << describe(in);
-    if (is_fused(GetParam())) EXPECT_EQ(compare_with_reference(in, {.in_place = true}), "") << describe(in) << " in place";
+    if (is_fused(GetParam())) {
+      EXPECT_EQ(compare_with_reference(in, {.in_place = true}), "") << describe(in) << " in place";
+    }
     EXPECT_EQ(compare_with_reference(in, {.offset = 1}), "") << describe(in) << " offset 1";
   }
 }
