@@ -1,7 +1,6 @@
 // RMSNorm kernels (RMSNorm, GemmaRMSNorm, FusedAddRMSNorm, RMSNormBwd); each statistic has its own file, so the
 // two compile in parallel.
 #include "norm/row_norm_backward.cuh"
-#include "norm/row_norm_staged.cuh"
 
 namespace solops::detail {
 

@@ -427,6 +427,18 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
 }
 
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
+void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+  launch_row_kernel<T>(
+      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, many_rows,
+      [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
+        row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
+      },
+      [&](unsigned grid) {
+        row_norm_streaming<T, kKind, kResidual, kQuant, kGroups><<<grid, kStreamingThreads, 0, stream>>>(p, s);
+      });
+}
+
 inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false, int groups = 1) {
   return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset,
           groups, modulation};
@@ -438,3 +450,33 @@ T* data_of(const TensorRef* tensor) {
 }
 
 }  // namespace solops::detail::row_norm
+
+namespace solops::detail {
+
+template <NormKind kKind>
+void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math, const RowNormTensors& t,
+                 cudaStream_t stream) {
+  using namespace row_norm;
+  if (g.rows == 0) return;
+  const RowShape s = row_shape(g, math, t.affine == AffineRows::per_row, group_count(t));
+  const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
+  dispatch_float(t.x.dtype, [&]<class T>() {
+    // The quantizing norms (row_scale given) write y's fp8 codes through `codes`; they have no residual,
+    // and neither has GroupRMSNorm, the one RMS norm with weight rows.
+    const bool quant = t.row_scale != nullptr;
+    T* const y = quant ? nullptr : data_of<T>(&t.y);
+    __nv_fp8_storage_t* const codes = quant ? data_of<__nv_fp8_storage_t>(&t.y) : nullptr;
+    const RowPointers<T> p{data_of<T>(&t.x),      data_of<T>(t.residual), data_of<T>(t.weight),
+                           data_of<T>(t.bias),    y,                      data_of<T>(t.residual_out),
+                           data_of<float>(t.mean), data_of<float>(t.rstd), codes,
+                           data_of<float>(t.row_scale)};
+    if (quant) launch_typed<T, kKind, false, true>(p, s, many_rows, stream);
+    else if (t.residual) launch_typed<T, kKind, true, false>(p, s, many_rows, stream);
+    else if (kKind == NormKind::rms && t.affine == AffineRows::per_group)
+      launch_typed<T, kKind, false, false, kKind == NormKind::rms>(p, s, many_rows, stream);
+    else launch_typed<T, kKind, false, false>(p, s, many_rows, stream);
+  });
+  check_launch(op);
+}
+
+}  // namespace solops::detail

@@ -448,11 +448,10 @@ TEST_P(NormGpu, NaNPropagatesWithinItsRowOnly) {
   }
 }
 
-// Many rows of at least 256 vectors take the staged kernel (src/norm/row_norm_staged.cuh): a block
-// walks several rows through its shared-memory stages, so rows here outnumber the resident blocks
-// several times over. Two- and one-block staging, f32, rows that are not a multiple of 256
-// vectors, NaN rows, the fused ops in place, and unaligned pointers (the in-register kernel) beside.
-TEST_P(NormGpu, ManyRowsStaged) {
+// Many rows of long rows, as prefill has them: each block walks several rows (rows outnumber the
+// blocks resident at once), 8-vector and streaming rows, f32, row lengths that are not a multiple
+// of the block's vectors, NaN and inf values, the fused ops in place, and unaligned pointers.
+TEST_P(NormGpu, ManyRows) {
   std::mt19937_64 rng(14);
   const struct {
     Shape shape;
