@@ -6,7 +6,8 @@
 // kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
 // vector width, one element otherwise) and the weight and bias at the same columns (AdaLayerNorm:
 // of the same row, GroupRMSNorm: of weight row m % G) before any arithmetic, so a block has all of
-// its row's loads in flight at once.
+// its row's loads in flight at once; where holding weight and bias would halve the blocks an SM,
+// they are read in the output pass instead (reads_affine_late).
 // Statistics run in f32; LayerNorm takes the mean first and then the sum of squared deviations
 // from the held values (no E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second
 // pass over the held row for its amax (the normalized values are recomputed rather than kept,
@@ -211,11 +212,22 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // x, residual and the outputs are not __restrict__ and x is not read through the read-only cache:
 // the fused add-norms' in-place form aliases them. Each element is read before the same thread
 // writes it, and never read again.
-// Blocks an SM the kernel must allow. Left free, ptxas gives the quantizing LayerNorm at 8 vectors
-// a thread (x, weight and bias held, y recomputed) up to 147 registers, one 256-thread block an SM
-// whose 8 warps cannot hide the DRAM latency; bounded, it fits 128 without spilling.
-__host__ __device__ constexpr int min_blocks(bool quant, int vec, int vecs) {
-  return quant && max_threads(vec, vecs) == 256 ? 2 : 1;
+// Whether weight and bias are read in the output pass rather than held beside x from the start.
+// Held, they cost LayerNorm, the fused and the quantizing norms at 4 and 8 vectors a thread half
+// their blocks an SM (LayerNorm at 8 vectors: 150 registers, one block); read late, they put a
+// weight round trip after the reduction, which the other kernels pay for (H200, 2100838 against
+// 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 -> 13.1 and
+// every decode row +0.3-1.2 µs). AdaLayerNorm's and GroupRMSNorm's per-row affine, streamed from
+// DRAM, stays held (their rows run at 1 and 2 vectors, or RMS at 8).
+template <NormKind kKind, bool kResidual, bool kQuant, int kVecs>
+__host__ __device__ constexpr bool reads_affine_late() {
+  return kVecs >= 4 && (kKind == NormKind::layer || kResidual || kQuant);
+}
+
+// Blocks an SM the kernel must allow: one 256-thread block (8 warps) cannot hide the DRAM latency.
+// The kernels that read their affine late fit 128 registers without spilling.
+__host__ __device__ constexpr int min_blocks(bool late_affine, int vec, int vecs) {
+  return late_affine && max_threads(vec, vecs) == 256 ? 2 : 1;
 }
 
 // Where row `row` (its first element or vector `first`, `row_units` of them a row) finds its weight
@@ -231,13 +243,22 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
 }
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, int kVec, int kVecs>
-__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, kVec, kVecs))
+__global__ void __launch_bounds__(max_threads(kVec, kVecs),
+                                  min_blocks(reads_affine_late<kKind, kResidual, kQuant, kVecs>(), kVec, kVecs))
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
+  constexpr bool kLateAffine = reads_affine_late<kKind, kResidual, kQuant, kVecs>();
+  constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
   __shared__ float partial[kMaxThreads / kWarp];
   for_each_held_row<kVec>(s, [&](const HeldRow& r) {
     const int64_t first = r.first;
-    P held[kVecs], weight[kVecs], bias[kVecs];
+    // The weight and bias vectors at held vector i's columns, read into w and b.
+    const auto read_affine = [&](int i, P& w, P& b) {
+      const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + r.vector(i);
+      if (p.weight) w = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
+      if (kKind == NormKind::layer && p.bias) b = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
+    };
+    P held[kVecs], weight[kHeldAffine], bias[kHeldAffine];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
@@ -247,9 +268,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
         held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
                                         reinterpret_cast<P*>(p.residual_out) + first + v);
       }
-      const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + v;
-      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
-      if (kKind == NormKind::layer && p.bias) bias[i] = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
+      if constexpr (!kLateAffine) read_affine(i, weight[i], bias[i]);
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
 
@@ -274,10 +293,12 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
 
     // The output values of the held vector i.
     const auto output_values = [&](int i, float (&values)[kVec]) {
+      const int a = kLateAffine ? 0 : i;
+      if constexpr (kLateAffine) read_affine(i, weight[0], bias[0]);
       float scale[kVec], shift[kVec];
       held_values(i, values);
       if (p.weight) {
-        unpack<T, kVec>(weight[i], scale);
+        unpack<T, kVec>(weight[a], scale);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
       } else {
@@ -285,7 +306,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks(kQuant, k
         for (int e = 0; e < kVec; ++e) scale[e] = 1;
       }
       if (kKind == NormKind::layer && p.bias) {
-        unpack<T, kVec>(bias[i], shift);
+        unpack<T, kVec>(bias[a], shift);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) shift[e] = 0;
