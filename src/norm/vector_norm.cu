@@ -66,12 +66,24 @@ __device__ __forceinline__ float contiguous_sum(const T* run, int64_t n) {
   float sum = 0;
   if (threadIdx.x < head) sum += term<kOrd>(to_float(run[threadIdx.x]));
   const uint4* body = reinterpret_cast<const uint4*>(run + head);
-  for (int64_t v = threadIdx.x; v < vectors; v += blockDim.x) {
-    const uint4 bits = __ldg(body + v);
-    T lanes[kVec];
-    memcpy(lanes, &bits, sizeof bits);
+  // Four vectors a thread loaded before any is summed, so that four loads are in flight, not one:
+  // a block's chunk is a few vectors a thread, and one at a time left the L1/L2 rows (2048 x 4096)
+  // at 13.9 µs against a 3.9 µs floor.
+  constexpr int kInFlight = 4;
+  for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * int64_t{blockDim.x}) {
+    uint4 bits[kInFlight];
 #pragma unroll
-    for (int e = 0; e < kVec; ++e) sum += term<kOrd>(to_float(lanes[e]));
+    for (int k = 0; k < kInFlight; ++k) {
+      if (first + k * blockDim.x < vectors) bits[k] = __ldg(body + first + k * blockDim.x);
+    }
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      if (first + k * blockDim.x >= vectors) continue;
+      T lanes[kVec];
+      memcpy(lanes, &bits[k], sizeof bits[k]);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += term<kOrd>(to_float(lanes[e]));
+    }
   }
   for (int64_t j = head + vectors * kVec + threadIdx.x; j < n; j += blockDim.x) sum += term<kOrd>(to_float(run[j]));
   return sum;
