@@ -258,17 +258,24 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs),
       if (p.weight) w = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
       if (kKind == NormKind::layer && p.bias) b = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
     };
-    P held[kVecs], weight[kHeldAffine], bias[kHeldAffine];
+    P held[kVecs], residual[kResidual ? kVecs : 1], weight[kHeldAffine], bias[kHeldAffine];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
       const int v = r.vector(i);
       held[i] = reinterpret_cast<const P*>(p.x)[first + v];
-      if constexpr (kResidual) {
-        held[i] = add_residual<T, kVec>(held[i], reinterpret_cast<const P*>(p.residual)[first + v],
-                                        reinterpret_cast<P*>(p.residual_out) + first + v);
-      }
+      if constexpr (kResidual) residual[i] = reinterpret_cast<const P*>(p.residual)[first + v];
       if constexpr (!kLateAffine) read_affine(i, weight[i], bias[i]);
+    }
+    // After every load of the row: the compiler may not move a load above a store that could alias
+    // it (the in-place form does alias), and with the add beside the loads it serialized them and
+    // read the residual a byte at a time.
+    if constexpr (kResidual) {
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (!r.holds(i)) continue;
+        held[i] = add_residual<T, kVec>(held[i], residual[i], reinterpret_cast<P*>(p.residual_out) + first + r.vector(i));
+      }
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
 
