@@ -1,7 +1,8 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
 // 2.18, 2.19), the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23),
-// WeightNormFwd (spec §2.20) and SpectralNormPowerIterFwd (spec §2.21). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
-// normalized on its own; statistics run in f32 and the result is rounded once to x's dtype.
+// WeightNormFwd (spec §2.20) and SpectralNormPowerIterFwd (spec §2.21). Each of the M rows of x
+// (the trailing dims normalized_shape, N elements, contiguous) is normalized on its own;
+// statistics run in f32 and the result is rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
 #pragma once
 

@@ -614,9 +614,11 @@ TEST(SpectralNormShapeRule, OnlySplitColumnSumsNeedAWorkspace) {
 TEST(SpectralNormShapeRule, XMustHaveRankTwo) {
   expect_error([] { spectral_norm_power_iter_workspace_elements(Shape{8}, {{8}}); },
                "spectral_norm_power_iter: x [8] must have rank 2: the matrix W [O, I]");
-  expect_error([] { spectral_norm_power_iter_workspace_elements(Shape{2, 3, 4}, {{4}}); }, "x [2, 3, 4] must have rank 2");
+  expect_error([] { spectral_norm_power_iter_workspace_elements(Shape{2, 3, 4}, {{4}}); },
+               "x [2, 3, 4] must have rank 2");
   expect_error([] { spectral_norm_power_iter_workspace_elements(Shape{}, {{}}); }, "x [] must have rank 2");
-  expect_error([] { spectral_norm_power_iter_workspace_elements(Shape{-1, 4}, {{4}}); }, "x [-1, 4] has a negative dim");
+  expect_error([] { spectral_norm_power_iter_workspace_elements(Shape{-1, 4}, {{4}}); },
+               "x [-1, 4] has a negative dim");
 }
 
 TEST(SpectralNormShapeRule, NormalizedShapeMustBeXsLastDim) {
