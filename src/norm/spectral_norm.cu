@@ -32,8 +32,8 @@ constexpr int kColumnWarps = 8;
 constexpr int kColumnThreads = kColumnWarps * kWarp;
 constexpr int kRowThreads = 256;
 constexpr int kVectorThreads = 1024;
-// W v's grid: 16 blocks on each of the 132 SMs fill them; more rows are walked grid-stride.
-constexpr int64_t kMaxRowBlocks = 132 * 16;
+// W v's grid: 16 blocks an SM fill the device; more rows are walked grid-stride.
+constexpr int64_t kRowBlocksPerMultiprocessor = 16;
 
 struct Matrix {
   int64_t rows;
@@ -181,10 +181,10 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
   const auto eps = static_cast<float>(plan.eps);
   // The v that W v reads: the given one for n_iter = 0, else v_out.
   const float* const right = plan.n_iter > 0 ? v_out : v;
+  const int64_t row_blocks = std::min(plan.rows, kRowBlocksPerMultiprocessor * multiprocessor_count(t.x.device));
   const auto launch = [&]<int kWidth>() {
     const auto w_times = [&](const float* vector, float* product) {
-      row_dots<T, kWidth><<<grid_for(std::min(plan.rows, kMaxRowBlocks)), row_threads(plan.cols / kWidth), 0,
-                            stream>>>(w, vector, product, m);
+      row_dots<T, kWidth><<<grid_for(row_blocks), row_threads(plan.cols / kWidth), 0, stream>>>(w, vector, product, m);
     };
     if (plan.n_iter == 0) {
       w_times(v, u_out);  // W v, held in u_out until sigma is taken
