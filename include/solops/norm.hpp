@@ -1,7 +1,8 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
-// 2.18, 2.19), the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23) and
-// WeightNormFwd (spec §2.20). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
-// normalized on its own; statistics run in f32 and the result is rounded once to x's dtype.
+// 2.18, 2.19), the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23),
+// WeightNormFwd (spec §2.20) and SpectralNormPowerIterFwd (spec §2.21). Each of the M rows of x
+// (the trailing dims normalized_shape, N elements, contiguous) is normalized on its own;
+// statistics run in f32 and the result is rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
 #pragma once
 
@@ -96,6 +97,16 @@ struct WeightNorm {
   int64_t dim = 0;  // in [0, rank) or -1
 };
 
+// SpectralNormPowerIterFwd (spec §2.21): n_iter steps of power iteration on the matrix W = x [O, I],
+// all in f32 (W widened exactly): v = normalize(W^T u), then u = normalize(W v), with normalize(a) =
+// a / max(||a||_2, eps) (NaN propagates); then sigma = u^T (W v). This is torch.nn.utils.spectral_norm's
+// update (v first); torch.nn.utils.parametrizations.spectral_norm updates u first (docs/api.md).
+struct SpectralNormPowerIter {
+  std::vector<int64_t> normalized_shape;  // must be (I,): validation only
+  int64_t n_iter = 1;                     // >= 0; 0: sigma of the given u and v, which are copied out
+  double eps = 1e-12;                     // >= 0, not NaN
+};
+
 // The gradients of RMSNorm and LayerNorm given the forward's saved per-row statistics; eps is
 // folded into rstd, so it is no parameter.
 struct RMSNormBackward {
@@ -131,6 +142,11 @@ int64_t vector_norm_workspace_elements(std::span<const int64_t> x_shape, const V
 std::vector<int64_t> weight_norm_norm_shape(std::span<const int64_t> x_shape, const WeightNorm& p);
 // The f32 elements of workspace the call needs: 0 when every slice's norm is one block's.
 int64_t weight_norm_workspace_elements(std::span<const int64_t> x_shape, const WeightNorm& p);
+// SpectralNormPowerIter: the f32 elements of workspace the call needs (0 when one block of rows
+// sums each column of W^T u, and for n_iter = 0). Checks the shape rule: x [O, I] of rank 2 (O or I
+// may be 0), I below 2^31, normalized_shape (I,), n_iter >= 0, eps >= 0.
+int64_t spectral_norm_power_iter_workspace_elements(std::span<const int64_t> x_shape,
+                                                    const SpectralNormPowerIter& p);
 // Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
@@ -151,6 +167,8 @@ Cost group_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const Gr
 Cost vector_norm_cost(std::span<const int64_t> x_shape, DType dtype, const VectorNorm& p);
 // Spec §2.20: FLOPs 4·numel, bytes (2·numel + n)·eb + 4·n.
 Cost weight_norm_cost(std::span<const int64_t> x_shape, DType dtype, const WeightNorm& p);
+// Spec §2.21: FLOPs (4·n_iter + 2)·O·I + (4·n_iter + 2)·(O + I), bytes O·I·eb + 8·(O + I) + 4.
+Cost spectral_norm_power_iter_cost(std::span<const int64_t> x_shape, DType dtype, const SpectralNormPowerIter& p);
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
 
@@ -194,6 +212,15 @@ void vector_norm(const TensorRef& x, const TensorRef& y, const TensorRef* worksp
 // not overlap each other or an input.
 void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, const TensorRef& norm,
                  const TensorRef* workspace, const WeightNorm& p, cudaStream_t stream = nullptr);
+
+// SpectralNormPowerIter: x a contiguous float CUDA tensor [O, I]; u f32 [O] and v f32 [I] (only read);
+// sigma f32 0-d, u_out f32 [O], v_out f32 [I]; workspace a contiguous f32 CUDA tensor of at least
+// spectral_norm_power_iter_workspace_elements elements, or null when that is 0. A few kernels per
+// iteration on `stream`, nothing allocated (capture-safe); every sum in a fixed order, so the same
+// inputs give the same bits on every run. No output, nor the workspace, may overlap another tensor.
+void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const TensorRef& v, const TensorRef& sigma,
+                              const TensorRef& u_out, const TensorRef& v_out, const TensorRef* workspace,
+                              const SpectralNormPowerIter& p, cudaStream_t stream = nullptr);
 
 // The backward ops (spec §2.13, 2.14). grad_out, x and grad_x have x's shape and dtype; weight
 // (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and

@@ -50,6 +50,9 @@ void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef
 void vector_norm(const TensorRef& x, const TensorRef& y, const VectorNorm& p);
 void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, const TensorRef& norm,
                  const WeightNorm& p);
+// float64 throughout (W, u and v widened), the outputs rounded once to f32; no workspace.
+void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const TensorRef& v, const TensorRef& sigma,
+                              const TensorRef& u_out, const TensorRef& v_out, const SpectralNormPowerIter& p);
 // The backward ops in float64 from the given statistics, gradients rounded once.
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
                        const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p);

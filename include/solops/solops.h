@@ -141,6 +141,15 @@ typedef struct {
   int64_t dim;
 } solops_weight_norm_params;
 
+/* SpectralNormPowerIterFwd: normalized_shape must be (I,), x's last dim (validation only); n_iter >= 0;
+ * eps >= 0 and not NaN. No defaults here: PyTorch's are n_iter 1, eps 1e-12. */
+typedef struct {
+  int32_t normalized_rank;
+  int64_t normalized_shape[SOLOPS_MAX_RANK];
+  int64_t n_iter;
+  double eps;
+} solops_spectral_norm_power_iter_params;
+
 typedef struct {
   double flops;
   double bytes;
@@ -454,6 +463,26 @@ solops_status solops_reference_weight_norm(const solops_tensor* v, const solops_
                                            const solops_tensor* norm, const solops_weight_norm_params* p);
 solops_status solops_weight_norm_cost(int32_t v_rank, const int64_t* v_shape, int32_t v_dtype,
                                       const solops_weight_norm_params* p, solops_cost* cost);
+
+/* SpectralNormPowerIterFwd (spec 2.21): n_iter power-iteration steps on W = x [O, I] (SOLOPS_F32,
+ * SOLOPS_F16 or SOLOPS_BF16), v = normalize(W^T u) then u = normalize(W v), then sigma = u^T (W v), all
+ * in f32. u SOLOPS_F32 [O], v SOLOPS_F32 [I] (only read); sigma SOLOPS_F32 0-d (rank 0), u_out [O],
+ * v_out [I] SOLOPS_F32; workspace SOLOPS_F32 with at least
+ * solops_spectral_norm_power_iter_workspace_elements elements, or NULL when that is 0. Deterministic;
+ * outputs and workspace overlap nothing. */
+solops_status solops_spectral_norm_power_iter_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                                 const solops_spectral_norm_power_iter_params* p,
+                                                                 int64_t* elements);
+solops_status solops_spectral_norm_power_iter(const solops_tensor* x, const solops_tensor* u, const solops_tensor* v,
+                                              const solops_tensor* sigma, const solops_tensor* u_out,
+                                              const solops_tensor* v_out, const solops_tensor* workspace,
+                                              const solops_spectral_norm_power_iter_params* p, void* stream);
+solops_status solops_reference_spectral_norm_power_iter(const solops_tensor* x, const solops_tensor* u,
+                                                        const solops_tensor* v, const solops_tensor* sigma,
+                                                        const solops_tensor* u_out, const solops_tensor* v_out,
+                                                        const solops_spectral_norm_power_iter_params* p);
+solops_status solops_spectral_norm_power_iter_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                                   const solops_spectral_norm_power_iter_params* p, solops_cost* cost);
 
 #ifdef __cplusplus
 }

@@ -136,6 +136,11 @@ class WeightNormParams(ctypes.Structure):
     _fields_ = [("dim", ctypes.c_int64)]
 
 
+class SpectralNormPowerIterParams(ctypes.Structure):
+    _fields_ = [("normalized_rank", ctypes.c_int32), ("normalized_shape", ctypes.c_int64 * MAX_RANK),
+                ("n_iter", ctypes.c_int64), ("eps", ctypes.c_double)]
+
+
 class Cost(ctypes.Structure):
     _fields_ = [("flops", ctypes.c_double), ("bytes", ctypes.c_double)]
 
@@ -241,6 +246,15 @@ def _load():
         "solops_reference_weight_norm": (status, [P(Tensor), P(Tensor), P(Tensor), P(Tensor), P(WeightNormParams)]),
         "solops_weight_norm_cost": (
             status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(WeightNormParams), P(Cost)]),
+    })
+    signatures.update({
+        "solops_spectral_norm_power_iter_workspace_elements": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), P(SpectralNormPowerIterParams), P(ctypes.c_int64)]),
+        "solops_spectral_norm_power_iter": (
+            status, [P(Tensor)] * 7 + [P(SpectralNormPowerIterParams), ctypes.c_void_p]),
+        "solops_reference_spectral_norm_power_iter": (status, [P(Tensor)] * 6 + [P(SpectralNormPowerIterParams)]),
+        "solops_spectral_norm_power_iter_cost": (
+            status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(SpectralNormPowerIterParams), P(Cost)]),
     })
     signatures["solops_norm_stats_shape"] = (
         status, [ctypes.c_int32, P(ctypes.c_int64), P(NormBackwardParams), P(ctypes.c_int32), P(ctypes.c_int64)])
@@ -498,6 +512,26 @@ def weight_norm_slices(v_shape, dim):
     """n: v.shape[dim], or 1 for dim -1 (the whole tensor); dim checked by the library."""
     weight_norm_workspace_elements(v_shape, weight_norm_params(dim))
     return 1 if dim == -1 else v_shape[dim]
+
+
+def spectral_norm_power_iter_params(x_shape, n_iter, eps):
+    """normalized_shape is x's last dim, the spec's (I,): the Python API does not take it (the library
+    checks x's rank itself)."""
+    p = SpectralNormPowerIterParams()
+    last = [int(size) for size in x_shape[-1:]]
+    p.normalized_rank = len(last)
+    p.normalized_shape[: len(last)] = last
+    p.n_iter = int(n_iter)
+    p.eps = float(eps)
+    return p
+
+
+def spectral_norm_power_iter_workspace_elements(x_shape, params):
+    """The f32 workspace of the call; also checks the shape rule, n_iter and eps."""
+    elements = ctypes.c_int64()
+    check(lib.solops_spectral_norm_power_iter_workspace_elements(len(x_shape), shape_array(x_shape),
+                                                                 ctypes.byref(params), ctypes.byref(elements)))
+    return elements.value
 
 
 def norm_output_shape(name, x_shape, params):

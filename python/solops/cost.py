@@ -130,6 +130,14 @@ def weight_norm(v_shape, dtype, dim=0):
     return cost.flops, cost.bytes
 
 
+def spectral_norm_power_iter(x_shape, dtype, n_iter=1, eps=1e-12):
+    cost = _native.Cost()
+    _native.check(_native.lib.solops_spectral_norm_power_iter_cost(
+        len(x_shape), _native.shape_array(x_shape), dtype_code(dtype, "cost.spectral_norm_power_iter"),
+        ctypes.byref(_native.spectral_norm_power_iter_params(x_shape, n_iter, eps)), ctypes.byref(cost)))
+    return cost.flops, cost.bytes
+
+
 def qk_norm(q_shape, k_shape, dtype, normalized_shape, eps=1e-6):
     cost = _native.Cost()
     _native.check(_native.lib.solops_qk_norm_cost(

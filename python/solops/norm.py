@@ -2,8 +2,9 @@
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
 fused_add_layer_norm_), qk_norm (q, k, q_weight, k_weight, eps) returning (q_out, k_out),
-ada_layer_norm (DiT's modulated LayerNorm), weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (returning (output, rstd)), and the quantizing norms rms_norm_quant and
-layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32 scale per row.
+ada_layer_norm (DiT's modulated LayerNorm), weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (returning (output, rstd)), the quantizing norms rms_norm_quant and
+layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32 scale per row, and
+spectral_norm_power_iter (the power iteration of torch.nn.utils.spectral_norm, returning (sigma, u, v)).
 rms_norm and layer_norm are differentiable: with grad enabled and an input that requires it they
 run the training forward (rms_norm_with_stats, layer_norm_with_stats, which also return the
 per-row f32 rstd and mean), whose registered backward runs rms_norm_backward and
@@ -152,6 +153,30 @@ def _weight_norm(v: torch.Tensor, g: torch.Tensor, dim: int) -> Tuple[torch.Tens
 @_weight_norm.register_fake
 def _(v, g, dim):
     return torch.empty_like(v), v.new_empty(_native.weight_norm_slices(list(v.shape), dim), dtype=torch.float32)
+
+
+def _spectral_outputs(x, new):
+    """sigma (0-d), u_out [O] and v_out [I], all f32; x is [O, I] once the shape rule accepts it."""
+    return tuple(new(shape, dtype=torch.float32, device=x.device) for shape in ((), x.shape[:1], x.shape[1:]))
+
+
+@torch.library.custom_op("solops::spectral_norm_power_iter", mutates_args=())
+def _spectral_norm_power_iter(x: torch.Tensor, u: torch.Tensor, v: torch.Tensor, n_iter: int,
+                              eps: float) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    params = _native.spectral_norm_power_iter_params(x.shape, n_iter, eps)
+    # From the caching allocator (a CUDA graph's pool under capture): the op itself allocates nothing.
+    elements = _native.spectral_norm_power_iter_workspace_elements(list(x.shape), params)
+    workspace = torch.empty(elements, dtype=torch.float32, device=x.device) if elements else None
+    outputs = _spectral_outputs(x, torch.empty)
+    _call("spectral_norm_power_iter", params, (x, u, v), (*outputs, workspace), x)
+    return outputs
+
+
+@_spectral_norm_power_iter.register_fake
+def _(x, u, v, n_iter, eps):
+    _native.spectral_norm_power_iter_workspace_elements(list(x.shape),
+                                                        _native.spectral_norm_power_iter_params(x.shape, n_iter, eps))
+    return _spectral_outputs(x, x.new_empty)
 
 
 @torch.library.custom_op("solops::layer_norm_with_stats", mutates_args=())
@@ -435,6 +460,18 @@ def weight_norm(v, g, dim=0):
     nn.utils.weight_norm stores it ([1, .., n, .., 1]). No eps (a zero slice gives inf/NaN, as
     PyTorch), deterministic, no autograd. Op: torch.ops.solops.weight_norm."""
     return torch.ops.solops.weight_norm(v, g, int(dim))
+
+
+def spectral_norm_power_iter(x, u, v, n_iter=1, eps=1e-12):
+    """The power method of torch.nn.utils.spectral_norm on the matrix W = x [O, I] (float32, float16 or
+    bfloat16, widened exactly; every step in float32): n_iter times v = normalize(W^T u), then
+    u = normalize(W v), with normalize(a) = a / max(||a||_2, eps); then sigma = u^T (W v) (spec 2.21).
+    u [O] and v [I] are float32 and left unchanged. Returns (sigma, u_out, v_out): float32, sigma 0-d;
+    n_iter = 0 gives sigma of the given u and v, returned as they are. Not W / sigma (that is
+    x / sigma). torch.nn.utils.parametrizations.spectral_norm updates u before v: its result is this op
+    on x.T (contiguous) with u and v swapped (docs/api.md). Deterministic, no autograd.
+    Op: torch.ops.solops.spectral_norm_power_iter."""
+    return torch.ops.solops.spectral_norm_power_iter(x, u, v, int(n_iter), float(eps))
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):

@@ -168,6 +168,13 @@ def weight_norm(v, g, dim=0):
                  (torch.empty_like(v), torch.empty(_native.weight_norm_slices(list(v.shape), dim))))
 
 
+def spectral_norm_power_iter(x, u, v, n_iter=1, eps=1e-12):
+    """(sigma, u_out, v_out), float32."""
+    outputs = tuple(torch.empty(shape, dtype=torch.float32) for shape in ((), x.shape[:1], x.shape[1:]))
+    return _norm("spectral_norm_power_iter", _native.spectral_norm_power_iter_params(x.shape, n_iter, eps), (x, u, v),
+                 outputs)
+
+
 def layer_norm_with_stats(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """(output, mean, rstd)."""
     return _norm("layer_norm_with_stats", _native.norm_params("layer_norm_with_stats", normalized_shape, eps),

@@ -19,6 +19,7 @@ solops_status fail(solops_status status, const char* message) {
 }
 
 // Runs body; returns SOLOPS_OK or the status of the solops::Error (or other exception) it threw.
+// A body that names its C function takes it from outside: within a lambda __func__ is "operator()".
 template <class Body>
 solops_status guarded(const char* function, Body&& body) {
   try {
@@ -136,6 +137,16 @@ solops::VectorNorm to_params(const solops_vector_norm_params* p, const char* fun
 solops::WeightNorm to_params(const solops_weight_norm_params* p, const char* function) {
   require_pointer(p, function, "params");
   return {p->dim};
+}
+
+solops::SpectralNormPowerIter to_params(const solops_spectral_norm_power_iter_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  if (p->normalized_rank < 0 || p->normalized_rank > SOLOPS_MAX_RANK) {
+    throw solops::Error(solops::Status::invalid_argument, std::string(function) + ": normalized_rank " +
+                                                              std::to_string(p->normalized_rank) +
+                                                              " is outside [0, 8]");
+  }
+  return {std::vector<int64_t>(p->normalized_shape, p->normalized_shape + p->normalized_rank), p->n_iter, p->eps};
 }
 
 std::optional<solops::RaggedSizes> to_ragged(const solops_ragged_sizes* ragged) {
@@ -531,10 +542,11 @@ solops_status solops_mean_pooling_output_shape(int32_t x_rank, const int64_t* x_
                                                const solops_mean_pooling_params* p,
                                                const solops_ragged_sizes* ragged, int32_t* out_rank,
                                                int64_t* out_shape) {
-  return guarded(__func__, [&] {
-    write_shape(solops::mean_pooling_output_shape(to_shape(x_rank, x_shape, __func__), to_params(p, __func__),
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    write_shape(solops::mean_pooling_output_shape(to_shape(x_rank, x_shape, function), to_params(p, function),
                                                   to_ragged(ragged)),
-                out_rank, out_shape, __func__);
+                out_rank, out_shape, function);
   });
 }
 
@@ -691,10 +703,11 @@ solops_status solops_adaptive_avg_pool2d_cost(int32_t x_rank, const int64_t* x_s
 solops_status solops_mean_pooling_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                        const solops_mean_pooling_params* p,
                                        const solops_ragged_sizes* ragged, solops_cost* out) {
-  return guarded(__func__, [&] {
-    write_cost(solops::mean_pooling_cost(to_shape(x_rank, x_shape, __func__), static_cast<solops::DType>(x_dtype),
-                                         to_params(p, __func__), to_ragged(ragged)),
-               out, __func__);
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    write_cost(solops::mean_pooling_cost(to_shape(x_rank, x_shape, function), static_cast<solops::DType>(x_dtype),
+                                         to_params(p, function), to_ragged(ragged)),
+               out, function);
   });
 }
 
@@ -912,10 +925,11 @@ solops_status solops_reference_qk_norm(const solops_tensor* q, const solops_tens
 
 solops_status solops_qk_norm_cost(int32_t q_rank, const int64_t* q_shape, int32_t k_rank, const int64_t* k_shape,
                                   int32_t dtype, const solops_norm_params* p, solops_cost* out) {
-  return guarded(__func__, [&] {
-    write_cost(solops::qk_norm_cost(to_shape(q_rank, q_shape, __func__), to_shape(k_rank, k_shape, __func__),
-                                    static_cast<solops::DType>(dtype), to_norm<solops::QKNorm>(p, __func__)),
-               out, __func__);
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    write_cost(solops::qk_norm_cost(to_shape(q_rank, q_shape, function), to_shape(k_rank, k_shape, function),
+                                    static_cast<solops::DType>(dtype), to_norm<solops::QKNorm>(p, function)),
+               out, function);
   });
 }
 
@@ -956,10 +970,11 @@ solops_status solops_vector_norm_workspace_elements(int32_t x_rank, const int64_
 
 solops_status solops_vector_norm(const solops_tensor* x, const solops_tensor* y, const solops_tensor* workspace,
                                  const solops_vector_norm_params* p, void* stream) {
-  return guarded(__func__, [&] {
-    const auto workspace_ref = optional_tensor(workspace, __func__, "workspace");
-    solops::vector_norm(to_tensor(x, __func__, "x"), to_tensor(y, __func__, "y"), optional_ref(workspace_ref),
-                        to_params(p, __func__), static_cast<cudaStream_t>(stream));
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+    solops::vector_norm(to_tensor(x, function, "x"), to_tensor(y, function, "y"), optional_ref(workspace_ref),
+                        to_params(p, function), static_cast<cudaStream_t>(stream));
   });
 }
 
@@ -981,26 +996,69 @@ solops_status solops_weight_norm_workspace_elements(int32_t v_rank, const int64_
 solops_status solops_weight_norm(const solops_tensor* v, const solops_tensor* g, const solops_tensor* y,
                                  const solops_tensor* norm, const solops_tensor* workspace,
                                  const solops_weight_norm_params* p, void* stream) {
-  return guarded(__func__, [&] {
-    const auto workspace_ref = optional_tensor(workspace, __func__, "workspace");
-    solops::weight_norm(to_tensor(v, __func__, "v"), to_tensor(g, __func__, "g"), to_tensor(y, __func__, "y"),
-                        to_tensor(norm, __func__, "norm"), optional_ref(workspace_ref), to_params(p, __func__),
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+    solops::weight_norm(to_tensor(v, function, "v"), to_tensor(g, function, "g"), to_tensor(y, function, "y"),
+                        to_tensor(norm, function, "norm"), optional_ref(workspace_ref), to_params(p, function),
                         static_cast<cudaStream_t>(stream));
   });
 }
 
 solops_status solops_reference_weight_norm(const solops_tensor* v, const solops_tensor* g, const solops_tensor* y,
                                            const solops_tensor* norm, const solops_weight_norm_params* p) {
-  return guarded(__func__, [&] {
-    solops::reference::weight_norm(to_tensor(v, __func__, "v"), to_tensor(g, __func__, "g"),
-                                   to_tensor(y, __func__, "y"), to_tensor(norm, __func__, "norm"),
-                                   to_params(p, __func__));
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    solops::reference::weight_norm(to_tensor(v, function, "v"), to_tensor(g, function, "g"),
+                                   to_tensor(y, function, "y"), to_tensor(norm, function, "norm"),
+                                   to_params(p, function));
   });
 }
 
 solops_status solops_weight_norm_cost(int32_t v_rank, const int64_t* v_shape, int32_t v_dtype,
                                       const solops_weight_norm_params* p, solops_cost* out) {
   return cost(__func__, solops::weight_norm_cost, v_rank, v_shape, v_dtype, p, out);
+}
+
+solops_status solops_spectral_norm_power_iter_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                                 const solops_spectral_norm_power_iter_params* p,
+                                                                 int64_t* elements) {
+  return workspace_elements(__func__, solops::spectral_norm_power_iter_workspace_elements, x_rank, x_shape, p,
+                            elements);
+}
+
+solops_status solops_spectral_norm_power_iter(const solops_tensor* x, const solops_tensor* u, const solops_tensor* v,
+                                              const solops_tensor* sigma, const solops_tensor* u_out,
+                                              const solops_tensor* v_out, const solops_tensor* workspace,
+                                              const solops_spectral_norm_power_iter_params* p, void* stream) {
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+    solops::spectral_norm_power_iter(to_tensor(x, function, "x"), to_tensor(u, function, "u"),
+                                     to_tensor(v, function, "v"), to_tensor(sigma, function, "sigma"),
+                                     to_tensor(u_out, function, "u_out"), to_tensor(v_out, function, "v_out"),
+                                     optional_ref(workspace_ref), to_params(p, function),
+                                     static_cast<cudaStream_t>(stream));
+  });
+}
+
+solops_status solops_reference_spectral_norm_power_iter(const solops_tensor* x, const solops_tensor* u,
+                                                        const solops_tensor* v, const solops_tensor* sigma,
+                                                        const solops_tensor* u_out, const solops_tensor* v_out,
+                                                        const solops_spectral_norm_power_iter_params* p) {
+  const char* const function = __func__;
+  return guarded(function, [&] {
+    solops::reference::spectral_norm_power_iter(to_tensor(x, function, "x"), to_tensor(u, function, "u"),
+                                                to_tensor(v, function, "v"), to_tensor(sigma, function, "sigma"),
+                                                to_tensor(u_out, function, "u_out"),
+                                                to_tensor(v_out, function, "v_out"), to_params(p, function));
+  });
+}
+
+solops_status solops_spectral_norm_power_iter_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                                   const solops_spectral_norm_power_iter_params* p,
+                                                   solops_cost* out) {
+  return cost(__func__, solops::spectral_norm_power_iter_cost, x_rank, x_shape, x_dtype, p, out);
 }
 
 solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_backward_params* p,

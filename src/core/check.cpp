@@ -93,4 +93,28 @@ void check_tensor(Placement placement, std::string_view op, std::string_view nam
   }
 }
 
+void check_outputs_apart(std::string_view op, std::span<const NamedTensor> outputs,
+                         std::span<const NamedTensor> tensors) {
+  for (const auto& [out_name, out] : outputs) {
+    if (!out) continue;
+    for (const auto& [name, tensor] : tensors) {
+      if (tensor && name != out_name) check_no_overlap(op, name, *tensor, out_name, *out);
+    }
+  }
+}
+
+void check_workspace(std::string_view op, Placement placement, int64_t needed, const TensorRef* workspace,
+                     std::initializer_list<NamedTensor> others, std::string_view sizing) {
+  if (!workspace) {
+    require(needed == 0 || placement == Placement::host, op, "workspace is null but this call needs ", needed,
+            " f32 elements (", sizing, ")");
+    return;
+  }
+  check_tensor(placement, op, "workspace", *workspace);
+  check_dtype(op, "workspace", *workspace, DType::f32);
+  require(workspace->numel() >= needed, op, "workspace has ", workspace->numel(), " elements, fewer than the ", needed,
+          " this call needs (", sizing, ")");
+  for (const NamedTensor& other : others) check_no_overlap(op, other.name, *other.tensor, "workspace", *workspace);
+}
+
 }  // namespace solops::detail

@@ -4,6 +4,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <initializer_list>
 #include <span>
 #include <sstream>
 #include <string>
@@ -54,5 +55,22 @@ void check_no_overlap(std::string_view op, std::string_view a_name, const Tensor
 void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t);
 // check_device_tensor or check_host_tensor, as the placement says.
 void check_tensor(Placement placement, std::string_view op, std::string_view name, const TensorRef& t);
+
+// A tensor of a call, with the name its messages use; null where the call leaves it out.
+struct NamedTensor {
+  std::string_view name;
+  const TensorRef* tensor;
+};
+
+// No output shares a byte with any other tensor of the call (absent ones are null; an output
+// listed among `tensors` is skipped against itself, by name).
+void check_outputs_apart(std::string_view op, std::span<const NamedTensor> outputs,
+                         std::span<const NamedTensor> tensors);
+
+// A caller's f32 scratch: when given, a tensor of at least `needed` elements apart from every other
+// tensor of the call; null only when none are needed (or on the host, where the references need
+// none). `sizing` names the public function that tells the caller `needed`.
+void check_workspace(std::string_view op, Placement placement, int64_t needed, const TensorRef* workspace,
+                     std::initializer_list<NamedTensor> others, std::string_view sizing);
 
 }  // namespace solops::detail

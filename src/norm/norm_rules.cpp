@@ -72,19 +72,6 @@ struct TensorChecks {
   }
 };
 
-using NamedTensor = std::pair<std::string_view, const TensorRef*>;
-
-// No output shares a byte with any other tensor of the call (absent ones are null).
-void check_outputs_apart(std::string_view op, std::span<const NamedTensor> outputs,
-                         std::span<const NamedTensor> tensors) {
-  for (const auto& [out_name, out] : outputs) {
-    if (!out) continue;
-    for (const auto& [name, tensor] : tensors) {
-      if (tensor && name != out_name) check_no_overlap(op, name, *tensor, out_name, *out);
-    }
-  }
-}
-
 // The fused add-norms' aliasing rule: `out` may be the very tensor `in` where may_be_in (the
 // in-place form), and otherwise shares no byte with it.
 void check_fused_output(std::string_view op, std::string_view out_name, const TensorRef& out,

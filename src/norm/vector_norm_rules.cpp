@@ -1,7 +1,6 @@
 // L1NormFwd, L2NormFwd and WeightNormFwd: the dims rules, the reduction plan, the validation of a
 // call, the cost models and the entry points.
 #include <algorithm>
-#include <initializer_list>
 
 #include "norm/vector_norm.hpp"
 
@@ -16,28 +15,6 @@ constexpr int64_t kTargetBlocks = 1024;
 constexpr int64_t kMinChunk = 8192;
 
 int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-struct Named {
-  std::string_view name;
-  const TensorRef* tensor;
-};
-
-// The workspace, when given, an f32 tensor of at least the plan's elements apart from every tensor
-// of the call; null only when none are needed (or on the host, where the references need none).
-void check_workspace(std::string_view op, Placement placement, const ReductionPlan& plan, const TensorRef* workspace,
-                     std::initializer_list<Named> others, std::string_view sizing) {
-  const int64_t needed = plan.workspace_elements();
-  if (!workspace) {
-    require(needed == 0 || placement == Placement::host, op, "workspace is null but this call needs ", needed,
-            " f32 elements (", sizing, ")");
-    return;
-  }
-  check_tensor(placement, op, "workspace", *workspace);
-  check_dtype(op, "workspace", *workspace, DType::f32);
-  require(workspace->numel() >= needed, op, "workspace has ", workspace->numel(), " elements, fewer than the ", needed,
-          " this call needs (", sizing, ")");
-  for (const Named& other : others) check_no_overlap(op, other.name, *other.tensor, "workspace", *workspace);
-}
 
 }  // namespace
 
@@ -99,7 +76,8 @@ ReductionPlan validate_vector_norm(std::string_view op, Placement placement, con
   check_dtype(op, "output", y, x.dtype);
   check_shape(op, "output", y, plan.output_shape);
   check_no_overlap(op, "x", x, "output", y);
-  check_workspace(op, placement, plan, workspace, {{"x", &x}, {"output", &y}}, "vector_norm_workspace_elements");
+  check_workspace(op, placement, plan.workspace_elements(), workspace, {{"x", &x}, {"output", &y}},
+                  "vector_norm_workspace_elements");
   return plan;
 }
 
@@ -149,13 +127,13 @@ WeightNormPlan validate_weight_norm(std::string_view op, Placement placement, co
   check_tensor(placement, op, "norm", norm);
   check_dtype(op, "norm", norm, DType::f32);
   check_shape(op, "norm", norm, std::vector<int64_t>{plan.slices});
-  for (const Named& input : {Named{"v", &v}, Named{"g", &g}}) {
+  for (const NamedTensor& input : {NamedTensor{"v", &v}, NamedTensor{"g", &g}}) {
     check_no_overlap(op, input.name, *input.tensor, "output", y);
     check_no_overlap(op, input.name, *input.tensor, "norm", norm);
   }
   check_no_overlap(op, "output", y, "norm", norm);
-  check_workspace(op, placement, plan.norms, workspace, {{"v", &v}, {"g", &g}, {"output", &y}, {"norm", &norm}},
-                  "weight_norm_workspace_elements");
+  check_workspace(op, placement, plan.norms.workspace_elements(), workspace,
+                  {{"v", &v}, {"g", &g}, {"output", &y}, {"norm", &norm}}, "weight_norm_workspace_elements");
   return plan;
 }
 

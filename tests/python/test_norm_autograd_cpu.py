@@ -1,5 +1,6 @@
 """The autograd wiring of solops.rms_norm and solops.layer_norm without a GPU: the training-forward
-and backward ops (and group_rms_norm, vector_norm, weight_norm) get the CPU references as their CPU kernels, so that autograd,
+and backward ops (and group_rms_norm, vector_norm, weight_norm, spectral_norm_power_iter) get the CPU
+references as their CPU kernels, so that autograd,
 the fakes and torch.compile run the same registrations as on CUDA and the gradients can be compared
 with PyTorch's. The CUDA kernels themselves are tested in test_norm_torch.py and the GPU tests.
 Needs PyTorch and the built libsolops.so; skips loudly without PyTorch."""
@@ -15,7 +16,7 @@ from solops import reference  # noqa: E402
 
 # The references take the ops' arguments in the same order.
 for _name in ("rms_norm_with_stats", "layer_norm_with_stats", "rms_norm_backward", "layer_norm_backward",
-              "group_rms_norm", "vector_norm", "weight_norm"):
+              "group_rms_norm", "vector_norm", "weight_norm", "spectral_norm_power_iter"):
     torch.library.register_kernel(f"solops::{_name}", "cpu", getattr(reference, _name))
 
 CASES = [((3, 5, 7), (7,)), ((4, 6, 8), (6, 8)), ((1, 33), (33,))]
@@ -111,6 +112,34 @@ def test_weight_norm_registration_on_the_cpu_reference(shape, dim):
     (lambda: solops.weight_norm(torch.randn(3, 4), torch.randn(3).half(), 0), "g: dtype f16 must be f32"),
 ])
 def test_weight_norm_bad_input_gives_a_clear_error(call, fragment):
+    with pytest.raises(solops.SolopsError) as error:
+        call()
+    assert fragment in str(error.value)
+
+
+@pytest.mark.parametrize("shape, n_iter", [((5, 7), 1), ((7, 5), 3), ((1, 9), 0), ((0, 4), 1)])
+def test_spectral_norm_power_iter_registration_on_the_cpu_reference(shape, n_iter):
+    # The fake (the library's shape rule) meets torch.compile; the values are torch.nn.utils.spectral_norm's
+    # power method and sigma in float64.
+    generator = torch.Generator().manual_seed(0)
+    x, u, v = (torch.randn(size, generator=generator) for size in (shape, shape[:1], shape[1:]))
+    torch.library.opcheck(torch.ops.solops.spectral_norm_power_iter.default, (x, u, v, n_iter, 1e-12))
+    got = torch.compile(solops.spectral_norm_power_iter, fullgraph=True, backend="aot_eager")(x, u, v, n_iter)
+    w, want_u, want_v = x.double(), u.double(), v.double()
+    for _ in range(n_iter):
+        want_v = F.normalize(torch.mv(w.t(), want_u), dim=0, eps=1e-12)
+        want_u = F.normalize(torch.mv(w, want_v), dim=0, eps=1e-12)
+    for g, want in zip(got, (torch.vdot(want_u, torch.mv(w, want_v)), want_u, want_v)):
+        torch.testing.assert_close(g, want.float())
+
+
+@pytest.mark.parametrize("call, fragment", [
+    (lambda: solops.spectral_norm_power_iter(torch.randn(8), torch.randn(8), torch.randn(8)), "x [8] must have rank 2"),
+    (lambda: solops.spectral_norm_power_iter(torch.randn(3, 4), torch.randn(3), torch.randn(4), -1), "n_iter = -1"),
+    (lambda: solops.spectral_norm_power_iter(torch.randn(3, 4), torch.randn(4), torch.randn(4)),
+     "u: shape [4] must be [3]"),
+])
+def test_spectral_norm_power_iter_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:
         call()
     assert fragment in str(error.value)

@@ -2,7 +2,9 @@
 and to the usual formulas (Gemma, fused add-norms, QK-norm as two F.rms_norm, AdaLayerNorm, the
 quantizing norms' norm-amax-scale-cast, GroupRMSNorm's per-vector rstd and [G, D] weight), the
 vector norms equal to torch.linalg.vector_norm (spec 2.22, 2.23), WeightNorm equal to
-torch._weight_norm for dim in [0, ndim) and dim -1 (the whole tensor; spec 2.20, 6.7), the fused
+torch._weight_norm for dim in [0, ndim) and dim -1 (the whole tensor; spec 2.20, 6.7),
+spectral_norm_power_iter equal to the spec's formula and to torch.nn.utils.spectral_norm (and, on
+the transposed matrix, to torch.nn.utils.parametrizations.spectral_norm; spec 2.21), the fused
 ops' in-place form, traced by torch.compile(fullgraph=True), captured and replayed in CUDA graphs,
 clear errors on bad input; and
 rms_norm / layer_norm as autograd ops whose gradients equal PyTorch's (spec 2.13, 2.14), forward and
@@ -294,6 +296,116 @@ def test_weight_norm_under_torch_compile_and_in_a_cuda_graph():
     torch.testing.assert_close(static_norm, v.float().norm().reshape(1), rtol=1e-5, atol=0)
 
 
+def spectral_formula(x, u, v, n_iter, eps=1e-12):
+    """Spec 2.21: torch.nn.utils.spectral_norm's power method and sigma on W widened to f32."""
+    w = x.float()
+    for _ in range(n_iter):
+        v = F.normalize(torch.mv(w.t(), u), dim=0, eps=eps)
+        u = F.normalize(torch.mv(w, v), dim=0, eps=eps)
+    return torch.vdot(u, torch.mv(w, v)), u, v
+
+
+def close_spectral(got, want):
+    """Spec 2.21: sigma to rtol 1e-4; u_out and v_out to atol 1e-5, rtol 1e-4."""
+    assert all(t.dtype == torch.float32 for t in got) and got[0].dim() == 0
+    torch.testing.assert_close(got[0], want[0], rtol=1e-4, atol=0, equal_nan=True)
+    for g, w in zip(got[1:], want[1:]):
+        torch.testing.assert_close(g, w, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+def spectral_inputs(shape, dtype):
+    """x of dtype, u and v f32, from three seeds."""
+    return (random_input(shape, dtype), random_input(shape[:1], torch.float32, 1),
+            random_input(shape[1:], torch.float32, 2))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("n_iter", [0, 1, 3])
+@pytest.mark.parametrize("shape", [
+    (2048, 4096),  # the catalogue's shapes: W^T u split over row chunks
+    (1, 16384),  # decode
+    (7, 5121),  # odd columns: one element a load
+    (1000, 3),
+    (1, 1),
+    (0, 5),  # empty dims as PyTorch: sigma 0, the other vector normalized zeros
+    (5, 0),
+])
+def test_spectral_norm_power_iter_equals_the_pytorch_formula(shape, n_iter, dtype):
+    x, u, v = spectral_inputs(shape, dtype)
+    u_before, v_before = u.clone(), v.clone()
+    close_spectral(solops.spectral_norm_power_iter(x, u, v, n_iter), spectral_formula(x, u, v, n_iter))
+    assert torch.equal(u, u_before) and torch.equal(v, v_before)
+
+
+def test_spectral_norm_power_iter_eps_nan_and_unaligned():
+    x, u, v = spectral_inputs((64, 1000), torch.float16)
+    zeros = torch.zeros_like(x)
+    close_spectral(solops.spectral_norm_power_iter(zeros, u, v), spectral_formula(zeros, u, v, 1))
+    close_spectral(solops.spectral_norm_power_iter(zeros, u, v, eps=0.0), spectral_formula(zeros, u, v, 1, 0.0))
+    x[3, 5] = float("nan")
+    sigma, u_out, v_out = solops.spectral_norm_power_iter(x, u, v)
+    assert torch.isnan(sigma) and torch.isnan(u_out).all() and torch.isnan(v_out).all()
+    x[3, 5] = 0
+    unaligned = torch.empty(64 * 1000 + 1, dtype=torch.float16, device="cuda")[1:].view(64, 1000)
+    unaligned.copy_(x)
+    close_spectral(solops.spectral_norm_power_iter(unaligned, u, v, 2), spectral_formula(x, u, v, 2))
+
+
+@pytest.mark.parametrize("n_iter", [1, 2])
+def test_spectral_norm_power_iter_is_torch_nn_utils_spectral_norm(n_iter):
+    x, u, v = spectral_inputs((64, 300), torch.float32)
+    u, v = F.normalize(u, dim=0), F.normalize(v, dim=0)
+    linear = torch.nn.Linear(300, 64, bias=False, device="cuda")
+    with torch.no_grad():
+        linear.weight.copy_(x)
+    torch.nn.utils.spectral_norm(linear, n_power_iterations=n_iter)
+    with torch.no_grad():
+        linear.weight_u.copy_(u)
+        linear.weight_v.copy_(v)
+    linear(torch.zeros(1, 300, device="cuda"))  # training mode: the pre-forward hook runs the power method
+    sigma, u_out, v_out = solops.spectral_norm_power_iter(x, u, v, n_iter)
+    for got, want in ((u_out, linear.weight_u), (v_out, linear.weight_v), (x / sigma, linear.weight.detach())):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_transposed_call_is_parametrizations_spectral_norm():
+    # The parametrization updates u = normalize(W v) first, then v = normalize(W^T u): the op's step on
+    # W^T with the roles of u and v swapped; sigma = u^T W v = v^T W^T u.
+    x, u, v = spectral_inputs((64, 300), torch.float32)
+    linear = torch.nn.Linear(300, 64, bias=False, device="cuda")
+    with torch.no_grad():
+        linear.weight.copy_(x)
+    torch.nn.utils.parametrizations.spectral_norm(linear, n_power_iterations=2)
+    parametrization = linear.parametrizations.weight[0]
+    with torch.no_grad():
+        parametrization._u.copy_(F.normalize(u, dim=0))
+        parametrization._v.copy_(F.normalize(v, dim=0))
+    u, v = parametrization._u.clone(), parametrization._v.clone()
+    weight = linear.weight  # training mode: runs the power method, then W / sigma
+    sigma, v_out, u_out = solops.spectral_norm_power_iter(x.t().contiguous(), v, u, 2)
+    for got, want in ((u_out, parametrization._u), (v_out, parametrization._v), (x / sigma, weight.detach())):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5)
+
+
+def test_spectral_norm_power_iter_under_torch_compile_and_in_a_cuda_graph():
+    x, u, v = spectral_inputs((2048, 4096), torch.bfloat16)
+    compiled = torch.compile(lambda x, u, v: solops.spectral_norm_power_iter(x, u, v, 2), fullgraph=True)
+    for got, want in zip(compiled(x, u, v), solops.spectral_norm_power_iter(x, u, v, 2)):
+        torch.testing.assert_close(got, want, rtol=0, atol=0)  # deterministic: the same bits
+    solops.spectral_norm_power_iter(x, u, v)  # warm up outside the capture
+    graph = torch.cuda.CUDAGraph()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        with torch.cuda.graph(graph):
+            static = solops.spectral_norm_power_iter(x, u, v)  # workspace from the graph's pool
+    torch.cuda.current_stream().wait_stream(stream)
+    x.copy_(random_input(x.shape, x.dtype, 7))
+    graph.replay()
+    torch.cuda.synchronize()
+    close_spectral(static, spectral_formula(x, u, v, 1))
+
+
 def test_quant_nan_poisons_its_rows_scale_and_codes():
     x = random_input((4, 4096), torch.bfloat16)
     x[1, 17] = float("nan")
@@ -338,7 +450,8 @@ def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype)
 def test_ops_are_registered_with_torch():
     for name in ("rms_norm", "layer_norm", "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_",
                  "fused_add_layer_norm", "fused_add_layer_norm_", "rms_norm_quant", "layer_norm_quant",
-                 "ada_layer_norm", "qk_norm", "group_rms_norm", "vector_norm", "weight_norm"):
+                 "ada_layer_norm", "qk_norm", "group_rms_norm", "vector_norm", "weight_norm",
+                 "spectral_norm_power_iter"):
         assert hasattr(torch.ops.solops, name)
 
 
@@ -478,6 +591,17 @@ def overlapping_halves():
     (lambda: solops.weight_norm(cuda(3, 8), cuda(3, dtype=torch.float16)), "g: dtype f16 must be f32"),
     (lambda: solops.weight_norm(cuda(3, 16)[:, ::2], cuda(3)), "v must be contiguous"),
     (lambda: solops.weight_norm(torch.randn(3, 8), torch.randn(3)), "must be a CUDA tensor"),
+    (lambda: solops.spectral_norm_power_iter(cuda(8), cuda(8), cuda(8)),
+     "spectral_norm_power_iter: x [8] must have rank 2: the matrix W [O, I]"),
+    (lambda: solops.spectral_norm_power_iter(cuda(3, 8), cuda(3), cuda(8), n_iter=-1), "n_iter = -1 must be >= 0"),
+    (lambda: solops.spectral_norm_power_iter(cuda(3, 8), cuda(3), cuda(8), eps=float("nan")),
+     "eps = nan must be >= 0 and not NaN"),
+    (lambda: solops.spectral_norm_power_iter(cuda(3, 8), cuda(8), cuda(8)), "u: shape [8] must be [3]"),
+    (lambda: solops.spectral_norm_power_iter(cuda(3, 8), cuda(3), cuda(8, dtype=torch.float16)),
+     "v: dtype f16 must be f32"),
+    (lambda: solops.spectral_norm_power_iter(cuda(3, 16)[:, ::2], cuda(3), cuda(8)), "x must be contiguous"),
+    (lambda: solops.spectral_norm_power_iter(torch.randn(3, 8), torch.randn(3), torch.randn(8)),
+     "must be a CUDA tensor"),
 ])
 def test_bad_input_gives_a_clear_error(call, fragment):
     with pytest.raises(solops.SolopsError) as error:

@@ -7,7 +7,10 @@ alternatives torch.linalg.vector_norm on the f32 upcast, as the spec's reference
 torch.compile; tolerance fp32 1e-5, fp16/bf16 1e-2), and WeightNormFwd (spec 2.20: v = x, dim 0, g of
 [M]; alternatives torch._weight_norm_interface with g as PyTorch stores it, [M, 1], the spec's
 reference, and its torch.compile; tolerance output fp32 1e-5, fp16 1e-3, bf16 1.6e-2, norm rtol
-1e-5).
+1e-5), and SpectralNormPowerIterFwd (spec 2.21: W = x, u [O] and v [I] random normal f32 from the fixed
+seed, n_iter 1 and eps 1e-12 unless the row gives them; alternatives the spec's formula, that is
+torch.nn.utils.spectral_norm's power method and sigma, on x widened to f32 (F.normalize of torch.mv,
+torch.vdot), and its torch.compile; tolerance sigma rtol 1e-4, u_out and v_out atol 1e-5, rtol 1e-4).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
@@ -74,7 +77,7 @@ BACKWARD_OPS = {
 REDUCTION_OPS = {"L1NormFwd": 1, "L2NormFwd": 2}  # the vector norm's ord
 REDUCTION_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float32: 1e-5}
 WEIGHT_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
-OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS) + ("WeightNormFwd",)
+OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS) + ("WeightNormFwd", "SpectralNormPowerIterFwd")
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -289,6 +292,42 @@ def build_weight_norm_case(op_name: str, row: dict, alternatives: list[str], sha
                         check_with_rstd(WEIGHT_NORM_TOLERANCE[dtype]), impls)
 
 
+def check_spectral_norm(actual, expected):
+    """Spec 2.21: sigma to rtol 1e-4; u_out and v_out to atol 1e-5, rtol 1e-4."""
+    torch.testing.assert_close(actual[0], expected[0], rtol=1e-4, atol=0, equal_nan=True)
+    for got, want in zip(actual[1:], expected[1:]):
+        torch.testing.assert_close(got, want, rtol=1e-4, atol=1e-5, equal_nan=True)
+
+
+def torch_spectral_norm(n_iter: int, eps: float):
+    """The spec's formula: torch.nn.utils.spectral_norm's power method and sigma on W widened to f32."""
+    def power_method(x, u, v):
+        w = x.float()
+        for _ in range(n_iter):
+            v = F.normalize(torch.mv(w.t(), u), dim=0, eps=eps)
+            u = F.normalize(torch.mv(w, v), dim=0, eps=eps)
+        return torch.vdot(u, torch.mv(w, v)), u, v
+    return power_method
+
+
+def build_spectral_norm_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
+        raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
+    n_iter, eps = row["params"].get("n_iter", 1), row["params"].get("eps", 1e-12)
+    cpu = (random_tensor(shape, dtype, 0), random_tensor(shape[:1], torch.float32, 1),
+           random_tensor(shape[1:], torch.float32, 2))
+    inputs = tuple(t.cuda() for t in cpu)
+    impls = [Impl("solops", partial(solops.spectral_norm_power_iter, *inputs, n_iter, eps))]
+    for name in alternatives:
+        if name not in ("torch", "torch-compile"):
+            raise ValueError(f"unknown alternative {name}")
+        function = torch_spectral_norm(n_iter, eps)
+        impls.append(Impl(name, partial(function if name == "torch" else run.compile_for_benchmark(function), *inputs)))
+    return run.row_case(op_name, row, solops.cost.spectral_norm_power_iter(shape, dtype, n_iter, eps), RATE_KIND,
+                        partial(solops.reference.spectral_norm_power_iter, *cpu, n_iter, eps), check_spectral_norm,
+                        impls)
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["x"]
@@ -296,6 +335,8 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         return build_reduction_case(op_name, row, alternatives, shape, dtype)
     if op_name == "WeightNormFwd":
         return build_weight_norm_case(op_name, row, alternatives, shape, dtype)
+    if op_name == "SpectralNormPowerIterFwd":
+        return build_spectral_norm_case(op_name, row, alternatives, shape, dtype)
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
     if op_name in BACKWARD_OPS:

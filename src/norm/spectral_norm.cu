@@ -1,0 +1,224 @@
+// SpectralNormPowerIterFwd kernels. An iteration is two dependent GEMVs, each followed by the norm of
+// its result, so it runs as a chain of kernels on the caller's stream:
+//   W^T u  a block takes a tile of columns (32 lanes of kVec adjacent columns: one 16-byte load of a
+//          row where W's rows are 16-byte aligned, one element otherwise) and a chunk of rows, its 8
+//          warps every 8th row of the chunk; a lane sums its columns in f32 in row order, then the
+//          warps' sums are added in warp order. One chunk writes v_out; more write f32 partials to
+//          the workspace, which a second kernel adds in chunk order.
+//   v      v_out / max(||v_out||, eps) in place: one block of 1024 threads (the vector has I
+//          elements where W has O·I), the squares summed in a fixed order.
+//   W v    one block a row, 16-byte loads of W and of v, f32 sums in a fixed order, into u_out.
+//   u      as v, in u_out. The last iteration also takes sigma = u^T (W v) in the same pass: u_out
+//          still holds W v of the final v, so sigma needs no third GEMV.
+// n_iter = 0 writes W v into u_out, takes sigma = u^T (W v) from it, then copies u and v out.
+// Nothing is atomic and every launch shape follows from the shape and the pointers' alignment, so
+// a call gives the same bits on every run.
+#include <algorithm>
+#include <climits>
+
+#include "norm/row_norm.cuh"
+#include "norm/spectral_norm.hpp"
+
+namespace solops::detail::spectral_norm_kernels {
+
+using row_norm::kVectorBytes;
+using row_norm::kWarp;
+using row_norm::nan_max;
+using row_norm::Pack;
+using row_norm::row_sum;
+using row_norm::unpack;
+
+constexpr int kColumnWarps = 8;
+constexpr int kColumnThreads = kColumnWarps * kWarp;
+constexpr int kRowThreads = 256;
+constexpr int kVectorThreads = 1024;
+// W v's grid: 16 blocks an SM fill the device; more rows are walked grid-stride.
+constexpr int64_t kRowBlocksPerMultiprocessor = 16;
+
+struct Matrix {
+  int64_t rows;
+  int cols;
+};
+
+// out[blockIdx.y * cols + c] = sum over the rows r of chunk blockIdx.y of w[r, c] * u[r].
+template <class T, int kVec>
+__global__ void __launch_bounds__(kColumnThreads)
+    column_sums(const T* __restrict__ w, const float* __restrict__ u, float* __restrict__ out, const Matrix m,
+                int64_t chunk_rows) {
+  constexpr int kTile = kWarp * kVec;
+  __shared__ float warp_sums[kColumnWarps][kTile];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  const int64_t tile_first = int64_t{blockIdx.x} * kTile, first_col = tile_first + lane * kVec;
+  const int64_t begin = int64_t{blockIdx.y} * chunk_rows, end = ::min(begin + chunk_rows, m.rows);
+  float sums[kVec] = {};
+  // With kVec > 1, cols is a multiple of kVec: a vector that starts inside the row ends inside it.
+  if (first_col < m.cols) {
+#pragma unroll 4
+    for (int64_t row = begin + warp; row < end; row += kColumnWarps) {
+      const float weight = __ldg(u + row);
+      float values[kVec];
+      unpack<T, kVec>(__ldg(reinterpret_cast<const Pack<T, kVec>*>(w + row * m.cols + first_col)), values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sums[e] += values[e] * weight;
+    }
+  }
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) warp_sums[warp][lane * kVec + e] = sums[e];
+  __syncthreads();
+  for (int c = threadIdx.x; c < kTile && tile_first + c < m.cols; c += kColumnThreads) {
+    float total = 0;
+    for (int k = 0; k < kColumnWarps; ++k) total += warp_sums[k][c];
+    out[int64_t{blockIdx.y} * m.cols + tile_first + c] = total;
+  }
+}
+
+// out[c] = the sum of the chunks' partials of column c, in chunk order.
+__global__ void __launch_bounds__(kRowThreads)
+    add_chunks(const float* __restrict__ partial, float* __restrict__ out, const Matrix m, int64_t chunks) {
+  for (int64_t c = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; c < m.cols; c += int64_t{gridDim.x} * blockDim.x) {
+    float total = 0;
+    for (int64_t k = 0; k < chunks; ++k) total += partial[k * m.cols + c];
+    out[c] = total;
+  }
+}
+
+// kVec floats of v from `at`: one or two 16-byte loads (16-byte aligned `at`), or one element.
+template <int kVec>
+__device__ __forceinline__ void load_floats(const float* at, float (&values)[kVec]) {
+  if constexpr (kVec == 1) {
+    values[0] = __ldg(at);
+  } else {
+#pragma unroll
+    for (int q = 0; q < kVec / 4; ++q) {
+      const float4 four = __ldg(reinterpret_cast<const float4*>(at) + q);
+      values[4 * q] = four.x;
+      values[4 * q + 1] = four.y;
+      values[4 * q + 2] = four.z;
+      values[4 * q + 3] = four.w;
+    }
+  }
+}
+
+// out[r] = sum over c of w[r, c] * v[c], one block a row.
+template <class T, int kVec>
+__global__ void __launch_bounds__(kRowThreads)
+    row_dots(const T* __restrict__ w, const float* __restrict__ v, float* __restrict__ out, const Matrix m) {
+  __shared__ float warp_sums[kRowThreads / kWarp];
+  const int vectors = m.cols / kVec;
+  for (int64_t row = blockIdx.x; row < m.rows; row += gridDim.x) {
+    const auto* w_row = reinterpret_cast<const Pack<T, kVec>*>(w + row * m.cols);
+    float sum = 0;
+    for (int j = threadIdx.x; j < vectors; j += blockDim.x) {
+      float values[kVec], right[kVec];
+      unpack<T, kVec>(__ldg(w_row + j), values);
+      load_floats<kVec>(v + j * kVec, right);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += values[e] * right[e];
+    }
+    sum = row_sum(sum, warp_sums);
+    if (threadIdx.x == 0) out[row] = sum;
+  }
+}
+
+// a = a / max(||a||, eps) in place; a NaN norm spreads to every element, as F.normalize's clamp_min
+// keeps it (fmaxf would drop it). Where sigma is given, also sigma = sum of a_new * a_old.
+__global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n, float eps, float* sigma) {
+  __shared__ float warp_sums[kVectorThreads / kWarp];
+  float squares = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) squares += a[i] * a[i];
+  const float divisor = nan_max(sqrtf(row_sum(squares, warp_sums)), eps);
+  float dot = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    const float value = a[i], unit = value / divisor;
+    a[i] = unit;
+    dot += unit * value;
+  }
+  if (sigma) {
+    dot = row_sum(dot, warp_sums);
+    if (threadIdx.x == 0) *sigma = dot;
+  }
+}
+
+// out = sum of a[i] * b[i], in a fixed order.
+__global__ void __launch_bounds__(kVectorThreads)
+    dot(const float* __restrict__ a, const float* __restrict__ b, int64_t n, float* __restrict__ out) {
+  __shared__ float warp_sums[kVectorThreads / kWarp];
+  float sum = 0;
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += a[i] * b[i];
+  sum = row_sum(sum, warp_sums);
+  if (threadIdx.x == 0) *out = sum;
+}
+
+int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, INT_MAX)); }
+
+// Whole warps with about four vectors each, at most kRowThreads.
+int row_threads(int64_t vectors) {
+  return static_cast<int>(std::clamp<int64_t>(ceil_div(vectors, 4 * kWarp), 1, kRowThreads / kWarp) * kWarp);
+}
+
+bool aligned(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0; }
+
+void copy(std::string_view op, float* to, const float* from, int64_t elements, cudaStream_t stream) {
+  if (elements == 0) return;
+  check_cuda(cudaMemcpyAsync(to, from, static_cast<size_t>(elements) * sizeof(float), cudaMemcpyDeviceToDevice,
+                             stream),
+             op, "cudaMemcpyAsync");
+}
+
+template <class T>
+void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTensors& t, cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  const auto* w = static_cast<const T*>(t.x.data);
+  const auto* u = static_cast<const float*>(t.u.data);
+  const auto* v = static_cast<const float*>(t.v.data);
+  auto* const sigma = static_cast<float*>(t.sigma.data);
+  auto* const u_out = static_cast<float*>(t.u_out.data);
+  auto* const v_out = static_cast<float*>(t.v_out.data);
+  float* const partial = t.workspace ? static_cast<float*>(t.workspace->data) : nullptr;
+  const Matrix m{plan.rows, static_cast<int>(plan.cols)};
+  const auto eps = static_cast<float>(plan.eps);
+  // The v that W v reads: the given one for n_iter = 0, else v_out.
+  const float* const right = plan.n_iter > 0 ? v_out : v;
+  const int64_t row_blocks = std::min(plan.rows, kRowBlocksPerMultiprocessor * multiprocessor_count(t.x.device));
+  const auto launch = [&]<int kWidth>() {
+    const auto w_times = [&](const float* vector, float* product) {
+      row_dots<T, kWidth><<<grid_for(row_blocks), row_threads(plan.cols / kWidth), 0, stream>>>(w, vector, product, m);
+    };
+    if (plan.n_iter == 0) {
+      w_times(v, u_out);  // W v, held in u_out until sigma is taken
+      dot<<<1, kVectorThreads, 0, stream>>>(u, u_out, plan.rows, sigma);
+      copy(op, u_out, u, plan.rows, stream);
+      copy(op, v_out, v, plan.cols, stream);
+      return;
+    }
+    const dim3 blocks(grid_for(ceil_div(plan.cols, kWarp * kWidth)), static_cast<unsigned>(plan.row_chunks));
+    const bool split = plan.row_chunks > 1;
+    for (int64_t step = 0; step < plan.n_iter; ++step) {
+      column_sums<T, kWidth><<<blocks, kColumnThreads, 0, stream>>>(w, step == 0 ? u : u_out, split ? partial : v_out,
+                                                                    m, plan.chunk_rows);
+      if (split) {
+        add_chunks<<<grid_for(ceil_div(plan.cols, kRowThreads)), kRowThreads, 0, stream>>>(partial, v_out, m,
+                                                                                           plan.row_chunks);
+      }
+      normalize<<<1, kVectorThreads, 0, stream>>>(v_out, plan.cols, eps, nullptr);
+      w_times(v_out, u_out);
+      normalize<<<1, kVectorThreads, 0, stream>>>(u_out, plan.rows, eps, step + 1 == plan.n_iter ? sigma : nullptr);
+    }
+  };
+  if (aligned(w) && aligned(right) && plan.cols % kVec == 0) launch.template operator()<kVec>();
+  else launch.template operator()<1>();
+}
+
+}  // namespace solops::detail::spectral_norm_kernels
+
+namespace solops::detail {
+
+void launch_spectral_norm(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTensors& t,
+                          cudaStream_t stream) {
+  dispatch_float(t.x.dtype, [&]<class T>() { spectral_norm_kernels::run<T>(op, plan, t, stream); });
+  check_launch(op);
+}
+
+}  // namespace solops::detail
