@@ -4,8 +4,10 @@
 // 16-byte vectors within a contiguous run (a scalar head and tail around them), f32 accumulation,
 // then the block sum of row_norm's reduction. With one split the block writes the result; with
 // more it writes an f32 partial to the caller's workspace, and a second kernel (one block an
-// output) adds each output's partials, in the same order on every run. WeightNorm writes its norms
-// in f32 the same way, then one elementwise pass scales v by g / norm of its slice.
+// output) adds each output's partials, in the same order on every run. WeightNorm whose slices are
+// contiguous rows (dim 0) holds each row in registers and writes its f32 norm and the scaled row in
+// one pass (weight_norm_rows); other dims write the norms the same way as the vector norms, then
+// one elementwise pass scales v by g / norm of its slice.
 #include <algorithm>
 #include <climits>
 
@@ -152,6 +154,46 @@ __global__ void __launch_bounds__(kMaxThreads)
   }
 }
 
+// WeightNorm over rows (every slice one contiguous run: dim 0, or leading dims of size 1): a row
+// held in registers as the row norms hold theirs, its norm taken and the row scaled by g / norm in
+// one pass, so v is read once instead of twice. Rows too long to hold take the two-pass path.
+template <class T, int kVec, int kVecs>
+__global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
+    weight_norm_rows(const T* __restrict__ x, const T* __restrict__ g, float* __restrict__ norm, T* __restrict__ y,
+                     const row_norm::RowShape s) {
+  using P = row_norm::Pack<T, kVec>;
+  __shared__ float partial[row_norm::kMaxThreads / kWarp];
+  row_norm::for_each_held_row<kVec>(s, [&](const row_norm::HeldRow& r) {
+    P held[kVecs];
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (r.holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(x) + r.first + r.vector(i));
+    }
+    float squares = 0;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (!r.holds(i)) continue;
+      float values[kVec];
+      row_norm::unpack<T, kVec>(held[i], values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) squares += values[e] * values[e];
+    }
+    const float length = sqrtf(row_sum(squares, partial));
+    if (!r.active) return;
+    if (threadIdx.x == 0) norm[r.row] = length;
+    const float scale = to_float(__ldg(g + r.row)) / length;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (!r.holds(i)) continue;
+      float values[kVec];
+      row_norm::unpack<T, kVec>(held[i], values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) values[e] *= scale;
+      reinterpret_cast<P*>(y)[r.first + r.vector(i)] = row_norm::pack<T, kVec>(values);
+    }
+  });
+}
+
 Dims dims_of(int rank, const std::array<int64_t, kMaxRank>& sizes, const std::array<int64_t, kMaxRank>& strides) {
   Dims dims{rank, {}, {}};
   std::copy(sizes.begin(), sizes.end(), dims.sizes);
@@ -208,19 +250,32 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
   const int64_t numel = plan.norms.outputs * plan.norms.reduced;
   dispatch_float(v.dtype, [&]<class T>() {
     const auto* x = static_cast<const T*>(v.data);
+    const auto* gain = static_cast<const T*>(g.data);
     auto* out = static_cast<T*>(y.data);
-    reduce(plan.norms, 2, x, norms, partial, stream);
-    if (numel == 0) return;
-    constexpr int kVec = kVectorBytes / sizeof(T);
-    const bool aligned = (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(out)) % kVectorBytes == 0;
-    const auto scale = [&]<int kStep>() {
-      const int64_t steps = numel / kStep;
-      scale_slices<T, kStep><<<grid_for(std::min((steps + kMaxThreads - 1) / kMaxThreads, kMaxScaleBlocks)),
-                               kMaxThreads, 0, stream>>>(x, static_cast<const T*>(g.data), norms, out, numel,
-                                                         plan.inner, plan.slices);
+    // The norms by the vector-norm reduction, then a pass scaling v.
+    const auto two_passes = [&] {
+      reduce(plan.norms, 2, x, norms, partial, stream);
+      if (numel == 0) return;
+      constexpr int kVec = kVectorBytes / sizeof(T);
+      const bool aligned = (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(out)) % kVectorBytes == 0;
+      const auto scale = [&]<int kStep>() {
+        const int64_t steps = numel / kStep;
+        scale_slices<T, kStep><<<grid_for(std::min((steps + kMaxThreads - 1) / kMaxThreads, kMaxScaleBlocks)),
+                                 kMaxThreads, 0, stream>>>(x, gain, norms, out, numel, plan.inner, plan.slices);
+      };
+      if (aligned && plan.inner % kVec == 0) scale.template operator()<kVec>();
+      else scale.template operator()<1>();
     };
-    if (aligned && plan.inner % kVec == 0) scale.template operator()<kVec>();
-    else scale.template operator()<1>();
+    // Slices that are contiguous rows go through weight_norm_rows, or, too long to hold, two passes.
+    const int64_t rows = plan.slices;
+    if (numel == 0 || rows * plan.inner != numel || plan.inner > INT_MAX) return two_passes();
+    const row_norm::RowShape s{rows, static_cast<int>(plan.inner), 1.0f, 0.0f, 0.0f, 1, false};
+    row_norm::launch_row_kernel<T>(
+        {x, out}, s, rows >= multiprocessor_count(v.device),
+        [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
+          weight_norm_rows<T, kVec, kVecs><<<grid, block, 0, stream>>>(x, gain, norms, out, s);
+        },
+        [&](unsigned) { two_passes(); });
   });
   check_launch(op);
 }
