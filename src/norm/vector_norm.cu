@@ -169,28 +169,30 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     for (int i = 0; i < kVecs; ++i) {
       if (r.holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(x) + r.first + r.vector(i));
     }
-    float squares = 0;
+    // f(i, values) for each held vector i, its elements in f32.
+    const auto for_each_held = [&](auto f) {
 #pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
-      float values[kVec];
-      row_norm::unpack<T, kVec>(held[i], values);
+      for (int i = 0; i < kVecs; ++i) {
+        if (!r.holds(i)) continue;
+        float values[kVec];
+        row_norm::unpack<T, kVec>(held[i], values);
+        f(i, values);
+      }
+    };
+    float squares = 0;
+    for_each_held([&](int, float(&values)[kVec]) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) squares += values[e] * values[e];
-    }
+    });
     const float length = sqrtf(row_sum(squares, partial));
     if (!r.active) return;
     if (threadIdx.x == 0) norm[r.row] = length;
     const float scale = to_float(__ldg(g + r.row)) / length;
-#pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
-      float values[kVec];
-      row_norm::unpack<T, kVec>(held[i], values);
+    for_each_held([&](int i, float(&values)[kVec]) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) values[e] *= scale;
       reinterpret_cast<P*>(y)[r.first + r.vector(i)] = row_norm::pack<T, kVec>(values);
-    }
+    });
   });
 }
 
