@@ -98,7 +98,14 @@ TOLERANCE = {
 
 
 def present_alternatives() -> dict[str, str | None]:
-    return {"torch": None, "torch-compile": None}
+    """Each alternative mapped to None when usable here, or to the reason it is absent."""
+    present = {"torch": None, "torch-compile": None}
+    try:
+        import liger_kernel.ops  # noqa: F401  (Liger's Triton kernels; scripts/fetch-wheels.sh)
+        present["liger"] = None
+    except Exception as error:
+        present["liger"] = f"import liger_kernel failed: {run.describe_error(error)}"
+    return present
 
 
 def random_tensor(shape, dtype: torch.dtype, stream: int) -> torch.Tensor:
@@ -198,12 +205,42 @@ def cost(op: NormOp, shape, dtype):
     return getattr(solops.cost, op.name)(shape, dtype, shape[-1:], op.eps)
 
 
-def alternative_impl(name: str, op: NormOp, inputs: tuple) -> Impl:
+def liger_function(op: NormOp):
+    """Liger's kernel for the op as a function of ours, or None where Liger has none. Its default
+    Triton implementations (the submodules; the package may swap in other backends): RMSNorm in its
+    "llama" casting mode (f32 statistics, x * rstd rounded to x's dtype before the weight), Gemma as
+    RMSNorm with offset 1 in its "gemma" mode (all in f32, one cast: spec 2.17), LayerNorm, and the
+    fused add RMSNorm returning (output, x + residual) like ours; out of place, as ours."""
+    if op.name in ("rms_norm", "gemma_rms_norm"):
+        from liger_kernel.ops.rms_norm import LigerRMSNormFunction
+        offset, mode = (1.0, "gemma") if op.name == "gemma_rms_norm" else (0.0, "llama")
+        return lambda x, weight: LigerRMSNormFunction.apply(x, weight, op.eps, offset, mode, False)
+    if op.name == "layer_norm":
+        from liger_kernel.ops.layer_norm import LigerLayerNormFunction
+        return lambda x, weight, bias: LigerLayerNormFunction.apply(x, weight, bias, op.eps)
+    if op.name == "fused_add_rms_norm":
+        from liger_kernel.ops.fused_add_rms_norm import LigerFusedAddRMSNormFunction
+        return lambda x, residual, weight: LigerFusedAddRMSNormFunction.apply(x, residual, weight, op.eps, 0.0,
+                                                                              "llama", False)
+    return None
+
+
+def formulation_impl(name: str, what: str, function, *inputs) -> Impl:
+    """torch and torch-compile run `function`, the PyTorch formulation of `what`; Liger has no kernel
+    for it (callers with a Liger kernel take it first)."""
     if name == "torch":
-        return Impl(name, partial(torch_function(op), *inputs))
+        return Impl(name, partial(function, *inputs))
     if name == "torch-compile":
-        return Impl(name, partial(run.compile_for_benchmark(torch_function(op)), *inputs))
+        return Impl(name, partial(run.compile_for_benchmark(function), *inputs))
+    if name == "liger":
+        return Impl(name, None, not_applicable=f"liger-kernel has no {what}")
     raise ValueError(f"unknown alternative {name}")
+
+
+def alternative_impl(name: str, op: NormOp, inputs: tuple) -> Impl:
+    if name == "liger" and (function := liger_function(op)) is not None:
+        return Impl(name, partial(function, *inputs))
+    return formulation_impl(name, op.name, torch_function(op), *inputs)
 
 
 def check_gradients(tolerance: float, rows: int):
@@ -241,12 +278,9 @@ def build_backward_case(op_name: str, row: dict, alternatives: list[str], shape,
         _, cpu_rstd = solops.reference.rms_norm_with_stats(cpu[1], ns, cpu[2], op.eps)
         ours = partial(solops.rms_norm_backward, dy, x, ns, rstd, weight)
         expected = partial(solops.reference.rms_norm_backward, cpu[0], cpu[1], ns, cpu_rstd, cpu[2])
-    impls = [Impl("solops", ours)]
-    for name in alternatives:
-        if name not in ("torch", "torch-compile"):
-            raise ValueError(f"unknown alternative {name}")
-        backward = torch_backward(op, dy, x, weight, bias)
-        impls.append(Impl(name, backward if name == "torch" else run.compile_for_benchmark(backward)))
+    impls = [Impl("solops", ours)] + [
+        formulation_impl(name, f"{op.name} backward outside autograd", torch_backward(op, dy, x, weight, bias))
+        for name in alternatives]
     cost_model = getattr(solops.cost, op.name + "_backward")(shape, dtype, ns)
     rows = torch.Size(shape[:-1]).numel()
     return run.row_case(op_name, row, cost_model, RATE_KIND, expected,
@@ -261,11 +295,8 @@ def build_reduction_case(op_name: str, row: dict, alternatives: list[str], shape
     def torch_norm(x):
         return torch.linalg.vector_norm(x.float(), ord, dim).to(x.dtype)
 
-    impls = [Impl("solops", partial(solops.vector_norm, x, ord, dim))]
-    for name in alternatives:
-        if name not in ("torch", "torch-compile"):
-            raise ValueError(f"unknown alternative {name}")
-        impls.append(Impl(name, partial(torch_norm if name == "torch" else run.compile_for_benchmark(torch_norm), x)))
+    impls = [Impl("solops", partial(solops.vector_norm, x, ord, dim))] + [
+        formulation_impl(name, "vector norm", torch_norm, x) for name in alternatives]
     return run.row_case(op_name, row, solops.cost.vector_norm(shape, dtype, ord, dim), RATE_KIND,
                         partial(solops.reference.vector_norm, cpu, ord, dim),
                         check_close(REDUCTION_TOLERANCE[dtype]), impls)
@@ -281,12 +312,8 @@ def build_weight_norm_case(op_name: str, row: dict, alternatives: list[str], sha
         w, norm = torch._weight_norm_interface(v, stored_g, dim)
         return w, norm.flatten()
 
-    impls = [Impl("solops", partial(solops.weight_norm, v, g, dim))]
-    for name in alternatives:
-        if name not in ("torch", "torch-compile"):
-            raise ValueError(f"unknown alternative {name}")
-        function = torch_weight_norm if name == "torch" else run.compile_for_benchmark(torch_weight_norm)
-        impls.append(Impl(name, partial(function, v, stored_g)))
+    impls = [Impl("solops", partial(solops.weight_norm, v, g, dim))] + [
+        formulation_impl(name, "weight norm", torch_weight_norm, v, stored_g) for name in alternatives]
     return run.row_case(op_name, row, solops.cost.weight_norm(shape, dtype, dim), RATE_KIND,
                         partial(solops.reference.weight_norm, cpu_v, cpu_g, dim),
                         check_with_rstd(WEIGHT_NORM_TOLERANCE[dtype]), impls)
@@ -317,12 +344,9 @@ def build_spectral_norm_case(op_name: str, row: dict, alternatives: list[str], s
     cpu = (random_tensor(shape, dtype, 0), random_tensor(shape[:1], torch.float32, 1),
            random_tensor(shape[1:], torch.float32, 2))
     inputs = tuple(t.cuda() for t in cpu)
-    impls = [Impl("solops", partial(solops.spectral_norm_power_iter, *inputs, n_iter, eps))]
-    for name in alternatives:
-        if name not in ("torch", "torch-compile"):
-            raise ValueError(f"unknown alternative {name}")
-        function = torch_spectral_norm(n_iter, eps)
-        impls.append(Impl(name, partial(function if name == "torch" else run.compile_for_benchmark(function), *inputs)))
+    impls = [Impl("solops", partial(solops.spectral_norm_power_iter, *inputs, n_iter, eps))] + [
+        formulation_impl(name, "spectral norm power iteration", torch_spectral_norm(n_iter, eps), *inputs)
+        for name in alternatives]
     return run.row_case(op_name, row, solops.cost.spectral_norm_power_iter(shape, dtype, n_iter, eps), RATE_KIND,
                         partial(solops.reference.spectral_norm_power_iter, *cpu, n_iter, eps), check_spectral_norm,
                         impls)
