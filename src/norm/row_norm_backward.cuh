@@ -8,7 +8,8 @@
 // over the rows of each column: a second kernel gives each block 32 columns and 32 threads per
 // column, each summing a fixed stride of rows in f32, then adds the lanes in a fixed order. It
 // reads x and grad_out again (2·M·N more bytes than the floor) but needs no workspace, no atomics
-// and no allocation, and its result does not depend on the launch (deterministic).
+// and no allocation, and its result does not depend on the launch (deterministic). A single row
+// (decode) has no sum to take: the row kernel writes its terms, and the second launch is saved.
 #pragma once
 
 #include "norm/row_norm.cuh"
@@ -40,9 +41,12 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
   return rstd * (h - h_mean - x_hat * projection);
 }
 
+// With `parameter_gradients` (a single row) the kernel also writes grad_weight and grad_bias, which
+// are then that row's own terms, and the column kernel is not launched: a decode row's backward is
+// one launch, not two.
 template <class T, NormKind kKind, int kVec, int kVecs>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
-    row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s) {
+    row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, bool parameter_gradients) {
   using P = Pack<T, kVec>;
   __shared__ float partial[kMaxThreads / kWarp];
   for_each_held_row<kVec>(s, [&](const HeldRow& r) {
@@ -57,7 +61,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     }
     const float mean = kKind == NormKind::layer && r.active ? p.mean[r.row] : 0.0f;
     const float rstd = r.active ? p.rstd[r.row] : 0.0f;
-    // Calls term(e, x_hat, h) for each element e of the held vector i.
+    // Calls term(e, x_hat, h, dy) for each element e of the held vector i.
     const auto for_terms = [&](int i, auto term) {
       float xs[kVec], dys[kVec], ws[kVec];
       unpack<T, kVec>(x[i], xs);
@@ -72,7 +76,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       for (int e = 0; e < kVec; ++e) {
         float x_hat, h;
         element_terms<kKind>(xs[e], dys[e], ws[e], mean, rstd, x_hat, h);
-        term(e, x_hat, h);
+        term(e, x_hat, h, dys[e]);
       }
     };
 
@@ -80,7 +84,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
-      for_terms(i, [&](int, float x_hat, float h) {
+      for_terms(i, [&](int, float x_hat, float h, float) {
         h_sum += h;
         projection += h * x_hat;
       });
@@ -93,8 +97,17 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
       float out[kVec];
-      for_terms(i, [&](int e, float x_hat, float h) { out[e] = input_gradient(x_hat, h, rstd, h_mean, projection); });
+      for_terms(i, [&](int e, float x_hat, float h, float) { out[e] = input_gradient(x_hat, h, rstd, h_mean, projection); });
       reinterpret_cast<P*>(p.grad_x)[r.first + r.vector(i)] = pack<T, kVec>(out);
+    }
+    if (!parameter_gradients) return;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (!r.holds(i)) continue;
+      float weight_terms[kVec];
+      for_terms(i, [&](int e, float x_hat, float, float dy_e) { weight_terms[e] = dy_e * x_hat; });
+      if (p.grad_weight) reinterpret_cast<P*>(p.grad_weight)[r.vector(i)] = pack<T, kVec>(weight_terms);
+      if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = dy[i];
     }
   });
 }
@@ -171,15 +184,17 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
 
 template <class T, NormKind kKind>
 void launch_backward_typed(const BackwardPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+  bool parameters_done = false;
   if (s.rows > 0) {
     launch_row_kernel<T>(
-        {p.grad_out, p.x, p.weight, p.grad_x}, s, many_rows,
+        {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, many_rows,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
-          row_norm_backward_in_registers<T, kKind, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
+          parameters_done = s.rows == 1;
+          row_norm_backward_in_registers<T, kKind, kVec, kVecs><<<grid, block, 0, stream>>>(p, s, parameters_done);
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
   }
-  if (p.grad_weight || p.grad_bias) {
+  if ((p.grad_weight || p.grad_bias) && !parameters_done) {
     const auto grid = static_cast<unsigned>((s.row_len + kColumnsPerBlock - 1) / kColumnsPerBlock);
     row_norm_column_sums<T, kKind><<<grid, dim3(kColumnsPerBlock, kColumnLanes), 0, stream>>>(p, s);
   }
