@@ -228,8 +228,8 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // their blocks an SM (LayerNorm at 8 vectors: 150 registers, one block); read late, they put a
 // weight round trip after the reduction, which the other kernels pay for (H200, 2100838 against
 // 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 -> 13.1 and
-// every decode row +0.3-1.2 µs). AdaLayerNorm's and GroupRMSNorm's per-row affine, streamed from
-// DRAM, stays held (their rows run at 1 and 2 vectors, or RMS at 8).
+// every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from DRAM, are
+// held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm is an RMS norm.
 template <NormKind kKind, bool kResidual, bool kQuant, int kVecs>
 __host__ __device__ constexpr bool reads_affine_late() {
   return kVecs >= 4 && (kKind == NormKind::layer || kResidual || kQuant);
@@ -285,7 +285,8 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs),
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
         if (!r.holds(i)) continue;
-        held[i] = add_residual<T, kVec>(held[i], residual[i], reinterpret_cast<P*>(p.residual_out) + first + r.vector(i));
+        P* const residual_out = reinterpret_cast<P*>(p.residual_out) + first + r.vector(i);
+        held[i] = add_residual<T, kVec>(held[i], residual[i], residual_out);
       }
     }
     const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
