@@ -97,7 +97,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
       float out[kVec];
-      for_terms(i, [&](int e, float x_hat, float h, float) { out[e] = input_gradient(x_hat, h, rstd, h_mean, projection); });
+      for_terms(i, [&](int e, float x_hat, float h, float) {
+        out[e] = input_gradient(x_hat, h, rstd, h_mean, projection);
+      });
       reinterpret_cast<P*>(p.grad_x)[r.first + r.vector(i)] = pack<T, kVec>(out);
     }
     if (!parameter_gradients) return;
