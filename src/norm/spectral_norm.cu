@@ -14,8 +14,8 @@
 // Nothing is atomic and every launch shape follows from the shape and the pointers' alignment, so
 // a call gives the same bits on every run.
 #include <algorithm>
-#include <climits>
 
+#include "core/integer.hpp"
 #include "norm/row_norm.cuh"
 #include "norm/spectral_norm.hpp"
 
@@ -149,16 +149,10 @@ __global__ void __launch_bounds__(kVectorThreads)
   if (threadIdx.x == 0) *out = sum;
 }
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-
-unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, INT_MAX)); }
-
 // Whole warps with about four vectors each, at most kRowThreads.
 int row_threads(int64_t vectors) {
   return static_cast<int>(std::clamp<int64_t>(ceil_div(vectors, 4 * kWarp), 1, kRowThreads / kWarp) * kWarp);
 }
-
-bool aligned(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0; }
 
 void copy(std::string_view op, float* to, const float* from, int64_t elements, cudaStream_t stream) {
   if (elements == 0) return;
@@ -207,7 +201,8 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
       normalize<<<1, kVectorThreads, 0, stream>>>(u_out, plan.rows, eps, step + 1 == plan.n_iter ? sigma : nullptr);
     }
   };
-  if (aligned(w) && aligned(right) && plan.cols % kVec == 0) launch.template operator()<kVec>();
+  using row_norm::aligned_to_vector;
+  if (aligned_to_vector(w) && aligned_to_vector(right) && plan.cols % kVec == 0) launch.template operator()<kVec>();
   else launch.template operator()<1>();
 }
 

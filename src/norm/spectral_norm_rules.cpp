@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/integer.hpp"
 #include "norm/spectral_norm.hpp"
 
 namespace solops {
@@ -17,8 +18,6 @@ namespace {
 constexpr int64_t kTargetBlocks = 4 * 132;
 constexpr int64_t kTileColumns = 256;
 constexpr int64_t kMinChunkRows = 32;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

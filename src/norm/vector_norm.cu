@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/integer.hpp"
 #include "norm/row_norm.cuh"
 #include "norm/vector_norm.hpp"
 
@@ -209,8 +210,6 @@ int threads_for(int64_t elements) {
   return static_cast<int>(std::clamp<int64_t>(warps, 1, kMaxThreads / kWarp) * kWarp);
 }
 
-unsigned grid_for(int64_t blocks) { return static_cast<unsigned>(std::clamp<int64_t>(blocks, 1, INT_MAX)); }
-
 // The launch of the reduction over `plan` into y of type Y.
 template <class T, class Y>
 void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial, cudaStream_t stream) {
@@ -271,7 +270,7 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     // Slices that are contiguous rows go through weight_norm_rows, or, too long to hold, two passes.
     const int64_t rows = plan.slices;
     if (numel == 0 || rows * plan.inner != numel || plan.inner > INT_MAX) return two_passes();
-    const row_norm::RowShape s{rows, static_cast<int>(plan.inner), 1.0f, 0.0f, 0.0f, 1, false};
+    const row_norm::RowShape s = row_norm::row_shape({rows, static_cast<int>(plan.inner)}, {});
     row_norm::launch_row_kernel<T>(
         {x, out}, s, rows >= multiprocessor_count(v.device),
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {

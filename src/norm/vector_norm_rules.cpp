@@ -2,6 +2,7 @@
 // call, the cost models and the entry points.
 #include <algorithm>
 
+#include "core/integer.hpp"
 #include "norm/vector_norm.hpp"
 
 namespace solops {
@@ -13,8 +14,6 @@ namespace {
 // reduction).
 constexpr int64_t kTargetBlocks = 1024;
 constexpr int64_t kMinChunk = 8192;
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 #include <climits>
 
 #include "core/check.hpp"
+#include "core/integer.hpp"
 #include "pool/mean_pooling.hpp"
 
 namespace solops {
@@ -18,8 +19,6 @@ void check_chunk_size(std::string_view op, int64_t chunk_size) {
           kChunkMultiple);
   require(chunk_size <= INT_MAX, op, "chunk_size = ", chunk_size, " exceeds 2^31 - 1");
 }
-
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
 }  // namespace
 
