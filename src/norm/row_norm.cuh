@@ -260,6 +260,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs),
   using P = Pack<T, kVec>;
   constexpr bool kLateAffine = reads_affine_late<kKind, kResidual, kQuant, kVecs>();
   constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
+  // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
+  // where a bias or the residual's registers leave no room for more without losing a block an SM.
+  constexpr int kAffineBatch = !kLateAffine ? 1 : kKind == NormKind::layer || kResidual ? 2 : kVecs;
   __shared__ float partial[kMaxThreads / kWarp];
   for_each_held_row<kVec>(s, [&](const HeldRow& r) {
     const int64_t first = r.first;
@@ -310,14 +313,12 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs),
     const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
     if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
 
-    // The output values of the held vector i.
-    const auto output_values = [&](int i, float (&values)[kVec]) {
-      const int a = kLateAffine ? 0 : i;
-      if constexpr (kLateAffine) read_affine(i, weight[0], bias[0]);
+    // The output values of the held vector i, given the weight and bias at its columns.
+    const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
       float scale[kVec], shift[kVec];
       held_values(i, values);
       if (p.weight) {
-        unpack<T, kVec>(weight[a], scale);
+        unpack<T, kVec>(w, scale);
 #pragma unroll
         for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
       } else {
@@ -325,7 +326,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs),
         for (int e = 0; e < kVec; ++e) scale[e] = 1;
       }
       if (kKind == NormKind::layer && p.bias) {
-        unpack<T, kVec>(bias[a], shift);
+        unpack<T, kVec>(b, shift);
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) shift[e] = 0;
@@ -336,13 +337,28 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs),
       }
     };
     // f(at, values) for each held vector: its index among the tensor's vectors and its output values.
+    // Read late, the affine vectors of a batch are all loaded before any is used: one at a time, each
+    // vector's output waited on its own L2 round trip (8 in a row a pass at 8 vectors a thread, the
+    // quantizing norms' two passes at 0.64 of torch.compile).
     const auto for_each_output = [&](auto f) {
 #pragma unroll
-      for (int i = 0; i < kVecs; ++i) {
-        if (!r.holds(i)) continue;
-        float values[kVec];
-        output_values(i, values);
-        f(first + r.vector(i), values);
+      for (int first_of_batch = 0; first_of_batch < kVecs; first_of_batch += kAffineBatch) {
+        [[maybe_unused]] P late_weight[kAffineBatch], late_bias[kAffineBatch];
+        if constexpr (kLateAffine) {
+#pragma unroll
+          for (int k = 0; k < kAffineBatch; ++k) {
+            if (r.holds(first_of_batch + k)) read_affine(first_of_batch + k, late_weight[k], late_bias[k]);
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kAffineBatch; ++k) {
+          const int i = first_of_batch + k;
+          if (!r.holds(i)) continue;
+          float values[kVec];
+          if constexpr (kLateAffine) output_values(i, late_weight[k], late_bias[k], values);
+          else output_values(i, weight[i], bias[i], values);
+          f(first + r.vector(i), values);
+        }
       }
     };
     if constexpr (kQuant) {
