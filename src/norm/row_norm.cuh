@@ -126,6 +126,26 @@ __device__ __forceinline__ float row_sum(float value, float* partial) {
   return row_reduce(value, partial, 0.0f, [](float a, float b) { return a + b; });
 }
 
+// f(values[i], i) for this thread's elements i = threadIdx.x, threadIdx.x + blockDim.x, ... < n of
+// a block-strided walk, kInFlight elements loaded (load(i)) before any is used: with one load at a
+// time, a walk of a few elements a thread waits on one round trip per element.
+template <int kInFlight, class Load, class F>
+__device__ __forceinline__ void for_each_strided(int64_t n, Load load, F f) {
+  for (int64_t base = threadIdx.x; base < n; base += kInFlight * int64_t{blockDim.x}) {
+    float values[kInFlight];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      const int64_t i = base + k * int64_t{blockDim.x};
+      values[k] = i < n ? load(i) : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      const int64_t i = base + k * int64_t{blockDim.x};
+      if (i < n) f(values[k], i);
+    }
+  }
+}
+
 // The larger of a and b, NaN if either is: a row's NaN reaches its scale and codes (spec §2.15),
 // where fmaxf would drop it.
 __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }

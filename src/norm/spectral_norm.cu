@@ -22,6 +22,7 @@
 namespace solops::detail::spectral_norm_kernels {
 
 using row_norm::kVectorBytes;
+using row_norm::for_each_strided;
 using row_norm::kWarp;
 using row_norm::nan_max;
 using row_norm::Pack;
@@ -125,32 +126,17 @@ __global__ void __launch_bounds__(kRowThreads)
 
 // a = a / max(||a||, eps) in place; a NaN norm spreads to every element, as F.normalize's clamp_min
 // keeps it (fmaxf would drop it). Where sigma is given, also sigma = sum of a_new * a_old.
-// Each pass loads kInFlight elements a thread before using any: one at a time, a 16384-element
-// vector took 16 dependent round trips a pass (ncu: 9.7 µs for 64 KB).
+// Each pass keeps eight loads a thread in flight: one at a time, a 16384-element vector took 16
+// dependent round trips a pass (ncu: 9.7 µs for 64 KB).
 __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n, float eps, float* sigma) {
   constexpr int kInFlight = 8;
   __shared__ float warp_sums[kVectorThreads / kWarp];
-  // f(value, i) for each element i of this thread, kInFlight loads at a time.
-  const auto for_each = [&](auto f) {
-    for (int64_t base = threadIdx.x; base < n; base += kInFlight * int64_t{blockDim.x}) {
-      float values[kInFlight];
-#pragma unroll
-      for (int k = 0; k < kInFlight; ++k) {
-        const int64_t i = base + k * int64_t{blockDim.x};
-        values[k] = i < n ? a[i] : 0.0f;
-      }
-#pragma unroll
-      for (int k = 0; k < kInFlight; ++k) {
-        const int64_t i = base + k * int64_t{blockDim.x};
-        if (i < n) f(values[k], i);
-      }
-    }
-  };
+  const auto load = [a](int64_t i) { return a[i]; };
   float squares = 0;
-  for_each([&](float value, int64_t) { squares += value * value; });
+  for_each_strided<kInFlight>(n, load, [&](float value, int64_t) { squares += value * value; });
   const float divisor = nan_max(sqrtf(row_sum(squares, warp_sums)), eps);
   float dot = 0;
-  for_each([&](float value, int64_t i) {
+  for_each_strided<kInFlight>(n, load, [&](float value, int64_t i) {
     const float unit = value / divisor;
     a[i] = unit;
     dot += unit * value;

@@ -69,10 +69,10 @@ __device__ __forceinline__ float contiguous_sum(const T* run, int64_t n) {
   float sum = 0;
   if (threadIdx.x < head) sum += term<kOrd>(to_float(run[threadIdx.x]));
   const uint4* body = reinterpret_cast<const uint4*>(run + head);
-  // Four vectors a thread loaded before any is summed, so that four loads are in flight, not one:
+  // Eight vectors a thread loaded before any is summed, so that eight loads are in flight, not one:
   // a block's chunk is a few vectors a thread, and one at a time left the L1/L2 rows (2048 x 4096)
   // at 13.9 µs against a 3.9 µs floor.
-  constexpr int kInFlight = 4;
+  constexpr int kInFlight = 8;
   for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * int64_t{blockDim.x}) {
     uint4 bits[kInFlight];
 #pragma unroll
@@ -93,8 +93,9 @@ __device__ __forceinline__ float contiguous_sum(const T* run, int64_t n) {
 }
 
 // Y: the result's type, x's for the vector norms, f32 for WeightNorm's norms.
+// Three blocks an SM: the plan's kTargetBlocks, all resident at once.
 template <class T, class Y, int kOrd>
-__global__ void __launch_bounds__(kMaxThreads)
+__global__ void __launch_bounds__(kMaxThreads, 3)
     partial_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const Dims kept,
                   const Dims reduced, const Shape s) {
   __shared__ float warp_sums[kMaxThreads / kWarp];
@@ -128,8 +129,11 @@ __global__ void __launch_bounds__(kMaxThreads)
     finish_norms(const float* __restrict__ partial, Y* __restrict__ y, const Shape s) {
   __shared__ float warp_sums[kMaxThreads / kWarp];
   for (int64_t output = blockIdx.x; output < s.outputs; output += gridDim.x) {
+    const float* const partials = partial + output * s.splits;
     float sum = 0;
-    for (int64_t i = threadIdx.x; i < s.splits; i += blockDim.x) sum += partial[output * s.splits + i];
+    // Loads in flight together: one at a time, 1024 partials took 8 round trips (ncu: 5.2 µs).
+    row_norm::for_each_strided<8>(s.splits, [partials](int64_t i) { return partials[i]; },
+                                  [&sum](float value, int64_t) { sum += value; });
     sum = row_sum(sum, warp_sums);
     if (threadIdx.x == 0) y[output] = from_float<Y>(finish<kOrd>(sum));
   }

@@ -9,10 +9,11 @@ namespace solops {
 namespace detail {
 namespace {
 
-// The split of each output's reduction: about kTargetBlocks blocks in all (several waves of 132
-// SMs), none with fewer than kMinChunk elements (a block's loads must outweigh its launch and
-// reduction).
-constexpr int64_t kTargetBlocks = 1024;
+// The split of each output's reduction: about kTargetBlocks blocks in all (three 256-thread blocks
+// on each of the H200's 132 SMs, all resident at once, so that no partial wave of short blocks
+// trails the rest: 1024 blocks ran as 1.94 waves), none with fewer than kMinChunk elements (a
+// block's loads must outweigh its launch and reduction).
+constexpr int64_t kTargetBlocks = 3 * 132;
 constexpr int64_t kMinChunk = 8192;
 
 }  // namespace

@@ -378,9 +378,9 @@ TEST(VectorNormShapeRule, NegativeSizesAreRejected) {
 }
 
 TEST(VectorNormWorkspace, OnlySplitReductionsNeedOne) {
-  // Full reductions split over ~1024 blocks of >= 8192 elements; [4, 128, 4096] over dims 0 and 2
+  // Full reductions split over ~396 blocks of >= 8192 elements; [4, 128, 4096] over dims 0 and 2
   // gives each of the 128 outputs 16384 elements, two splits.
-  EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {}), 1024);
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {}), 396);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{64, 32768}, {}), 256);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{4, 128, 4096}, {.dim = {0, 2}}), 256);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {.dim = {1}}), 0);
@@ -478,7 +478,7 @@ TEST(WeightNormShapeRule, DimMustBeInRangeOrMinusOne) {
 TEST(WeightNormWorkspace, OnlySplitNormsNeedOne) {
   EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 16384}, {}), 0);
   EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 16384}, {}), 2);
-  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 4096}, {.dim = -1}), 1024);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 4096}, {.dim = -1}), 396);
   EXPECT_EQ(weight_norm_workspace_elements(Shape{5}, {}), 0);
 }
 
@@ -1400,7 +1400,7 @@ TEST(VectorNormCApi, ReferenceShapeWorkspaceAndCost) {
   const int64_t big[] = {2048, 4096};
   p.dim_count = 0;
   ASSERT_EQ(solops_vector_norm_workspace_elements(2, big, &p, &elements), SOLOPS_OK);
-  EXPECT_EQ(elements, 1024);
+  EXPECT_EQ(elements, 396);
   solops_cost cost{};
   ASSERT_EQ(solops_vector_norm_cost(2, x.shape.data(), SOLOPS_F16, &p, &cost), SOLOPS_OK);
   EXPECT_DOUBLE_EQ(cost.bytes, 5 * 2.0);
