@@ -155,7 +155,9 @@ __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a !
 // instruction an element, where nan_max over fabsf takes three.
 __device__ __forceinline__ unsigned magnitude_bits(float value) { return __float_as_uint(value) & 0x7fffffffu; }
 
-// A row's quantization scale and its reciprocal.
+// A row's quantization scale as quotient uses it: its reciprocal, and the scale itself for the
+// correction, 0 where it is infinite (an infinite weight), so that a finite value's quotient stays
+// 0 as with a division (with inf, its correction would be 0 * inf = NaN).
 struct QuantScale {
   float scale;
   float inverse;
@@ -169,7 +171,7 @@ __device__ __forceinline__ QuantScale row_quant_scale(unsigned amax_bits, float*
                                 [](float a, float b) { return nan_max(a, b); });
   const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
   if (row_active && threadIdx.x == 0) row_scale[row] = scale;
-  return {scale, 1.0f / scale};
+  return {isinf(scale) ? 0.0f : scale, 1.0f / scale};
 }
 
 // value / scale by the row's reciprocal and one FMA correction (Markstein): the correctly rounded

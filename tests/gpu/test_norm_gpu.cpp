@@ -452,6 +452,19 @@ TEST_P(NormGpu, NaNPropagatesWithinItsRowOnly) {
   }
 }
 
+// An infinite weight makes its rows' amax and scale infinite: finite values quantize to 0 and the
+// infinite one to NaN, as y / scale does (the kernels divide by a reciprocal and correct the
+// product, a correction that must not turn 0 into NaN).
+TEST_P(NormGpu, InfiniteWeightGivesAnInfiniteScale) {
+  if (!is_quant(GetParam())) GTEST_SKIP() << op_name(GetParam()) << " does not quantize";
+  std::mt19937_64 rng(13);
+  for (int64_t row_len : {4096, 3001, 20000}) {
+    NormInputs in = make_inputs(GetParam(), {4, row_len}, DType::bf16, rng);
+    in.weight->set(17, std::numeric_limits<double>::infinity());
+    EXPECT_EQ(compare_with_reference(in), "") << describe(in);
+  }
+}
+
 // Many rows of long rows, as prefill has them: each block walks several rows (rows outnumber the
 // blocks resident at once), 8-vector and streaming rows, f32, row lengths that are not a multiple
 // of the block's vectors, NaN and inf values, the fused ops in place, and unaligned pointers.
