@@ -153,7 +153,7 @@ __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n,
 constexpr int kSmallRows = 4;
 constexpr int kHeldColumns = 16;
 
-// The whole of n_iter >= 1 iterations in one block for m.rows <= kSmallRows and m.cols <=
+// The whole of n_iter >= 1 iterations in one block for 1 <= m.rows <= kSmallRows and 1 <= m.cols <=
 // kVectorThreads * kHeldColumns: each thread holds v at its columns (threadIdx.x + k * blockDim.x)
 // and the whole of u and W v, which every thread gets from the same block sums. The same steps as
 // the chain of kernels, summed in a fixed order of their own.
@@ -164,18 +164,26 @@ __global__ void __launch_bounds__(kVectorThreads)
                           float eps) {
   __shared__ float warp_sums[kVectorThreads / kWarp];
   const auto column = [](int k) { return static_cast<int>(threadIdx.x + k * blockDim.x); };
-  // W[r, this thread's columns], 0 past the last column. Predicated, not branched around, so that
-  // the loads of a row are in flight together: behind a branch each waited for the one before
-  // (one block spent 10-13 µs on a 32 KB row).
+  // W[r, this thread's columns], 0 past the last column. The loads are not behind branches, so that
+  // a row's are in flight together (behind a branch each waited for the one before: 10-13 µs for a
+  // 32 KB row), and their indices are clamped into W, so that every address is W's even where the
+  // compiler loads ahead of the bounds test: it hoisted W[0, threadIdx.x] out of the iteration
+  // loop unconditionally, an illegal address past a short W (H200, 3bcb2c1, PyTorch's null pointer
+  // of an empty W). The kernel needs at least one row and one column.
   const auto load_row = [&](int r, float (&row)[kHeldColumns]) {
+    const T* const w_row = w + ::min(r, static_cast<int>(m.rows) - 1) * int64_t{m.cols};
 #pragma unroll
     for (int k = 0; k < kHeldColumns; ++k) {
-      row[k] = column(k) < m.cols ? to_float(__ldg(w + r * int64_t{m.cols} + column(k))) : 0.0f;
+      const float value = to_float(__ldg(w_row + ::min(column(k), m.cols - 1)));
+      row[k] = column(k) < m.cols ? value : 0.0f;
     }
   };
   float left[kSmallRows], product[kSmallRows] = {}, v[kHeldColumns];
 #pragma unroll
-  for (int r = 0; r < kSmallRows; ++r) left[r] = r < m.rows ? __ldg(u + r) : 0.0f;
+  for (int r = 0; r < kSmallRows; ++r) {
+    const float value = __ldg(u + ::min(r, static_cast<int>(m.rows) - 1));
+    left[r] = r < m.rows ? value : 0.0f;
+  }
   for (int64_t step = 0; step < n_iter; ++step) {
     // v = W^T u / max(||W^T u||, eps); past the last column v stays 0.
 #pragma unroll
@@ -274,7 +282,8 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
       copy(op, v_out, v, plan.cols, stream);
       return;
     }
-    if (plan.rows <= kSmallRows && plan.cols <= int64_t{kVectorThreads} * kHeldColumns) {
+    if (plan.rows >= 1 && plan.rows <= kSmallRows && plan.cols >= 1 &&
+        plan.cols <= int64_t{kVectorThreads} * kHeldColumns) {
       small_power_iteration<T><<<1, kVectorThreads, 0, stream>>>(w, u, u_out, v_out, sigma, m, plan.n_iter, eps);
       return;
     }
