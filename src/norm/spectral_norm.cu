@@ -10,9 +10,6 @@
 //   W v    one block a row, 16-byte loads of W and of v, f32 sums in a fixed order, into u_out.
 //   u      as v, in u_out. The last iteration also takes sigma = u^T (W v) in the same pass: u_out
 //          still holds W v of the final v, so sigma needs no third GEMV.
-// Matrices of at most kSmallRows rows and kVectorThreads * kHeldColumns columns (decode's [1, N]
-// weights) run every iteration in one block instead (small_power_iteration): the chain is four
-// launches an iteration, each a few µs of latency for a few KB.
 // n_iter = 0 writes W v into u_out, takes sigma = u^T (W v) from it, then copies u and v out.
 // Nothing is atomic and every launch shape follows from the shape and the pointers' alignment, so
 // a call gives the same bits on every run.
@@ -150,90 +147,6 @@ __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n,
   }
 }
 
-constexpr int kSmallRows = 4;
-constexpr int kHeldColumns = 16;
-
-// The whole of n_iter >= 1 iterations in one block for 1 <= m.rows <= kSmallRows and 1 <= m.cols <=
-// kVectorThreads * kHeldColumns: each thread holds v at its columns (threadIdx.x + k * blockDim.x)
-// and the whole of u and W v, which every thread gets from the same block sums. The same steps as
-// the chain of kernels, summed in a fixed order of their own.
-template <class T>
-__global__ void __launch_bounds__(kVectorThreads)
-    small_power_iteration(const T* __restrict__ w, const float* __restrict__ u, float* __restrict__ u_out,
-                          float* __restrict__ v_out, float* __restrict__ sigma, const Matrix m, int64_t n_iter,
-                          float eps) {
-  __shared__ float warp_sums[kVectorThreads / kWarp];
-  const auto column = [](int k) { return static_cast<int>(threadIdx.x + k * blockDim.x); };
-  // W[r, this thread's columns], 0 past the last column. The loads are not behind branches, so that
-  // a row's are in flight together (behind a branch each waited for the one before: 10-13 µs for a
-  // 32 KB row), and their indices are clamped into W, so that every address is W's even where the
-  // compiler loads ahead of the bounds test: it hoisted W[0, threadIdx.x] out of the iteration
-  // loop unconditionally, an illegal address past a short W (H200, 3bcb2c1, PyTorch's null pointer
-  // of an empty W). The kernel needs at least one row and one column.
-  const auto load_row = [&](int r, float (&row)[kHeldColumns]) {
-    const T* const w_row = w + ::min(r, static_cast<int>(m.rows) - 1) * int64_t{m.cols};
-#pragma unroll
-    for (int k = 0; k < kHeldColumns; ++k) {
-      const float value = to_float(__ldg(w_row + ::min(column(k), m.cols - 1)));
-      row[k] = column(k) < m.cols ? value : 0.0f;
-    }
-  };
-  float left[kSmallRows], product[kSmallRows] = {}, v[kHeldColumns];
-#pragma unroll
-  for (int r = 0; r < kSmallRows; ++r) {
-    const float value = __ldg(u + ::min(r, static_cast<int>(m.rows) - 1));
-    left[r] = r < m.rows ? value : 0.0f;
-  }
-  for (int64_t step = 0; step < n_iter; ++step) {
-    // v = W^T u / max(||W^T u||, eps); past the last column v stays 0.
-#pragma unroll
-    for (int k = 0; k < kHeldColumns; ++k) v[k] = 0;
-#pragma unroll
-    for (int r = 0; r < kSmallRows; ++r) {
-      if (r >= m.rows) continue;
-      float row[kHeldColumns];
-      load_row(r, row);
-#pragma unroll
-      for (int k = 0; k < kHeldColumns; ++k) v[k] += row[k] * left[r];
-    }
-    float squares = 0;
-#pragma unroll
-    for (int k = 0; k < kHeldColumns; ++k) squares += v[k] * v[k];
-    const float v_divisor = nan_max(sqrtf(row_sum(squares, warp_sums)), eps);
-#pragma unroll
-    for (int k = 0; k < kHeldColumns; ++k) v[k] /= v_divisor;
-    // u = W v / max(||W v||, eps)
-    float u_squares = 0;
-#pragma unroll
-    for (int r = 0; r < kSmallRows; ++r) {
-      if (r >= m.rows) continue;
-      float row[kHeldColumns];
-      load_row(r, row);
-      float dot = 0;
-#pragma unroll
-      for (int k = 0; k < kHeldColumns; ++k) dot += row[k] * v[k];
-      product[r] = row_sum(dot, warp_sums);
-      u_squares += product[r] * product[r];
-    }
-    const float u_divisor = nan_max(sqrtf(u_squares), eps);
-#pragma unroll
-    for (int r = 0; r < kSmallRows; ++r) left[r] = product[r] / u_divisor;
-  }
-#pragma unroll
-  for (int k = 0; k < kHeldColumns; ++k) {
-    if (column(k) < m.cols) v_out[column(k)] = v[k];
-  }
-  if (threadIdx.x != 0) return;
-  float dot = 0;
-#pragma unroll
-  for (int r = 0; r < kSmallRows; ++r) {
-    if (r >= m.rows) continue;
-    u_out[r] = left[r];
-    dot += left[r] * product[r];
-  }
-  *sigma = dot;
-}
-
 // out = sum of a[i] * b[i], in a fixed order.
 __global__ void __launch_bounds__(kVectorThreads)
     dot(const float* __restrict__ a, const float* __restrict__ b, int64_t n, float* __restrict__ out) {
@@ -280,11 +193,6 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
       dot<<<1, kVectorThreads, 0, stream>>>(u, u_out, plan.rows, sigma);
       copy(op, u_out, u, plan.rows, stream);
       copy(op, v_out, v, plan.cols, stream);
-      return;
-    }
-    if (plan.rows >= 1 && plan.rows <= kSmallRows && plan.cols >= 1 &&
-        plan.cols <= int64_t{kVectorThreads} * kHeldColumns) {
-      small_power_iteration<T><<<1, kVectorThreads, 0, stream>>>(w, u, u_out, v_out, sigma, m, plan.n_iter, eps);
       return;
     }
     const dim3 blocks(grid_for(ceil_div(plan.cols, kWarp * kWidth)), static_cast<unsigned>(plan.row_chunks));
