@@ -151,8 +151,8 @@ __device__ __forceinline__ void for_each_strided(int64_t n, Load load, F f) {
 __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
 
 // |value|'s bits: as unsigned integers they order like the magnitudes, and every NaN's lie above
-// +inf's, so an integer max over them is an amax that a NaN reaches (spec §2.15) in one
-// instruction an element, where nan_max over fabsf takes three.
+// +inf's, so an integer max over them is an amax that a NaN reaches (spec §2.15): a mask and an
+// integer max an element, where nan_max over fabsf takes three instructions.
 __device__ __forceinline__ unsigned magnitude_bits(float value) { return __float_as_uint(value) & 0x7fffffffu; }
 
 // A row's quantization scale as quotient uses it: its reciprocal, and the scale itself for the
@@ -282,7 +282,7 @@ __host__ __device__ constexpr bool reads_affine_late() {
 // Blocks an SM the kernel must allow, which bounds its registers. 8-vector kernels that read their
 // affine late: two 256-thread blocks (one, 8 warps, cannot hide the DRAM latency; they fit 128
 // registers without spilling). 4-vector kernels: two 512-thread blocks, so at most 64 registers and
-// four 256-thread blocks an SM on many rows instead of three (H200, 47f3b31 against this bound:
+// four 256-thread blocks an SM on many rows instead of three (H200, 75fe655 against this bound:
 // RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm 26.6 -> 24.0), but for the fused LayerNorm,
 // which spills at 64 (39.5 -> 49.6 µs).
 template <NormKind kKind, bool kResidual, bool kQuant, int kVec, int kVecs>
