@@ -11,6 +11,11 @@
 # report; SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops (the other ops' earlier lines in
 # bench/results/<gpu>/<family>.jsonl are kept). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
 # filter).
+# SOLOPS_VARIANTS="name=path/libsolops.so ..." also benchmarks each of those libraries, ours only,
+# on the same ops, into $OUT/variants/<name>.jsonl: an A/B of kernel variants in one call. Build
+# each from a tree that has every op's symbols (the runner binds them all on import).
+# The build folder with the wheels is more than one call carries: carrying $build/tests and the
+# library file alone works, and the library's links are made again here.
 set -uo pipefail
 family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
 gpu=${2:-h200}
@@ -18,6 +23,12 @@ out=${OUT:-/tmp/solops-out}
 logs=$out/logs
 mkdir -p "$logs"
 build=${SOLOPS_BUILD_DIR:-build/release}
+for library in "$build"/libsolops.so.*.*.*; do
+  [ -e "$library" ] || continue
+  soname=${library%.*.*}
+  [ -e "$soname" ] || ln -s "$(basename "$library")" "$soname"
+  [ -e "$build/libsolops.so" ] || ln -s "$(basename "$soname")" "$build/libsolops.so"
+done
 export LD_LIBRARY_PATH="$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SOLOPS_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
@@ -72,6 +83,14 @@ step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profi
 # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
 step bench python3 -m solops.bench.run --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
   --out "bench/results/$gpu/$family.jsonl"
+for variant in ${SOLOPS_VARIANTS:-}; do
+  mkdir -p "$out/variants"
+  # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
+  step "variant-${variant%%=*}" env SOLOPS_LIBRARY="$PWD/${variant#*=}" python3 -m solops.bench.run \
+    --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} --impls solops \
+    --out "$out/variants/${variant%%=*}.jsonl"
+done
 step report python3 -m solops.bench.report --results "bench/results/$gpu" --out docs
-tar czf "$out/bundle.tar.gz" "$logs" "bench/results/$gpu" docs/benchmarks.md docs/benchmarks.html 2>/dev/null
+tar czf "$out/bundle.tar.gz" "$logs" "bench/results/$gpu" docs/benchmarks.md docs/benchmarks.html \
+  $([ -d "$out/variants" ] && echo "$out/variants") 2>/dev/null
 exit $status
