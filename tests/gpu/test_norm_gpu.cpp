@@ -1451,13 +1451,18 @@ TEST_F(SpectralNormGpu, RandomShapes) {
   }
 }
 
+// Every dtype: an empty W's data pointer is null (as PyTorch's), and a kernel that loads ahead of
+// its bounds test faults on it in the f16/bf16 code but not in the f32 code (3bcb2c1's one-block
+// path, caught only by the PyTorch tests).
 TEST_F(SpectralNormGpu, EdgeShapes) {
   std::mt19937_64 rng(62);
   for (const Shape& shape : {Shape{1, 1}, Shape{0, 5}, Shape{5, 0}, Shape{0, 0}, Shape{1, 16384}, Shape{16384, 1},
                              Shape{3, 7}, Shape{40000, 3}}) {
-    for (int64_t n_iter : {0, 1, 3}) {
-      Inputs in = random_inputs(shape, DType::f32, rng);
-      EXPECT_EQ(compare(in, params(in, n_iter)), "") << describe(in, params(in, n_iter));
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (int64_t n_iter : {0, 1, 3}) {
+        Inputs in = random_inputs(shape, dtype, rng);
+        EXPECT_EQ(compare(in, params(in, n_iter)), "") << describe(in, params(in, n_iter));
+      }
     }
   }
   Inputs in = random_inputs({100, 300}, DType::f16, rng);
