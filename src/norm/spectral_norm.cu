@@ -33,6 +33,8 @@ constexpr int kColumnWarps = 8;
 constexpr int kColumnThreads = kColumnWarps * kWarp;
 constexpr int kRowThreads = 256;
 constexpr int kVectorThreads = 1024;
+// Loads a thread keeps in flight in the single-block walks over a vector (for_each_strided).
+constexpr int kInFlight = 8;
 // W v's grid: 16 blocks an SM fill the device; more rows are walked grid-stride.
 constexpr int64_t kRowBlocksPerMultiprocessor = 16;
 
@@ -129,7 +131,6 @@ __global__ void __launch_bounds__(kRowThreads)
 // Each pass keeps eight loads a thread in flight: one at a time, a 16384-element vector took 16
 // dependent round trips a pass (ncu: 9.7 µs for 64 KB).
 __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n, float eps, float* sigma) {
-  constexpr int kInFlight = 8;
   __shared__ float warp_sums[kVectorThreads / kWarp];
   const auto load = [a](int64_t i) { return a[i]; };
   float squares = 0;
@@ -152,7 +153,8 @@ __global__ void __launch_bounds__(kVectorThreads)
     dot(const float* __restrict__ a, const float* __restrict__ b, int64_t n, float* __restrict__ out) {
   __shared__ float warp_sums[kVectorThreads / kWarp];
   float sum = 0;
-  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) sum += a[i] * b[i];
+  for_each_strided<kInFlight>(n, [a, b](int64_t i) { return a[i] * b[i]; },
+                              [&sum](float product, int64_t) { sum += product; });
   sum = row_sum(sum, warp_sums);
   if (threadIdx.x == 0) *out = sum;
 }
