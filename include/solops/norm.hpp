@@ -226,14 +226,21 @@ void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const Tens
 // (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and
 // rstd are f32 of norm_stats_shape. grad_weight and grad_bias may be null (not computed). Outputs
 // may not overlap any tensor of the call. grad_weight and grad_bias are column sums over the rows
-// in f32, summed in a fixed order (deterministic, no atomics, no workspace).
+// in f32: blocks of rows write their own sums, in row order, to `workspace` (a contiguous f32 CUDA
+// tensor of at least rms_norm_backward_workspace_elements / layer_norm_backward_workspace_elements
+// elements, overlapping no other tensor; null is allowed where that is 0 or where neither gradient
+// is asked for), and those are added in block order: deterministic, no atomics, nothing allocated.
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
-                       const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p,
-                       cudaStream_t stream = nullptr);
+                       const TensorRef& grad_x, const TensorRef* grad_weight, const TensorRef* workspace,
+                       const RMSNormBackward& p, cudaStream_t stream = nullptr);
 void layer_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
                          const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
-                         const TensorRef* grad_weight, const TensorRef* grad_bias, const LayerNormBackward& p,
-                         cudaStream_t stream = nullptr);
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const TensorRef* workspace,
+                         const LayerNormBackward& p, cudaStream_t stream = nullptr);
+// The f32 elements of the backward's workspace for x_shape (0 for a single row); also checks the
+// shape rule.
+int64_t rms_norm_backward_workspace_elements(std::span<const int64_t> x_shape, const RMSNormBackward& p);
+int64_t layer_norm_backward_workspace_elements(std::span<const int64_t> x_shape, const LayerNormBackward& p);
 
 // The fused add-norms. residual has x's shape, weight and bias [N]. The in-place form (spec §6.6):
 // output may be x itself and residual_out may be residual itself (the same data pointer); any

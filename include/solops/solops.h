@@ -396,7 +396,10 @@ solops_status solops_group_rms_norm_cost(int32_t x_rank, const int64_t* x_shape,
 /* Training forward and backward of RMSNorm and LayerNorm. mean and rstd are f32, one per row, of
  * shape x.shape[:-normalized_rank] (solops_norm_stats_shape); the forward writes them, the
  * backward reads them. The backward's weight may be NULL (scale 1); grad_weight and grad_bias may
- * be NULL (not computed). No output may overlap another tensor of the call. */
+ * be NULL (not computed). Its workspace is an f32 CUDA tensor of at least
+ * solops_rms_norm_backward_workspace_elements / solops_layer_norm_backward_workspace_elements
+ * elements, NULL where that is 0 or neither gradient is asked for. No output, nor the workspace,
+ * may overlap another tensor of the call. */
 solops_status solops_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_backward_params* p,
                                       int32_t* out_rank, int64_t* out_shape);
 solops_status solops_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* y,
@@ -408,12 +411,18 @@ solops_status solops_layer_norm_with_stats(const solops_tensor* x, const solops_
 solops_status solops_rms_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
                                        const solops_tensor* weight, const solops_tensor* rstd,
                                        const solops_tensor* grad_x, const solops_tensor* grad_weight,
-                                       const solops_norm_backward_params* p, void* stream);
+                                       const solops_tensor* workspace, const solops_norm_backward_params* p,
+                                       void* stream);
 solops_status solops_layer_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
                                          const solops_tensor* weight, const solops_tensor* mean,
                                          const solops_tensor* rstd, const solops_tensor* grad_x,
                                          const solops_tensor* grad_weight, const solops_tensor* grad_bias,
-                                         const solops_norm_backward_params* p, void* stream);
+                                         const solops_tensor* workspace, const solops_norm_backward_params* p,
+                                         void* stream);
+solops_status solops_rms_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                         const solops_norm_backward_params* p, int64_t* elements);
+solops_status solops_layer_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                           const solops_norm_backward_params* p, int64_t* elements);
 solops_status solops_reference_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
                                                    const solops_tensor* y, const solops_tensor* rstd,
                                                    const solops_norm_params* p);

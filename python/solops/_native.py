@@ -223,13 +223,17 @@ def _load():
         status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(NormParams),
                  P(Cost)])
     for name, (params, tensors) in NORM_TRAINING_OPS.items():
+        # The backward's CUDA call also takes its workspace, after the outputs; the reference does not.
+        workspace = 1 if params is NormBackwardParams else 0
         signatures.update({
-            f"solops_{name}": (status, [P(Tensor)] * tensors + [P(params), ctypes.c_void_p]),
+            f"solops_{name}": (status, [P(Tensor)] * (tensors + workspace) + [P(params), ctypes.c_void_p]),
             f"solops_reference_{name}": (status, [P(Tensor)] * tensors + [P(params)]),
         })
         if params is NormBackwardParams:
             signatures[f"solops_{name}_cost"] = (
                 status, [ctypes.c_int32, P(ctypes.c_int64), ctypes.c_int32, P(params), P(Cost)])
+            signatures[f"solops_{name}_workspace_elements"] = (
+                status, [ctypes.c_int32, P(ctypes.c_int64), P(params), P(ctypes.c_int64)])
     signatures.update({
         "solops_vector_norm_output_shape": (
             status, [ctypes.c_int32, P(ctypes.c_int64), P(VectorNormParams), P(ctypes.c_int32), P(ctypes.c_int64)]),
@@ -454,6 +458,15 @@ def norm_backward_params(name, normalized_shape):
     p = NormBackwardParams()
     _set_normalized_shape(p, name, normalized_shape)
     return p
+
+
+def norm_backward_workspace_elements(name, x_shape, normalized_shape):
+    """The f32 workspace of a row-norm backward (rms_norm_backward, layer_norm_backward) over x_shape."""
+    elements = ctypes.c_int64()
+    check(getattr(lib, f"solops_{name}_workspace_elements")(
+        len(x_shape), shape_array(x_shape), ctypes.byref(norm_backward_params(name, normalized_shape)),
+        ctypes.byref(elements)))
+    return elements.value
 
 
 def norm_stats_shape(x_shape, normalized_shape):

@@ -193,12 +193,18 @@ def _(x, normalized_shape, weight, bias, eps):
     return _training_outputs(x, "layer_norm", normalized_shape, eps, 2)
 
 
+def _backward_workspace(name, x, normalized_shape):
+    """The backward's f32 scratch for the parameter gradients' partials (None where none is needed)."""
+    elements = _native.norm_backward_workspace_elements(name, list(x.shape), normalized_shape)
+    return torch.empty(elements, dtype=torch.float32, device=x.device) if elements else None
+
+
 @torch.library.custom_op("solops::rms_norm_backward", mutates_args=())
 def _rms_norm_backward(grad_out: torch.Tensor, x: torch.Tensor, normalized_shape: List[int], rstd: torch.Tensor,
                        weight: Optional[torch.Tensor]) -> Tuple[torch.Tensor, torch.Tensor]:
     outputs = _gradients(x, normalized_shape, 1)
     _call("rms_norm_backward", _native.norm_backward_params("rms_norm_backward", normalized_shape),
-          (grad_out, x, weight, rstd), outputs, x)
+          (grad_out, x, weight, rstd), (*outputs, _backward_workspace("rms_norm_backward", x, normalized_shape)), x)
     return outputs
 
 
@@ -213,7 +219,8 @@ def _layer_norm_backward(grad_out: torch.Tensor, x: torch.Tensor, normalized_sha
                          ) -> Tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     outputs = _gradients(x, normalized_shape, 2)
     _call("layer_norm_backward", _native.norm_backward_params("layer_norm_backward", normalized_shape),
-          (grad_out, x, weight, mean, rstd), outputs, x)
+          (grad_out, x, weight, mean, rstd),
+          (*outputs, _backward_workspace("layer_norm_backward", x, normalized_shape)), x)
     return outputs
 
 

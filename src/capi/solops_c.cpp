@@ -289,6 +289,15 @@ solops_status norm_output_shape(const char* function, Op op, int32_t x_rank, con
 }
 
 template <class Params, class CParams, class Op>
+solops_status norm_workspace_elements(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
+                                      const CParams* p, int64_t* elements) {
+  return guarded(function, [&] {
+    require_pointer(elements, function, "elements");
+    *elements = op(to_shape(x_rank, x_shape, function), to_norm<Params>(p, function));
+  });
+}
+
+template <class Params, class CParams, class Op>
 solops_status norm_cost(const char* function, Op op, int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                         const CParams* p, solops_cost* out) {
   return guarded(function, [&] {
@@ -350,11 +359,13 @@ solops_status layer_norm_with_stats(const char* function, Op op, const solops_te
   });
 }
 
+// The backward ops' calls: with a stream (the CUDA op) the workspace goes along, without one (the
+// reference, which needs none) it is null and left out.
 template <class Op, class... Stream>
 solops_status rms_norm_backward(const char* function, Op op, const solops_tensor* grad_out, const solops_tensor* x,
                                 const solops_tensor* weight, const solops_tensor* rstd, const solops_tensor* grad_x,
-                                const solops_tensor* grad_weight, const solops_norm_backward_params* p,
-                                Stream... stream) {
+                                const solops_tensor* grad_weight, const solops_tensor* workspace,
+                                const solops_norm_backward_params* p, Stream... stream) {
   return guarded(function, [&] {
     const auto grad_out_ref = to_tensor(grad_out, function, "grad_out");
     const auto x_ref = to_tensor(x, function, "x");
@@ -362,8 +373,14 @@ solops_status rms_norm_backward(const char* function, Op op, const solops_tensor
     const auto rstd_ref = to_tensor(rstd, function, "rstd");
     const auto grad_x_ref = to_tensor(grad_x, function, "grad_x");
     const auto grad_weight_ref = optional_tensor(grad_weight, function, "grad_weight");
-    op(grad_out_ref, x_ref, optional_ref(weight_ref), rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
-       to_norm<solops::RMSNormBackward>(p, function), static_cast<cudaStream_t>(stream)...);
+    const auto params = to_norm<solops::RMSNormBackward>(p, function);
+    if constexpr (sizeof...(Stream) > 0) {
+      const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
+         optional_ref(workspace_ref), params, static_cast<cudaStream_t>(stream)...);
+    } else {
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), rstd_ref, grad_x_ref, optional_ref(grad_weight_ref), params);
+    }
   });
 }
 
@@ -371,8 +388,8 @@ template <class Op, class... Stream>
 solops_status layer_norm_backward(const char* function, Op op, const solops_tensor* grad_out, const solops_tensor* x,
                                   const solops_tensor* weight, const solops_tensor* mean, const solops_tensor* rstd,
                                   const solops_tensor* grad_x, const solops_tensor* grad_weight,
-                                  const solops_tensor* grad_bias, const solops_norm_backward_params* p,
-                                  Stream... stream) {
+                                  const solops_tensor* grad_bias, const solops_tensor* workspace,
+                                  const solops_norm_backward_params* p, Stream... stream) {
   return guarded(function, [&] {
     const auto grad_out_ref = to_tensor(grad_out, function, "grad_out");
     const auto x_ref = to_tensor(x, function, "x");
@@ -382,9 +399,15 @@ solops_status layer_norm_backward(const char* function, Op op, const solops_tens
     const auto grad_x_ref = to_tensor(grad_x, function, "grad_x");
     const auto grad_weight_ref = optional_tensor(grad_weight, function, "grad_weight");
     const auto grad_bias_ref = optional_tensor(grad_bias, function, "grad_bias");
-    op(grad_out_ref, x_ref, optional_ref(weight_ref), mean_ref, rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
-       optional_ref(grad_bias_ref), to_norm<solops::LayerNormBackward>(p, function),
-       static_cast<cudaStream_t>(stream)...);
+    const auto params = to_norm<solops::LayerNormBackward>(p, function);
+    if constexpr (sizeof...(Stream) > 0) {
+      const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), mean_ref, rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
+         optional_ref(grad_bias_ref), optional_ref(workspace_ref), params, static_cast<cudaStream_t>(stream)...);
+    } else {
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), mean_ref, rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
+         optional_ref(grad_bias_ref), params);
+    }
   });
 }
 
@@ -1084,18 +1107,20 @@ solops_status solops_layer_norm_with_stats(const solops_tensor* x, const solops_
 solops_status solops_rms_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
                                        const solops_tensor* weight, const solops_tensor* rstd,
                                        const solops_tensor* grad_x, const solops_tensor* grad_weight,
-                                       const solops_norm_backward_params* p, void* stream) {
-  return rms_norm_backward(__func__, solops::rms_norm_backward, grad_out, x, weight, rstd, grad_x, grad_weight, p,
-                           stream);
+                                       const solops_tensor* workspace, const solops_norm_backward_params* p,
+                                       void* stream) {
+  return rms_norm_backward(__func__, solops::rms_norm_backward, grad_out, x, weight, rstd, grad_x, grad_weight,
+                           workspace, p, stream);
 }
 
 solops_status solops_layer_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
                                          const solops_tensor* weight, const solops_tensor* mean,
                                          const solops_tensor* rstd, const solops_tensor* grad_x,
                                          const solops_tensor* grad_weight, const solops_tensor* grad_bias,
-                                         const solops_norm_backward_params* p, void* stream) {
+                                         const solops_tensor* workspace, const solops_norm_backward_params* p,
+                                         void* stream) {
   return layer_norm_backward(__func__, solops::layer_norm_backward, grad_out, x, weight, mean, rstd, grad_x,
-                             grad_weight, grad_bias, p, stream);
+                             grad_weight, grad_bias, workspace, p, stream);
 }
 
 solops_status solops_reference_rms_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
@@ -1117,7 +1142,7 @@ solops_status solops_reference_rms_norm_backward(const solops_tensor* grad_out, 
                                                  const solops_tensor* grad_x, const solops_tensor* grad_weight,
                                                  const solops_norm_backward_params* p) {
   return rms_norm_backward(__func__, solops::reference::rms_norm_backward, grad_out, x, weight, rstd, grad_x,
-                           grad_weight, p);
+                           grad_weight, nullptr, p);
 }
 
 solops_status solops_reference_layer_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
@@ -1126,7 +1151,19 @@ solops_status solops_reference_layer_norm_backward(const solops_tensor* grad_out
                                                    const solops_tensor* grad_weight, const solops_tensor* grad_bias,
                                                    const solops_norm_backward_params* p) {
   return layer_norm_backward(__func__, solops::reference::layer_norm_backward, grad_out, x, weight, mean, rstd,
-                             grad_x, grad_weight, grad_bias, p);
+                             grad_x, grad_weight, grad_bias, nullptr, p);
+}
+
+solops_status solops_rms_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                         const solops_norm_backward_params* p, int64_t* elements) {
+  return norm_workspace_elements<solops::RMSNormBackward>(__func__, solops::rms_norm_backward_workspace_elements,
+                                                          x_rank, x_shape, p, elements);
+}
+
+solops_status solops_layer_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                           const solops_norm_backward_params* p, int64_t* elements) {
+  return norm_workspace_elements<solops::LayerNormBackward>(__func__, solops::layer_norm_backward_workspace_elements,
+                                                            x_rank, x_shape, p, elements);
 }
 
 solops_status solops_rms_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,

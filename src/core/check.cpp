@@ -114,7 +114,9 @@ void check_workspace(std::string_view op, Placement placement, int64_t needed, c
   check_dtype(op, "workspace", *workspace, DType::f32);
   require(workspace->numel() >= needed, op, "workspace has ", workspace->numel(), " elements, fewer than the ", needed,
           " this call needs (", sizing, ")");
-  for (const NamedTensor& other : others) check_no_overlap(op, other.name, *other.tensor, "workspace", *workspace);
+  for (const NamedTensor& other : others) {
+    if (other.tensor) check_no_overlap(op, other.name, *other.tensor, "workspace", *workspace);
+  }
 }
 
 }  // namespace solops::detail

@@ -171,6 +171,20 @@ RowGeometry validate_row_norm_backward(std::string_view op, Placement placement,
                                  {"rstd", &t.rstd},         {"grad_x", &t.grad_x},
                                  {"grad_weight", t.grad_weight}, {"grad_bias", t.grad_bias}};
   check_outputs_apart(op, outputs, tensors);
+  // Both ops' workspaces hold as many gradients as LayerNorm has (the layout is the kernels'),
+  // needed only where a parameter gradient is asked for.
+  const bool parameter_gradients = t.grad_weight || t.grad_bias;
+  const int gradients = t.mean ? 2 : 1;
+  check_workspace(op, placement, parameter_gradients ? backward_workspace_elements(g, gradients) : 0, t.workspace,
+                  {{"grad_out", &t.grad_out},
+                   {"x", &t.x},
+                   {"weight", t.weight},
+                   {"mean", t.mean},
+                   {"rstd", &t.rstd},
+                   {"grad_x", &t.grad_x},
+                   {"grad_weight", t.grad_weight},
+                   {"grad_bias", t.grad_bias}},
+                  t.mean ? "layer_norm_backward_workspace_elements" : "rms_norm_backward_workspace_elements");
   return g;
 }
 
@@ -385,11 +399,11 @@ void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef
 }
 
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
-                       const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p,
-                       cudaStream_t stream) {
+                       const TensorRef& grad_x, const TensorRef* grad_weight, const TensorRef* workspace,
+                       const RMSNormBackward& p, cudaStream_t stream) {
   constexpr std::string_view kOp = "rms_norm_backward";
-  const detail::RowNormBackwardTensors t{
-      .grad_out = grad_out, .x = x, .weight = weight, .rstd = rstd, .grad_x = grad_x, .grad_weight = grad_weight};
+  const detail::RowNormBackwardTensors t{.grad_out = grad_out, .x = x, .weight = weight, .rstd = rstd,
+                                         .grad_x = grad_x, .grad_weight = grad_weight, .workspace = workspace};
   const detail::RowGeometry g = detail::validate_row_norm_backward(kOp, detail::Placement::device,
                                                                    p.normalized_shape, t);
   detail::launch_rows_backward<NormKind::rms>(kOp, g, t, stream);
@@ -397,15 +411,24 @@ void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const Tens
 
 void layer_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
                          const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
-                         const TensorRef* grad_weight, const TensorRef* grad_bias, const LayerNormBackward& p,
-                         cudaStream_t stream) {
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const TensorRef* workspace,
+                         const LayerNormBackward& p, cudaStream_t stream) {
   constexpr std::string_view kOp = "layer_norm_backward";
   const detail::RowNormBackwardTensors t{.grad_out = grad_out, .x = x, .weight = weight, .mean = &mean,
                                          .rstd = rstd, .grad_x = grad_x, .grad_weight = grad_weight,
-                                         .grad_bias = grad_bias};
+                                         .grad_bias = grad_bias, .workspace = workspace};
   const detail::RowGeometry g = detail::validate_row_norm_backward(kOp, detail::Placement::device,
                                                                    p.normalized_shape, t);
   detail::launch_rows_backward<NormKind::layer>(kOp, g, t, stream);
+}
+
+int64_t rms_norm_backward_workspace_elements(std::span<const int64_t> x_shape, const RMSNormBackward& p) {
+  return detail::backward_workspace_elements(detail::resolve_rows("rms_norm_backward", x_shape, p.normalized_shape), 1);
+}
+
+int64_t layer_norm_backward_workspace_elements(std::span<const int64_t> x_shape, const LayerNormBackward& p) {
+  return detail::backward_workspace_elements(detail::resolve_rows("layer_norm_backward", x_shape, p.normalized_shape),
+                                             2);
 }
 
 void gemma_rms_norm(const TensorRef& x, const TensorRef& weight, const TensorRef& y, const GemmaRMSNorm& p,

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cfloat>
 #include <cstdint>
 #include <span>
@@ -64,7 +65,21 @@ struct RowNormBackwardTensors {
   const TensorRef& grad_x;
   const TensorRef* grad_weight = nullptr;
   const TensorRef* grad_bias = nullptr;
+  const TensorRef* workspace = nullptr;  // f32, row_norm_backward_workspace_elements of them
 };
+
+// The backward's grad_weight and grad_bias partials (row_norm_backward.cuh): the row kernel's most
+// blocks when it writes them, a function of the shape alone (so the order of the sums is too):
+// about 8.6 MB of f32 partials a gradient (132 blocks at N = 16384), at most 528 blocks, at most one
+// a row; and the f32 workspace of `gradients` of them, none for a single row (it writes its terms).
+inline int64_t backward_partial_blocks(const RowGeometry& g) {
+  constexpr int64_t kPartialBytes = int64_t{132} * 16384 * sizeof(float);
+  const int64_t blocks = kPartialBytes / (std::max<int64_t>(g.row_len, 1) * int64_t{sizeof(float)});
+  return std::clamp<int64_t>(std::min(g.rows, std::clamp<int64_t>(blocks, 132, 4 * 132)), 1, 4 * 132);
+}
+inline int64_t backward_workspace_elements(const RowGeometry& g, int gradients) {
+  return g.rows > 1 ? backward_partial_blocks(g) * g.row_len * gradients : 0;
+}
 
 // The quantizing norms' per-row scale (spec §2.15): amax / 448, amax at least kMinAmax.
 inline constexpr float kE4m3Max = 448.0f;

@@ -1729,6 +1729,32 @@ TEST(NormBackwardCost, SpecFormulas) {
   expect_error([] { layer_norm_backward_cost(Shape{2, 8}, DType::f16, {{4}}); }, "does not match");
 }
 
+// The backward's f32 workspace: the partials of each parameter gradient, one row of N a block of
+// rows, about 8.6 MB a gradient (132 blocks at N = 16384, 528 at N <= 4096), at most one block a
+// row, none for a single row.
+TEST(NormBackwardWorkspace, SizedByTheShape) {
+  EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{2048, 16384}, {{16384}}), 132 * 16384);
+  EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{2048, 8192}, {{8192}}), 264 * 8192);
+  EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{2048, 4096}, {{4096}}), 528 * 4096);
+  EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{2048, 64}, {{64}}), 528 * 64);
+  EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{4, 32768}, {{32768}}), 4 * 32768);
+  EXPECT_EQ(layer_norm_backward_workspace_elements(Shape{2048, 8192}, {{8192}}), 2 * 264 * 8192);
+  EXPECT_EQ(layer_norm_backward_workspace_elements(Shape{3, 5, 64}, {{5, 64}}), 2 * 3 * 320);
+  EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{1, 4096}, {{4096}}), 0);
+  EXPECT_EQ(layer_norm_backward_workspace_elements(Shape{0, 4096}, {{4096}}), 0);
+  expect_error([] { rms_norm_backward_workspace_elements(Shape{2, 8}, {{4}}); }, "does not match");
+  solops_norm_backward_params p{};
+  p.normalized_rank = 1;
+  p.normalized_shape[0] = 4096;
+  const int64_t shape[] = {2048, 4096};
+  int64_t elements = -1;
+  ASSERT_EQ(solops_layer_norm_backward_workspace_elements(2, shape, &p, &elements), SOLOPS_OK) << solops_last_error();
+  EXPECT_EQ(elements, 2 * 528 * 4096);
+  ASSERT_EQ(solops_rms_norm_backward_workspace_elements(2, shape, &p, &elements), SOLOPS_OK) << solops_last_error();
+  EXPECT_EQ(elements, 528 * 4096);
+  EXPECT_EQ(solops_rms_norm_backward_workspace_elements(2, shape, &p, nullptr), SOLOPS_INVALID_ARGUMENT);
+}
+
 TEST(NormBackwardCApi, ReferenceStatsShapeAndCost) {
   const double r = 1 / std::sqrt(12.5);
   HostTensor dy = filled({1, 2}, {1, 0}), x = filled({1, 2}, {3, 4}), rstd = filled({1}, {r});

@@ -818,6 +818,23 @@ std::string compare_training_forward(BackwardInputs& in, size_t pad = 0) {
   return difference;
 }
 
+// The backward's workspace for x_shape, poisoned, and the pointer a call takes (null where none is
+// needed).
+struct BackwardWorkspace {
+  int64_t elements;
+  DeviceBuffer buffer;
+  TensorRef ref;
+
+  BackwardWorkspace(Op op, const Shape& x_shape, const Shape& ns)
+      : elements(op == Op::layer ? layer_norm_backward_workspace_elements(x_shape, {ns})
+                                 : rms_norm_backward_workspace_elements(x_shape, {ns})),
+        buffer(static_cast<size_t>(elements) * sizeof(float)),
+        ref(device_ref(buffer.data(), DType::f32, Shape{elements})) {
+    buffer.poison();
+  }
+  const TensorRef* arg() const { return elements ? &ref : nullptr; }
+};
+
 // The backward on the device and the reference from the same statistics; returns the first
 // disagreement, or "". `grad_weight_bits`, when given, receives the device's grad_weight.
 std::string compare_backward(BackwardInputs& in, size_t pad = 0, HostTensor* grad_weight_bits = nullptr) {
@@ -847,11 +864,13 @@ std::string compare_backward(BackwardInputs& in, size_t pad = 0, HostTensor* gra
   std::optional<OnDevice> weight;
   std::optional<TensorRef> weight_ref;
   if (in.weight) weight_ref = weight.emplace(*in.weight, pad).ref;
+  const BackwardWorkspace workspace(in.op, in.x.shape, ns);
   if (layer) {
     layer_norm_backward(dy.ref, x.ref, optional_ref(weight_ref), d_mean.ref, d_rstd.ref, d_grad_x.ref, &d_grad_w.ref,
-                        &d_grad_b.ref, {ns});
+                        &d_grad_b.ref, workspace.arg(), {ns});
   } else {
-    rms_norm_backward(dy.ref, x.ref, optional_ref(weight_ref), d_rstd.ref, d_grad_x.ref, &d_grad_w.ref, {ns});
+    rms_norm_backward(dy.ref, x.ref, optional_ref(weight_ref), d_rstd.ref, d_grad_x.ref, &d_grad_w.ref,
+                      workspace.arg(), {ns});
   }
   testing::cuda_ok(cudaDeviceSynchronize(), "backward");
 
@@ -941,12 +960,13 @@ TEST_F(NormGpuCalls, TrainingForwardAndBackwardCapturedInACudaGraph) {
       grad_w(ns, in.x.dtype), grad_b(ns, in.x.dtype);
   const OnDevice x(in.x, 0), dy(in.dy, 0), weight(*in.weight, 0), d_y(in.x, 0, true), d_mean(mean, 0, true),
       d_rstd(rstd, 0, true), d_grad_x(grad_x, 0, true), d_grad_w(grad_w, 0, true), d_grad_b(grad_b, 0, true);
+  const BackwardWorkspace workspace(Op::layer, in.x.shape, ns);
   cudaStream_t stream;
   testing::cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
   const auto calls = [&] {
     layer_norm_with_stats(x.ref, &weight.ref, nullptr, d_y.ref, d_mean.ref, d_rstd.ref, {ns}, stream);
     layer_norm_backward(dy.ref, x.ref, &weight.ref, d_mean.ref, d_rstd.ref, d_grad_x.ref, &d_grad_w.ref,
-                        &d_grad_b.ref, {ns}, stream);
+                        &d_grad_b.ref, workspace.arg(), {ns}, stream);
   };
   const auto results = [&] {
     testing::cuda_ok(cudaStreamSynchronize(stream), "synchronize");
@@ -977,7 +997,7 @@ TEST_F(NormGpuCalls, TrainingForwardAndBackwardCapturedInACudaGraph) {
 TEST_F(NormGpuCalls, BackwardRejectsHostTensors) {
   HostTensor x({2, 8}, DType::f16), dy({2, 8}, DType::f16), rstd({2}, DType::f32), grad_x({2, 8}, DType::f16);
   try {
-    rms_norm_backward(dy.ref(), x.ref(), nullptr, rstd.ref(), grad_x.ref(), nullptr, {{8}});
+    rms_norm_backward(dy.ref(), x.ref(), nullptr, rstd.ref(), grad_x.ref(), nullptr, nullptr, {{8}});
     ADD_FAILURE() << "accepted a CPU tensor";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("rms_norm_backward: x must be a CUDA tensor"), std::string::npos) << e.what();
@@ -1161,6 +1181,36 @@ TEST_F(VectorNormGpu, WorkspaceRulesOnTheDevice) {
   HostTensor host({4}, DType::f32), host_y({}, DType::f32);
   expect_message([&] { vector_norm(host.ref(), host_y.ref(), nullptr, {}); }, "vector_norm: x must be a CUDA tensor");
 }
+
+// The workspace rule of the backward: needed for grad_weight or grad_bias over more than one row,
+// of at least the elements the sizing function gives, apart from every other tensor; not needed
+// without parameter gradients or for a single row.
+TEST_F(NormGpuCalls, BackwardWorkspaceRules) {
+  const Shape shape{64, 4096}, ns{4096};
+  const int64_t needed = layer_norm_backward_workspace_elements(shape, {ns});
+  EXPECT_EQ(needed, 2 * 64 * 4096);
+  EXPECT_EQ(rms_norm_backward_workspace_elements(shape, {ns}), 64 * 4096);
+  EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{1, 4096}, {ns}), 0);
+  DeviceBuffer x(64 * 4096 * 2), dy(64 * 4096 * 2), grad_x(64 * 4096 * 2), stats(64 * 4), grad_w(4096 * 2),
+      small(16 * sizeof(float));
+  const TensorRef x_ref = device_ref(x.data(), DType::bf16, shape), dy_ref = device_ref(dy.data(), DType::bf16, shape);
+  const TensorRef grad_x_ref = device_ref(grad_x.data(), DType::bf16, shape);
+  const TensorRef stats_ref = device_ref(stats.data(), DType::f32, Shape{64});
+  const TensorRef grad_w_ref = device_ref(grad_w.data(), DType::bf16, ns);
+  const TensorRef small_ref = device_ref(small.data(), DType::f32, Shape{16});
+  expect_message([&] { layer_norm_backward(dy_ref, x_ref, nullptr, stats_ref, stats_ref, grad_x_ref, &grad_w_ref,
+                                           nullptr, nullptr, {ns}); },
+                 "layer_norm_backward: workspace is null but this call needs 524288 f32 elements "
+                 "(layer_norm_backward_workspace_elements)");
+  expect_message([&] { rms_norm_backward(dy_ref, x_ref, nullptr, stats_ref, grad_x_ref, &grad_w_ref, &small_ref,
+                                         {ns}); },
+                 "workspace has 16 elements, fewer than the 262144");
+  const TensorRef in_grad_x = device_ref(grad_x.data(), DType::f32, Shape{64 * 4096});
+  expect_message([&] { rms_norm_backward(dy_ref, x_ref, nullptr, stats_ref, grad_x_ref, &grad_w_ref, &in_grad_x,
+                                         {ns}); },
+                 "grad_x and workspace overlap in memory");
+}
+
 
 }  // namespace vector_norms
 
