@@ -9,9 +9,10 @@
 // its row's loads in flight at once; where holding weight and bias would halve the blocks an SM,
 // they are read in the output pass instead (reads_affine_late).
 // Statistics run in f32; LayerNorm takes the mean first and then the sum of squared deviations
-// from the held values (no E[x^2] - E[x]^2 cancellation). The quantizing norms then take a second
-// pass over the held row for its amax (the normalized values are recomputed rather than kept,
-// which would double the registers a thread needs) and a third that writes the fp8 codes. Rows too
+// from the held values (no E[x^2] - E[x]^2 cancellation). LayerNormQuant then takes a second pass
+// over the held row for its amax (the normalized values are recomputed rather than kept, which
+// would double the registers a thread needs) and a third that writes the fp8 codes; RMSNormQuant
+// takes its amax from x · weight in the first pass, beside the squares. Rows too
 // long to hold (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors) take the
 // streaming kernel, which reads the row again each pass.
 #pragma once
@@ -126,6 +127,31 @@ __device__ __forceinline__ float row_sum(float value, float* partial) {
   return row_reduce(value, partial, 0.0f, [](float a, float b) { return a + b; });
 }
 
+// The larger of a and b, NaN if either is: a row's NaN reaches its scale and codes (spec §2.15),
+// where fmaxf would drop it.
+__device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
+
+// The sum of `sum` and the larger (nan_max) of `maximum` over this thread's row, both in one
+// round of barriers; `partial` holds two values a warp.
+__device__ __forceinline__ float2 row_sum_and_max(float sum, float maximum, float* partial) {
+  const auto add = [](float a, float b) { return a + b; };
+  const auto larger = [](float a, float b) { return nan_max(a, b); };
+  sum = warp_reduce(sum, add);
+  maximum = warp_reduce(maximum, larger);
+  const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
+  if (warps == 1) return {sum, maximum};
+  float* row_partial = partial + threadIdx.y * 2 * warps;
+  if (lane == 0) {
+    row_partial[threadIdx.x / kWarp] = sum;
+    row_partial[warps + threadIdx.x / kWarp] = maximum;
+  }
+  __syncthreads();
+  sum = warp_reduce(lane < warps ? row_partial[lane] : 0.0f, add);
+  maximum = warp_reduce(lane < warps ? row_partial[warps + lane] : -INFINITY, larger);
+  __syncthreads();  // the next call overwrites partial
+  return {sum, maximum};
+}
+
 // f(values[i], i) for this thread's elements i = threadIdx.x, threadIdx.x + blockDim.x, ... < n of
 // a block-strided walk, kInFlight elements loaded (load(i)) before any is used: with one load at a
 // time, a walk of a few elements a thread waits on one round trip per element.
@@ -146,10 +172,6 @@ __device__ __forceinline__ void for_each_strided(int64_t n, Load load, F f) {
   }
 }
 
-// The larger of a and b, NaN if either is: a row's NaN reaches its scale and codes (spec §2.15),
-// where fmaxf would drop it.
-__device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
-
 // |value|'s bits: as unsigned integers they order like the magnitudes, and every NaN's lie above
 // +inf's, so an integer max over them is an amax that a NaN reaches (spec §2.15): a mask and an
 // integer max an element, where nan_max over fabsf takes three instructions.
@@ -163,15 +185,19 @@ struct QuantScale {
   float inverse;
 };
 
-// The row's scale from the amax of this thread's values (magnitude_bits), stored by the row's first
-// thread.
+// The row's scale from its amax, stored by the row's first thread.
+__device__ __forceinline__ QuantScale quant_scale(float amax, float* row_scale, int64_t row, bool row_active) {
+  const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
+  if (row_active && threadIdx.x == 0) row_scale[row] = scale;
+  return {isinf(scale) ? 0.0f : scale, 1.0f / scale};
+}
+
+// The row's scale from the amax of this thread's values (magnitude_bits).
 __device__ __forceinline__ QuantScale row_quant_scale(unsigned amax_bits, float* partial, float* row_scale,
                                                       int64_t row, bool row_active) {
   const float amax = row_reduce(__uint_as_float(amax_bits), partial, -INFINITY,
                                 [](float a, float b) { return nan_max(a, b); });
-  const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
-  if (row_active && threadIdx.x == 0) row_scale[row] = scale;
-  return {isinf(scale) ? 0.0f : scale, 1.0f / scale};
+  return quant_scale(amax, row_scale, row, row_active);
 }
 
 // value / scale by the row's reciprocal and one FMA correction (Markstein): the correctly rounded
@@ -270,27 +296,28 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // the fused add-norms' in-place form aliases them. Each element is read before the same thread
 // writes it, and never read again.
 // Whether weight and bias are read in the output pass rather than held beside x from the start.
-// Held, they cost LayerNorm, the fused and the quantizing norms at 4 and 8 vectors a thread half
-// their blocks an SM (LayerNorm at 8 vectors: 150 registers, one block); read late, they put a
-// weight round trip after the reduction, which the other kernels pay for (H200, 2100838 against
-// 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 -> 13.1 and
-// every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from DRAM, are
-// held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm is an RMS norm.
-template <NormKind kKind, bool kResidual, bool kQuant, int kVecs>
+// Held, they cost LayerNorm (with or without quantization) and the fused norms at 4 and 8 vectors
+// a thread half their blocks an SM (LayerNorm at 8 vectors: 150 registers, one block); read late,
+// they put a weight round trip after the reduction, which the other kernels pay for (H200, 2100838
+// against 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 ->
+// 13.1 and every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from
+// DRAM, are held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm is an RMS norm;
+// RMSNormQuant holds its weight, whose products with x give its amax in the first pass.
+template <NormKind kKind, bool kResidual, int kVecs>
 __host__ __device__ constexpr bool reads_affine_late() {
-  return kVecs >= 4 && (kKind == NormKind::layer || kResidual || kQuant);
+  return kVecs >= 4 && (kKind == NormKind::layer || kResidual);
 }
 
 // Blocks an SM the kernel must allow, which bounds its registers. 8-vector kernels that read their
-// affine late: two 256-thread blocks (one, 8 warps, cannot hide the DRAM latency; they fit 128
-// registers without spilling). 4-vector kernels: two 512-thread blocks, so at most 64 registers and
+// affine late, and the quantizing ones: two 256-thread blocks (one, 8 warps, cannot hide the DRAM
+// latency; they fit 128 registers without spilling). 4-vector kernels: two 512-thread blocks, so at most 64 registers and
 // four 256-thread blocks an SM on many rows instead of three (H200, 75fe655 against this bound:
 // RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm 26.6 -> 24.0), but for the fused LayerNorm,
 // which spills at 64 (39.5 -> 49.6 µs).
 template <NormKind kKind, bool kResidual, bool kQuant, int kVec, int kVecs>
 __host__ __device__ constexpr int min_blocks() {
   if (max_threads(kVec, kVecs) == 512) return kKind == NormKind::layer && kResidual ? 1 : 2;
-  return reads_affine_late<kKind, kResidual, kQuant, kVecs>() && max_threads(kVec, kVecs) == 256 ? 2 : 1;
+  return (reads_affine_late<kKind, kResidual, kVecs>() || kQuant) && max_threads(kVec, kVecs) == 256 ? 2 : 1;
 }
 
 // Where row `row` (its first element or vector `first`, `row_units` of them a row) finds its weight
@@ -309,12 +336,12 @@ template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, in
 __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kResidual, kQuant, kVec, kVecs>())
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
-  constexpr bool kLateAffine = reads_affine_late<kKind, kResidual, kQuant, kVecs>();
+  constexpr bool kLateAffine = reads_affine_late<kKind, kResidual, kVecs>();
   constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
   // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
   // where a bias or the residual's registers leave no room for more without losing a block an SM.
   constexpr int kAffineBatch = !kLateAffine ? 1 : kKind == NormKind::layer || kResidual ? 2 : kVecs;
-  __shared__ float partial[kMaxThreads / kWarp];
+  __shared__ float partial[2 * kMaxThreads / kWarp];  // row_sum_and_max takes two values a warp
   for_each_held_row<kVec>(s, [&](const HeldRow& r) {
     const int64_t first = r.first;
     // The weight and bias vectors at held vector i's columns, read into w and b.
@@ -358,16 +385,8 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
       }
       return total;
     };
-    float mean = 0;
-    if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
-    const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
-    const float inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
-    if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
-
-    // The output values of the held vector i, given the weight and bias at its columns.
-    const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
-      float scale[kVec], shift[kVec];
-      held_values(i, values);
+    // The scale the weight vector w gives (weight_offset + w, or 1 without a weight).
+    const auto weight_scale = [&](const P& w, float (&scale)[kVec]) {
       if (p.weight) {
         unpack<T, kVec>(w, scale);
 #pragma unroll
@@ -376,6 +395,42 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
 #pragma unroll
         for (int e = 0; e < kVec; ++e) scale[e] = 1;
       }
+    };
+    // RMSNormQuant takes its amax in the first pass, as inv_std · max |x · scale| (inv_std >= 0),
+    // and reduces it beside the squares: a pass over the row and a round of barriers fewer than
+    // taking it from the output values (its code pass then computes them once).
+    constexpr bool kAmaxFromProducts = kQuant && kKind == NormKind::rms;
+    float mean = 0, inv_std, product_amax = 0;
+    if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
+    if constexpr (kAmaxFromProducts) {
+      float squares = 0;
+      unsigned amax_bits = 0;
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (!r.holds(i)) continue;
+        float values[kVec], scale[kVec];
+        held_values(i, values);
+        weight_scale(weight[i], scale);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          squares += values[e] * values[e];
+          amax_bits = max(amax_bits, magnitude_bits(values[e] * scale[e]));
+        }
+      }
+      const float2 reduced = row_sum_and_max(squares, __uint_as_float(amax_bits), partial);
+      inv_std = rsqrtf(reduced.x * s.inv_len + s.eps);
+      product_amax = reduced.y;
+    } else {
+      const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
+      inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+    }
+    if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
+
+    // The output values of the held vector i, given the weight and bias at its columns.
+    const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
+      float scale[kVec], shift[kVec];
+      held_values(i, values);
+      weight_scale(w, scale);
       if (kKind == NormKind::layer && p.bias) {
         unpack<T, kVec>(b, shift);
       } else {
@@ -413,12 +468,17 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
       }
     };
     if constexpr (kQuant) {
-      unsigned amax = 0;
-      for_each_output([&](int64_t, const float (&values)[kVec]) {
+      QuantScale row_scale;
+      if constexpr (kAmaxFromProducts) {
+        row_scale = quant_scale(inv_std * product_amax, p.row_scale, r.row, r.active);
+      } else {
+        unsigned amax = 0;
+        for_each_output([&](int64_t, const float (&values)[kVec]) {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
-      });
-      const QuantScale row_scale = row_quant_scale(amax, partial, p.row_scale, r.row, r.active);
+          for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
+        });
+        row_scale = row_quant_scale(amax, partial, p.row_scale, r.row, r.active);
+      }
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
         reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
       });
