@@ -131,25 +131,31 @@ __device__ __forceinline__ float row_sum(float value, float* partial) {
 // where fmaxf would drop it.
 __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
 
-// The sum of `sum` and the larger (nan_max) of `maximum` over this thread's row, both in one
-// round of barriers; `partial` holds two values a warp.
-__device__ __forceinline__ float2 row_sum_and_max(float sum, float maximum, float* partial) {
-  const auto add = [](float a, float b) { return a + b; };
-  const auto larger = [](float a, float b) { return nan_max(a, b); };
-  sum = warp_reduce(sum, add);
-  maximum = warp_reduce(maximum, larger);
+// The reductions of a by combine_a and of b by combine_b (identities identity_a, identity_b) over
+// this thread's row, both in one round of barriers; `partial` holds two values a warp.
+template <class CombineA, class CombineB>
+__device__ __forceinline__ float2 row_reduce_pair(float a, float b, float* partial, float identity_a, float identity_b,
+                                                  CombineA combine_a, CombineB combine_b) {
+  a = warp_reduce(a, combine_a);
+  b = warp_reduce(b, combine_b);
   const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
-  if (warps == 1) return {sum, maximum};
+  if (warps == 1) return {a, b};
   float* row_partial = partial + threadIdx.y * 2 * warps;
   if (lane == 0) {
-    row_partial[threadIdx.x / kWarp] = sum;
-    row_partial[warps + threadIdx.x / kWarp] = maximum;
+    row_partial[threadIdx.x / kWarp] = a;
+    row_partial[warps + threadIdx.x / kWarp] = b;
   }
   __syncthreads();
-  sum = warp_reduce(lane < warps ? row_partial[lane] : 0.0f, add);
-  maximum = warp_reduce(lane < warps ? row_partial[warps + lane] : -INFINITY, larger);
+  a = warp_reduce(lane < warps ? row_partial[lane] : identity_a, combine_a);
+  b = warp_reduce(lane < warps ? row_partial[warps + lane] : identity_b, combine_b);
   __syncthreads();  // the next call overwrites partial
-  return {sum, maximum};
+  return {a, b};
+}
+
+// The row's sum of `sum` and larger (nan_max) of `maximum`, in one round of barriers.
+__device__ __forceinline__ float2 row_sum_and_max(float sum, float maximum, float* partial) {
+  return row_reduce_pair(sum, maximum, partial, 0.0f, -INFINITY, [](float x, float y) { return x + y; },
+                         [](float x, float y) { return nan_max(x, y); });
 }
 
 // f(values[i], i) for this thread's elements i = threadIdx.x, threadIdx.x + blockDim.x, ... < n of

@@ -78,7 +78,7 @@ template <class T, NormKind kKind, int kVec, int kVecs>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
-  __shared__ float partial[kMaxThreads / kWarp];
+  __shared__ float partial[2 * kMaxThreads / kWarp];  // row_reduce_pair takes two values a warp
   extern __shared__ float4 column_storage[];
   const int vectors = s.row_len / kVec;
   const int64_t terms_per_gradient = int64_t{blockDim.y} * s.row_len;
@@ -139,9 +139,16 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
         projection += h * x_hat;
       });
     }
+    // LayerNorm's two sums in one round of barriers.
     float h_mean = 0;
-    if constexpr (kKind == NormKind::layer) h_mean = row_sum(h_sum, partial) * s.inv_len;
-    projection = row_sum(projection, partial) * s.inv_len;
+    if constexpr (kKind == NormKind::layer) {
+      const auto add = [](float x, float y) { return x + y; };
+      const float2 sums = row_reduce_pair(h_sum, projection, partial, 0.0f, 0.0f, add, add);
+      h_mean = sums.x * s.inv_len;
+      projection = sums.y * s.inv_len;
+    } else {
+      projection = row_sum(projection, partial) * s.inv_len;
+    }
 
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
