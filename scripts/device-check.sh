@@ -9,7 +9,8 @@
 # and an ncu profile of every row's kernels (logs/memcheck.log, logs/ncu.log).
 # A family too large for one call splits: SOLOPS_SKIP_TESTS=1 runs only calibration, benchmark and
 # report; SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops (the other ops' earlier lines in
-# bench/results/<gpu>/<family>.jsonl are kept). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
+# bench/results/<gpu>/<family>.jsonl are kept); SOLOPS_SKIP_BENCH=1 leaves out the benchmark of
+# every alternative (tests and variants only). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
 # filter).
 # SOLOPS_VARIANTS="name=path/libsolops.so ..." also benchmarks each of those libraries, ours only,
 # on the same ops, into $OUT/variants/<name>.jsonl: an A/B of kernel variants in one call. Build
@@ -79,10 +80,12 @@ if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
     --section MemoryWorkloadAnalysis python3 -m solops.bench.kernels --family "$family"
 fi
 mkdir -p "bench/results/$gpu"
-step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
-# shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
-step bench python3 -m solops.bench.run --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
-  --out "bench/results/$gpu/$family.jsonl"
+if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
+  step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
+  # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
+  step bench python3 -m solops.bench.run --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
+    --out "bench/results/$gpu/$family.jsonl"
+fi
 for variant in ${SOLOPS_VARIANTS:-}; do
   mkdir -p "$out/variants"
   # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
