@@ -10,8 +10,8 @@
 // them as one f32 row of the caller's workspace, and add_partials sums each column's block rows in
 // block order. x and grad_out are read once (the measured version read them again in a column
 // kernel: 2·M·N more bytes, RMSNormBwd 2048 x 16384 at 117 µs against a 47 µs floor); the block
-// count, and so the order of the sums, is a function of the shape, so the result is the same on
-// every run. A single row (decode) has no sum to take: the row kernel writes its terms. Rows too
+// count, and so the order of the sums, is a function of the shape and the device, so the result is
+// the same on every run. A single row (decode) has no sum to take: the row kernel writes its terms. Rows too
 // long for registers (streaming kernel) keep the column kernel, which reads x and grad_out again.
 #pragma once
 
@@ -71,6 +71,9 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
   return rstd * (h - h_mean - x_hat * projection);
 }
 
+// row_reduce_pair takes two values a warp.
+constexpr int kPairPartials = 2 * kMaxThreads / kWarp;
+
 // grad_weight and grad_bias as `parameters` says (ParameterGradients). With partials, the dynamic
 // shared memory holds this block's column sums: blockDim.y rows of N floats for the weight terms,
 // then as many for the bias terms, each thread touching only its own columns.
@@ -78,7 +81,7 @@ template <class T, NormKind kKind, int kVec, int kVecs>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
-  __shared__ float partial[2 * kMaxThreads / kWarp];  // row_reduce_pair takes two values a warp
+  __shared__ float partial[kPairPartials];
   extern __shared__ float4 column_storage[];
   const int vectors = s.row_len / kVec;
   const int64_t terms_per_gradient = int64_t{blockDim.y} * s.row_len;
@@ -274,49 +277,46 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
   if (p.grad_bias) p.grad_bias[column] = from_float<T>(bias_sum);
 }
 
-// out[j] = the sum over the `blocks` rows of `partial` ([blocks, N]) of column j, in row order: lane
-// threadIdx.y adds rows y, y + kColumnLanes, ..., kColumns adjacent columns a thread (one 16-byte
-// load of a row where N and the partials allow), then the lanes are added in order.
-template <class T, int kColumns>
+// Column j of gradient g (weight 0, bias 1; blockIdx.y counts the gradients asked for) as the sum
+// of column j over the `blocks` rows of its partials ([blocks, N] each, the weight's first), in row
+// order: lane threadIdx.y adds rows y, y + kColumnLanes, ..., then the lanes are added in order.
+// A warp reads 32 adjacent floats of a partial row; one column a thread keeps N / 32 blocks a
+// gradient (128 each for N = 4096, where four columns a thread gave 32 blocks in all).
+template <class T>
 __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
-    add_partials(const float* __restrict__ partial, int64_t blocks, int row_len, T* __restrict__ out) {
-  __shared__ float lane_sums[kColumnLanes][kColumnsPerBlock * kColumns];
-  const int64_t first = (int64_t{blockIdx.x} * kColumnsPerBlock + threadIdx.x) * kColumns;
-  float sums[kColumns] = {};
-  if (first < row_len) {
+    add_partials(const float* __restrict__ partial, int64_t blocks, int row_len, T* grad_weight, T* grad_bias) {
+  __shared__ float lane_sums[kColumnLanes][kColumnsPerBlock];
+  const int gradient = static_cast<int>(blockIdx.y) + (grad_weight ? 0 : 1);
+  const float* const rows = partial + gradient * blocks * row_len;
+  const int column = static_cast<int>(blockIdx.x) * kColumnsPerBlock + static_cast<int>(threadIdx.x);
+  float sum = 0;
+  if (column < row_len) {
 #pragma unroll 4
-    for (int64_t block = threadIdx.y; block < blocks; block += kColumnLanes) {
-      const float* const at = partial + block * row_len + first;
-      if constexpr (kColumns == 4) {
-        const float4 four = *reinterpret_cast<const float4*>(at);
-        sums[0] += four.x;
-        sums[1] += four.y;
-        sums[2] += four.z;
-        sums[3] += four.w;
-      } else {
-        sums[0] += *at;
-      }
-    }
+    for (int64_t block = threadIdx.y; block < blocks; block += kColumnLanes) sum += rows[block * row_len + column];
   }
-#pragma unroll
-  for (int c = 0; c < kColumns; ++c) lane_sums[threadIdx.y][threadIdx.x * kColumns + c] = sums[c];
+  lane_sums[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
-  if (threadIdx.y != 0 || first >= row_len) return;
-#pragma unroll
-  for (int c = 0; c < kColumns; ++c) {
-    float total = 0;
-    for (int lane = 0; lane < kColumnLanes; ++lane) total += lane_sums[lane][threadIdx.x * kColumns + c];
-    out[first + c] = from_float<T>(total);
-  }
+  if (threadIdx.y != 0 || column >= row_len) return;
+  float total = 0;
+  for (int lane = 0; lane < kColumnLanes; ++lane) total += lane_sums[lane][threadIdx.x];
+  (gradient == 0 ? grad_weight : grad_bias)[column] = from_float<T>(total);
 }
 
-// Shared memory a block may have without asking for more (cudaFuncSetAttribute).
+// Shared memory a block may have, static and dynamic together, without asking for more
+// (cudaFuncSetAttribute).
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
+// With partials, the row kernel's blocks are few (each writes a row of N floats a gradient) and
+// loop over the rows: they take whole rows of up to 1024 threads, as many blocks as stay resident,
+// within the workspace's rows. The many-rows shape (256 threads) left an SM one block of 8 warps
+// for the 405b rows (H200, 018447e: RMSNormBwd 2048 x 16384 at 95 µs against a 47 µs floor), too
+// few warps, I expect, to hide the latency of each row's chain of loads, sums and stores.
 template <class T, NormKind kKind>
-void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, bool many_rows,
+void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, int multiprocessors,
                            cudaStream_t stream) {
   const bool parameters = p.grad_weight || p.grad_bias;
+  const bool partials = parameters && s.rows > 1;
+  const bool many_rows = !partials && s.rows >= multiprocessors;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
   if (s.rows > 0) {
@@ -324,22 +324,27 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, many_rows,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
           const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
-          ParameterGradients mode = ParameterGradients::none;
+          ParameterGradients mode = !parameters ? ParameterGradients::none
+                                    : partials  ? ParameterGradients::partials
+                                                : ParameterGradients::own_row;
           size_t shared_bytes = 0;
-          if (parameters && s.rows == 1) {
-            mode = ParameterGradients::own_row;
-          } else if (parameters) {
-            mode = ParameterGradients::partials;
-            grid.x = static_cast<unsigned>(std::min<int64_t>(grid.x, backward_partial_blocks({s.rows, s.row_len})));
+          if (partials) {
             shared_bytes = size_t{block.y} * s.row_len * sizeof(float) * (p.grad_bias ? 2 : 1);
-            if (shared_bytes > kDefaultSharedBytes) {
+            if (shared_bytes + kPairPartials * sizeof(float) > kDefaultSharedBytes) {
               check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(shared_bytes)),
                          op, "cudaFuncSetAttribute");
             }
+            int resident = 0;
+            check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel,
+                                                                     static_cast<int>(block.x * block.y), shared_bytes),
+                       op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+            const int64_t most = std::min(backward_partial_blocks({s.rows, s.row_len}),
+                                          int64_t{std::max(resident, 1)} * multiprocessors);
+            grid.x = static_cast<unsigned>(std::min<int64_t>(grid.x, most));
+            blocks = grid.x;
           }
           column_kernel = false;
-          blocks = mode == ParameterGradients::partials ? grid.x : 0;
           kernel<<<grid, block, shared_bytes, stream>>>(p, s, mode);
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
@@ -349,18 +354,10 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
     row_norm_column_sums<T, kKind><<<grid, dim3(kColumnsPerBlock, kColumnLanes), 0, stream>>>(p, s);
   }
   if (blocks == 0) return;
-  // Each gradient's partials added column by column, four columns a thread where N and the
-  // workspace's alignment allow.
-  const auto add = [&](const float* partial, T* out) {
-    const auto launch = [&]<int kColumns>() {
-      const auto grid = static_cast<unsigned>((s.row_len + kColumnsPerBlock * kColumns - 1) / (kColumnsPerBlock * kColumns));
-      add_partials<T, kColumns><<<grid, dim3(kColumnsPerBlock, kColumnLanes), 0, stream>>>(partial, blocks, s.row_len, out);
-    };
-    if (s.row_len % 4 == 0 && aligned_to_vector(p.partial)) launch.template operator()<4>();
-    else launch.template operator()<1>();
-  };
-  if (p.grad_weight) add(p.partial, p.grad_weight);
-  if (p.grad_bias) add(p.partial + blocks * s.row_len, p.grad_bias);
+  const dim3 grid(static_cast<unsigned>((s.row_len + kColumnsPerBlock - 1) / kColumnsPerBlock),
+                  (p.grad_weight ? 1 : 0) + (p.grad_bias ? 1 : 0));
+  add_partials<T><<<grid, dim3(kColumnsPerBlock, kColumnLanes), 0, stream>>>(p.partial, blocks, s.row_len,
+                                                                           p.grad_weight, p.grad_bias);
 }
 
 }  // namespace solops::detail::row_norm
@@ -372,12 +369,12 @@ void launch_rows_backward(std::string_view op, const RowGeometry& g, const RowNo
                           cudaStream_t stream) {
   using namespace row_norm;
   const RowShape s = row_shape(g, {kKind});
-  const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
+  const int multiprocessors = multiprocessor_count(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
     const BackwardPointers<T> p{data_of<T>(&t.grad_out),   data_of<T>(&t.x),          data_of<T>(t.weight),
                                 data_of<float>(t.mean),    data_of<float>(&t.rstd),   data_of<T>(&t.grad_x),
                                 data_of<T>(t.grad_weight), data_of<T>(t.grad_bias),  data_of<float>(t.workspace)};
-    launch_backward_typed<T, kKind>(op, p, s, many_rows, stream);
+    launch_backward_typed<T, kKind>(op, p, s, multiprocessors, stream);
   });
   check_launch(op);
 }

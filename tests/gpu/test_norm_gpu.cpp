@@ -1191,7 +1191,8 @@ TEST_F(NormGpuCalls, BackwardWorkspaceRules) {
   EXPECT_EQ(needed, 2 * 64 * 4096);
   EXPECT_EQ(rms_norm_backward_workspace_elements(shape, {ns}), 64 * 4096);
   EXPECT_EQ(rms_norm_backward_workspace_elements(Shape{1, 4096}, {ns}), 0);
-  DeviceBuffer x(64 * 4096 * 2), dy(64 * 4096 * 2), grad_x(64 * 4096 * 2), stats(64 * 4), grad_w(4096 * 2),
+  // grad_x's buffer has room for the f32 workspace laid over it below.
+  DeviceBuffer x(64 * 4096 * 2), dy(64 * 4096 * 2), grad_x(64 * 4096 * 4), stats(64 * 4), grad_w(4096 * 2),
       small(16 * sizeof(float));
   const TensorRef x_ref = device_ref(x.data(), DType::bf16, shape), dy_ref = device_ref(dy.data(), DType::bf16, shape);
   const TensorRef grad_x_ref = device_ref(grad_x.data(), DType::bf16, shape);
