@@ -307,16 +307,16 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
 // With partials, the row kernel's blocks are few (each writes a row of N floats a gradient) and
-// loop over the rows: they take whole rows of up to 1024 threads, as many blocks as stay resident,
-// within the workspace's rows. The many-rows shape (256 threads) left an SM one block of 8 warps
-// for the 405b rows (H200, 018447e: RMSNormBwd 2048 x 16384 at 95 µs against a 47 µs floor), too
-// few warps, I expect, to hide the latency of each row's chain of loads, sums and stores.
+// loop over the rows: at most as many as stay resident, since a second wave would only add partial
+// rows. They keep the forward's many-rows shape (256 threads a row): whole rows of up to 1024
+// threads, one block an SM, were slower (H200, 0ff3e0d against this: RMSNormBwd 2048 x 8192
+// 46.9 -> 62.1 µs, LayerNormBwd 2048 x 16384 122 -> 137 µs).
 template <class T, NormKind kKind>
 void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, int multiprocessors,
                            cudaStream_t stream) {
   const bool parameters = p.grad_weight || p.grad_bias;
   const bool partials = parameters && s.rows > 1;
-  const bool many_rows = !partials && s.rows >= multiprocessors;
+  const bool many_rows = s.rows >= multiprocessors;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
   if (s.rows > 0) {
