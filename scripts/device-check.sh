@@ -53,7 +53,7 @@ diagnose() {  # like step, for tools some machines lack (ncu, compute-sanitizer)
   status=$saved
 }
 gpu_tests() {  # in parallel shards: the tests' time is mostly their single-threaded CPU references
-  local shards=8 pids=() rc=0
+  local shards=${SOLOPS_GPU_TEST_SHARDS:-$(nproc)} pids=() rc=0
   for ((i = 0; i < shards; i++)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/tests/solops_gpu_tests" --gtest_brief=1 \
       --gtest_filter="${SOLOPS_GPU_TEST_FILTER:-*}" >"$logs/gpu-tests.$i.log" 2>&1 &
