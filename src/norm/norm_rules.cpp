@@ -171,8 +171,8 @@ RowGeometry validate_row_norm_backward(std::string_view op, Placement placement,
                                  {"rstd", &t.rstd},         {"grad_x", &t.grad_x},
                                  {"grad_weight", t.grad_weight}, {"grad_bias", t.grad_bias}};
   check_outputs_apart(op, outputs, tensors);
-  // Both ops' workspaces hold as many gradients as LayerNorm has (the layout is the kernels'),
-  // needed only where a parameter gradient is asked for.
+  // The workspace holds the partials of the op's parameter gradients (RMSNorm one, LayerNorm two,
+  // whichever are asked for: the layout is the kernels'), needed only where one is asked for.
   const bool parameter_gradients = t.grad_weight || t.grad_bias;
   const int gradients = t.mean ? 2 : 1;
   check_workspace(op, placement, parameter_gradients ? backward_workspace_elements(g, gradients) : 0, t.workspace,

@@ -12,9 +12,9 @@
 // from the held values (no E[x^2] - E[x]^2 cancellation). LayerNormQuant then takes a second pass
 // over the held row for its amax (the normalized values are recomputed rather than kept, which
 // would double the registers a thread needs) and a third that writes the fp8 codes; RMSNormQuant
-// takes its amax from x · weight in the first pass, beside the squares. Rows too
-// long to hold (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors) take the
-// streaming kernel, which reads the row again each pass.
+// takes its amax from x · weight in the first pass, beside the squares. Rows too long to hold
+// (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors) take the streaming kernel,
+// which reads the row again each pass.
 #pragma once
 
 #include <algorithm>
@@ -316,10 +316,10 @@ __host__ __device__ constexpr bool reads_affine_late() {
 
 // Blocks an SM the kernel must allow, which bounds its registers. 8-vector kernels that read their
 // affine late, and the quantizing ones: two 256-thread blocks (one, 8 warps, cannot hide the DRAM
-// latency; they fit 128 registers without spilling). 4-vector kernels: two 512-thread blocks, so at most 64 registers and
-// four 256-thread blocks an SM on many rows instead of three (H200, 75fe655 against this bound:
-// RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm 26.6 -> 24.0), but for the fused LayerNorm,
-// which spills at 64 (39.5 -> 49.6 µs).
+// latency; they fit 128 registers without spilling). 4-vector kernels: two 512-thread blocks, so
+// at most 64 registers and four 256-thread blocks an SM on many rows instead of three (H200,
+// 75fe655 against this bound: RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm 26.6 -> 24.0),
+// but for the fused LayerNorm, which spills at 64 (39.5 -> 49.6 µs).
 template <NormKind kKind, bool kResidual, bool kQuant, int kVec, int kVecs>
 __host__ __device__ constexpr int min_blocks() {
   if (max_threads(kVec, kVecs) == 512) return kKind == NormKind::layer && kResidual ? 1 : 2;
