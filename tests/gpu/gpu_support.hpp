@@ -23,6 +23,16 @@ inline bool has_cuda_device() {
     }                                                                                \
   } while (0)
 
+// The GPU tests' fixtures: each test skips (SOLOPS_REQUIRE_GPU) where there is no device.
+template <class Fixture>
+class RequiresGpu : public Fixture {
+ protected:
+  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
+};
+using GpuTest = RequiresGpu<::testing::Test>;
+template <class Param>
+using GpuTestWithParam = RequiresGpu<::testing::TestWithParam<Param>>;
+
 inline void cuda_ok(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(status));

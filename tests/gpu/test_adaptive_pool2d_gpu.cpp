@@ -36,10 +36,7 @@ AdaptivePool2d pool_from_manifest(const nlohmann::json& params) {
   return p;
 }
 
-class AdaptivePool2dGpu : public ::testing::TestWithParam<Op> {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class AdaptivePool2dGpu : public testing::GpuTestWithParam<Op> {};
 
 TEST_P(AdaptivePool2dGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2028);

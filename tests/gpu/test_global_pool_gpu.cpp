@@ -19,10 +19,8 @@ using testing::fill_random;
 using testing::HostTensor;
 using testing::Op;
 
-class GlobalPoolGpu : public ::testing::TestWithParam<Op> {
+class GlobalPoolGpu : public testing::GpuTestWithParam<Op> {
  protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-
   int64_t uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng_); }
 
   // A kernel of `in` or (where the op allows a kernel larger than its input) a few more taps, padded

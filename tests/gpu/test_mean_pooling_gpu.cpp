@@ -118,10 +118,7 @@ std::vector<int64_t> parse_seq_lens(const nlohmann::json& value) {
   return std::vector<int64_t>(std::stoul(match[2]), std::stoll(match[1]));
 }
 
-class MeanPoolingGpu : public ::testing::Test {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class MeanPoolingGpu : public testing::GpuTest {};
 
 TEST_F(MeanPoolingGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2029);

@@ -332,10 +332,7 @@ std::string describe(const NormInputs& in) {
                         " normalized dims ", in.normalized_dims, in.weight ? " weight" : "", in.bias ? " bias" : "");
 }
 
-class NormGpu : public ::testing::TestWithParam<Op> {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class NormGpu : public testing::GpuTestWithParam<Op> {};
 
 const char* catalogue_op(Op op) {
   switch (op) {
@@ -507,10 +504,7 @@ INSTANTIATE_TEST_SUITE_P(Norm, NormGpu,
                                            Op::layer_quant, Op::ada, Op::group),
                          [](const auto& info) { return op_name(info.param); });
 
-class NormGpuCalls : public ::testing::Test {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class NormGpuCalls : public testing::GpuTest {};
 
 TEST_F(NormGpuCalls, FusedInPlaceOnTheCatalogueShapes) {
   std::mt19937_64 rng(15);
@@ -655,10 +649,7 @@ std::string compare_qk(QKInputs& in, size_t offset = 0, bool graph = false) {
   return difference.empty() ? first_difference("k_out", k_expected, k_actual, tol, tol) : difference;
 }
 
-class QKNormGpu : public ::testing::Test {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class QKNormGpu : public testing::GpuTest {};
 
 TEST_F(QKNormGpu, EveryCatalogueRow) {
   // The workloads give x (the query) only; k has its shape (spec §2.18).
@@ -890,10 +881,7 @@ std::string compare_backward(BackwardInputs& in, size_t pad = 0, HostTensor* gra
   return difference;
 }
 
-class NormBackwardGpu : public ::testing::TestWithParam<Op> {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class NormBackwardGpu : public testing::GpuTestWithParam<Op> {};
 
 const char* catalogue_backward_op(Op op) { return op == Op::rms ? "RMSNormBwd" : "LayerNormBwd"; }
 
@@ -1073,10 +1061,7 @@ HostTensor random_x(const Shape& shape, DType dtype, std::mt19937_64& rng, Value
   return x;
 }
 
-class VectorNormGpu : public ::testing::Test {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class VectorNormGpu : public testing::GpuTest {};
 
 TEST_F(VectorNormGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(40);
@@ -1275,10 +1260,7 @@ Inputs random_inputs(const Shape& shape, DType dtype, int64_t dim, std::mt19937_
   return in;
 }
 
-class WeightNormGpu : public ::testing::Test {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class WeightNormGpu : public testing::GpuTest {};
 
 TEST_F(WeightNormGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(50);
@@ -1467,10 +1449,7 @@ std::string describe(const Inputs& in, const SpectralNormPowerIter& p) {
                         " eps ", p.eps);
 }
 
-class SpectralNormGpu : public ::testing::Test {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class SpectralNormGpu : public testing::GpuTest {};
 
 TEST_F(SpectralNormGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(60);

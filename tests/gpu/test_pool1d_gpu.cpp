@@ -33,10 +33,7 @@ Pool1d pool_from_manifest(const nlohmann::json& params) {
   return p;
 }
 
-class Pool1dGpu : public ::testing::TestWithParam<Op> {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class Pool1dGpu : public testing::GpuTestWithParam<Op> {};
 
 TEST_P(Pool1dGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2027);

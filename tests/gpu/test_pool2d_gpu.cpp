@@ -24,10 +24,7 @@ const char* op_name(Op op) {
   return op == Op::avg ? "AvgPool2dFwd" : op == Op::max ? "MaxPool2dFwd" : "MaxPool2dIndicesFwd";
 }
 
-class Pool2dGpu : public ::testing::TestWithParam<Op> {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class Pool2dGpu : public testing::GpuTestWithParam<Op> {};
 
 TEST_P(Pool2dGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2026);
@@ -164,10 +161,7 @@ INSTANTIATE_TEST_SUITE_P(Ops, Pool2dGpu, ::testing::Values(Op::max, Op::max_with
                          [](const auto& info) { return std::string(op_name(info.param)); });
 
 // Validation that needs device memory: aliasing, a CPU pointer claiming to be on the GPU.
-class Pool2dGpuValidation : public ::testing::Test {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class Pool2dGpuValidation : public testing::GpuTest {};
 
 void expect_error(const std::function<void()>& call, const std::string& fragment) {
   try {

@@ -23,10 +23,7 @@ const char* op_name(Op op) {
   return op == Op::avg ? "AvgPool3dFwd" : op == Op::max ? "MaxPool3dFwd" : "MaxPool3dIndicesFwd";
 }
 
-class Pool3dGpu : public ::testing::TestWithParam<Op> {
- protected:
-  void SetUp() override { SOLOPS_REQUIRE_GPU(); }
-};
+class Pool3dGpu : public testing::GpuTestWithParam<Op> {};
 
 TEST_P(Pool3dGpu, EveryCatalogueRow) {
   std::mt19937_64 rng(2029);
