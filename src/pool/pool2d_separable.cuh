@@ -5,8 +5,9 @@
 // output rows. For every input row those outputs read it loads one span of columns (16-byte loads
 // where rows are 16-byte aligned), reduces each output's taps of that row once, and then combines
 // the row results down the window. Input rows shared by vertically adjacent outputs are loaded
-// and reduced once, each input element is loaded by one thread (halo columns aside, re-read through L1),
-// and all loads of a thread are issued before it waits for any of them.
+// and reduced once, each input element is loaded by one thread (halo columns aside: re-read
+// through L1, or shuffled from the neighbouring lanes), and all loads of a thread are issued before
+// it waits for any of them.
 //
 // Taps outside the input (padding, or a ceil-mode overhang) read the nearest real tap of the same
 // window instead. The max is unchanged by such a duplicate, and the duplicates of the first real
@@ -19,19 +20,22 @@
 #include <cstring>
 #include <numeric>
 
+#include "core/integer.hpp"
 #include "pool/pool2d_kernel_common.cuh"
 
 namespace solops::detail {
 
 // The compile-time window (kernel KH × KW, stride SH × SW, column padding PW) and the tile of
-// outputs one thread computes for it (kOutputRows rows, row loads of kVectorBytes).
-template <class T, int KH, int KW, int SH, int SW, int PW, int kOutputRows, int kVectorBytes = 16>
+// outputs one thread computes for it (kOutputRows rows, row loads of kChunkVectors vectors of
+// kVectorBytes).
+template <class T, int KH, int KW, int SH, int SW, int PW, int kOutputRows, int kVectorBytes = 16,
+          int kChunkVectors = 1>
 struct SeparableWindow {
   static_assert(kVectorBytes == 16 || kVectorBytes == 8 || kVectorBytes == 4);
   using Vector = std::conditional_t<kVectorBytes == 16, uint4, std::conditional_t<kVectorBytes == 8, uint2, unsigned>>;
   static constexpr int kVector = kVectorBytes / sizeof(T);  // elements of one vector load
   // Input columns a thread owns in a row: whole vector loads that end on an output boundary.
-  static constexpr int kChunk = std::lcm(kVector, SW);
+  static constexpr int kChunk = std::lcm(kVector, SW) * kChunkVectors;
   static constexpr int kCols = kChunk / SW;
   static constexpr int kRows = kOutputRows;
   static constexpr int kInputRows = (kRows - 1) * SH + KH;
@@ -41,11 +45,20 @@ struct SeparableWindow {
   static constexpr size_t kValuesAlignment = std::min<size_t>(16, kCols * sizeof(T));
   static constexpr size_t kIndicesAlignment = std::min<size_t>(16, kCols * sizeof(int64_t));
   static constexpr int kernel_h = KH, kernel_w = KW, stride_h = SH, stride_w = SW, pad_w = PW;
+  // Left padding columns of a span are only ever those of the first chunk of a row.
+  static_assert(PW <= kChunk);
 };
 
 struct SeparableTiling {
-  int row_tiles, col_tiles;  // thread tiles per plane, down and across
-  int tiles;                 // planes of this launch * row_tiles * col_tiles
+  FastDivisor tiles_per_plane, col_tiles;  // thread tiles in a plane, and across an output row
+  int tiles;                               // planes of this launch * tiles per plane
+};
+
+// Where a thread's row span sits among the lanes of its warp: whether the lanes on either side
+// hold the chunks next to its own in the same input row, so that halo columns can be shuffled
+// from them instead of loaded.
+struct LaneNeighbours {
+  bool left, right;
 };
 
 // The span of one input row a thread reads: columns c0 - PW onwards, each column outside the
@@ -54,19 +67,19 @@ struct SeparableTiling {
 //
 // kAligned: the row starts aligned to the vector and in_w is a multiple of the chunk, so the chunk
 // is either wholly inside the row (vector loads) or wholly past its end (then every chunk column is
-// the last real column). Otherwise every column is a separate load.
-template <class Window, bool kAligned, class T>
+// the last real column); the halo columns are loaded one by one, or with kShuffleHalo taken from
+// the neighbouring lanes' chunks where they hold them. Otherwise every column is a separate load.
+template <class Window, bool kAligned, class T, bool kShuffleHalo = false>
 struct RowSpan {
   static constexpr int kLoads = Window::kChunk / Window::kVector;
   static constexpr int kSpan = Window::kSpan, kChunk = Window::kChunk, kPad = Window::pad_w;
 
   using Vector = typename Window::Vector;
-  Vector chunk[kAligned ? kLoads : 1];
-  T single[kSpan];  // the halo columns; every column when not kAligned
-  bool chunk_inside;
 
+  // Issues the loads: kAligned, the chunk's vector loads and the halo loads the neighbouring lanes
+  // cannot supply; otherwise one load per column.
   __device__ __forceinline__ void load(const T* __restrict__ row, int c0, int in_w,
-                                       const int (&column)[kSpan]) {
+                                       const int (&column)[kSpan], LaneNeighbours lanes = {}) {
     if constexpr (kAligned) {
       chunk_inside = c0 < in_w;
       const auto* vectors = reinterpret_cast<const Vector*>(row + (chunk_inside ? c0 : in_w - kChunk));
@@ -75,19 +88,51 @@ struct RowSpan {
     }
 #pragma unroll
     for (int i = 0; i < kSpan; ++i) {
-      if (!kAligned || !in_chunk(i)) single[i] = __ldg(row + column[i]);
+      if (kAligned && in_chunk(i)) continue;
+      const bool shuffled = kAligned && kShuffleHalo && (i < kPad ? lanes.left || c0 == 0 : lanes.right);
+      if (!shuffled) halo[i] = __ldg(row + column[i]);
     }
   }
 
-  __device__ __forceinline__ T operator[](int i) const {
-    if (!kAligned || !in_chunk(i)) return single[i];
-    // Both indices are compile-time once the callers' loops unroll: no local-memory indexing.
-    const T inside = chunk_element(i - kPad), last = chunk_element(kChunk - 1);
-    return chunk_inside ? inside : last;
+  // The span's values, each column outside the row replaced by the nearest real one. With
+  // kShuffleHalo every lane of the warp must call it together.
+  __device__ __forceinline__ void read(T (&value)[kSpan], int c0, int in_w, LaneNeighbours lanes = {}) const {
+    if constexpr (kAligned) {
+#pragma unroll
+      for (int i = 0; i < kSpan; ++i) value[i] = in_chunk(i) ? chunk_value(i - kPad) : halo[i];
+      if constexpr (kShuffleHalo) {
+#pragma unroll
+        for (int i = 0; i < kSpan; ++i) {
+          if (i < kPad) {
+            // Column c0 - kPad + i: the left lane's chunk element kChunk - kPad + i, or (first chunk
+            // of the row) the padding, which reads column 0.
+            const T from_left = __shfl_up_sync(~0u, chunk_value(kChunk - kPad + i), 1);
+            value[i] = c0 == 0 ? chunk_value(0) : lanes.left ? from_left : value[i];
+          } else if (!in_chunk(i)) {
+            const T from_right = __shfl_down_sync(~0u, chunk_value(i - kPad - kChunk), 1);
+            value[i] = lanes.right ? from_right : value[i];
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < kSpan; ++i) value[i] = halo[i];
+    }
   }
 
  private:
+  static constexpr int kChunkVectors = kAligned ? kLoads : 1;
+  Vector chunk[kChunkVectors];
+  T halo[kSpan];  // indexed by span column: kAligned, the halo columns; otherwise every column
+  bool chunk_inside;
+
   __host__ __device__ static constexpr bool in_chunk(int i) { return i >= kPad && i < kPad + kChunk; }
+
+  // Chunk element e, or the row's last column where the chunk lies past the row's end.
+  __device__ __forceinline__ T chunk_value(int e) const {
+    // Both indices are compile-time once the callers' loops unroll: no local-memory indexing.
+    return chunk_inside ? chunk_element(e) : chunk_element(kChunk - 1);
+  }
   __device__ __forceinline__ T chunk_element(int e) const {
     T elements[Window::kVector];
     std::memcpy(elements, &chunk[e / Window::kVector], sizeof(Vector));
@@ -109,8 +154,8 @@ __device__ __forceinline__ void span_columns(int ow0, int in_w, int (&column)[Wi
 
 // Each output's taps of one input row, reduced across the row: the sum of the real taps for the
 // average, else the max (and its column, for positions). The 3-D kernel reduces its rows the same way.
-template <Reduction kReduction, class Window, bool kAligned, class T, class RowValue>
-__device__ __forceinline__ void reduce_across_row(const RowSpan<Window, kAligned, T>& span,
+template <Reduction kReduction, class Window, class T, class RowValue>
+__device__ __forceinline__ void reduce_across_row(const T (&span)[Window::kSpan],
                                                   const int (&column)[Window::kSpan],
                                                   const bool (&real_column)[Window::kSpan],
                                                   RowValue (&value)[Window::kCols],
@@ -183,7 +228,7 @@ __device__ __forceinline__ void store_tile_row(T* __restrict__ y, int64_t* __res
   }
 }
 
-template <class T, Reduction kReduction, class Window, bool kAligned>
+template <class T, Reduction kReduction, class Window, bool kAligned, bool kShuffleHalo>
 struct SeparableTile {
   static constexpr int KH = Window::kernel_h, KW = Window::kernel_w, SH = Window::stride_h,
                        SW = Window::stride_w, PW = Window::pad_w;
@@ -193,32 +238,39 @@ struct SeparableTile {
   static constexpr bool kWithIndex = kReduction == Reduction::max_with_index;
 
   int plane, oh0, ow0;
+  LaneNeighbours lanes;
   int input_row[kInputRows];  // clamped into the input
   bool real_row[kInputRows];
-  RowSpan<Window, kAligned, T> spans[kInputRows];
+  RowSpan<Window, kAligned, T, kShuffleHalo> spans[kInputRows];
 
-  // Issues the loads of tile `index`; nothing waits for them until reduce_and_store.
+  // Issues the loads of tile `index`; nothing waits for them until reduce_and_store. Tiles run
+  // across output rows first, so the lanes beside a thread hold the chunks beside its own.
   __device__ __forceinline__ void load(const T* __restrict__ x, const Pool2dArgs& a,
                                        const SeparableTiling& tiling, int index) {
-    const int tiles_per_plane = tiling.row_tiles * tiling.col_tiles;
-    plane = index / tiles_per_plane;
-    const int in_plane_tile = index - plane * tiles_per_plane;
-    oh0 = in_plane_tile / tiling.col_tiles * kRows;
-    ow0 = in_plane_tile % tiling.col_tiles * kCols;
+    plane = tiling.tiles_per_plane.divide(index);
+    const int in_plane_tile = index - plane * tiling.tiles_per_plane.divisor();
+    const int row_tile = tiling.col_tiles.divide(in_plane_tile);
+    const int col_tile = in_plane_tile - row_tile * tiling.col_tiles.divisor();
+    oh0 = row_tile * kRows;
+    ow0 = col_tile * kCols;
+    const int lane = threadIdx.x % 32;
+    lanes = {lane > 0 && col_tile > 0,
+             lane < 31 && col_tile + 1 < tiling.col_tiles.divisor() && index + 1 < tiling.tiles};
     int column[kSpan];
     columns(a, column, nullptr);
-    const T* const plane_x = x + int64_t{plane} * a.in_h * a.in_w;
+    const int64_t in_plane = int64_t{a.in_h} * a.in_w;
+    const T* const plane_x = x + plane * in_plane;
     const int ih0 = oh0 * SH - a.pad_h;
 #pragma unroll
     for (int r = 0; r < kInputRows; ++r) {
       real_row[r] = static_cast<unsigned>(ih0 + r) < static_cast<unsigned>(a.in_h);
       input_row[r] = min(max(ih0 + r, 0), a.in_h - 1);
-      spans[r].load(plane_x + input_row[r] * a.in_w, ow0 * SW, a.in_w, column);
+      spans[r].load(plane_x + input_row[r] * a.in_w, ow0 * SW, a.in_w, column, lanes);
     }
   }
 
   __device__ __forceinline__ void reduce_and_store(T* __restrict__ y, int64_t* __restrict__ indices,
-                                                   const Pool2dArgs& a) const {
+                                                   const Pool2dArgs& a, bool store) const {
     int column[kSpan];
     bool real_column[kSpan];
     columns(a, column, real_column);
@@ -227,8 +279,11 @@ struct SeparableTile {
     [[maybe_unused]] int row_column[kInputRows][kCols];  // with positions: each row's best column
 #pragma unroll
     for (int r = 0; r < kInputRows; ++r) {
-      reduce_across_row<kReduction>(spans[r], column, real_column, row_value[r], row_column[r]);
+      T span[kSpan];
+      spans[r].read(span, ow0 * SW, a.in_w, lanes);
+      reduce_across_row<kReduction, Window>(span, column, real_column, row_value[r], row_column[r]);
     }
+    if (!store) return;
 
     // Combine the row results down each window, in scan order.
     [[maybe_unused]] int column_taps[kCols];  // the avg divisor's factor of each output column
@@ -290,15 +345,17 @@ struct SeparableTile {
   }
 };
 
-template <class T, Reduction kReduction, class Window, bool kAligned>
+// Lanes past the last tile of a partly used warp redo the last tile without storing it, so that
+// every lane takes part in the halo shuffles.
+template <class T, Reduction kReduction, class Window, bool kAligned, bool kShuffleHalo>
 __global__ void __launch_bounds__(kPool2dThreads)
     pool2d_separable_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
                             const Pool2dArgs a, const SeparableTiling tiling) {
   const int index = blockIdx.x * kPool2dThreads + threadIdx.x;
-  if (index >= tiling.tiles) return;
-  SeparableTile<T, kReduction, Window, kAligned> tile;
-  tile.load(x, a, tiling, index);
-  tile.reduce_and_store(y, indices, a);
+  if (index - static_cast<int>(threadIdx.x % 32) >= tiling.tiles) return;
+  SeparableTile<T, kReduction, Window, kAligned, kShuffleHalo> tile;
+  tile.load(x, a, tiling, min(index, tiling.tiles - 1));
+  tile.reduce_and_store(y, indices, a, index < tiling.tiles);
 }
 
 }  // namespace solops::detail

@@ -18,6 +18,7 @@
 #include <algorithm>
 
 #include "core/device.hpp"
+#include "core/integer.hpp"
 #include "pool/pool3d_separable.cuh"
 #include "pool/pool_launch.hpp"
 
@@ -119,22 +120,25 @@ void launch_static(std::string_view op, const PoolGeometry& g, const TensorRef& 
   // multiple of the tile width and aligned outputs.
   const bool aligned_loads = aligned_to(x_data, sizeof(typename Window::Vector)) && g.in_w % Window::kChunk == 0;
   Pool3dTiling tiling{};
-  tiling.col_tiles = (g.out_w + Window::kCols - 1) / Window::kCols;
+  const int64_t col_tiles = ceil_div(g.out_w, Window::kCols);
+  tiling.col_tiles = FastDivisor(static_cast<int>(col_tiles));
+  tiling.out_h = FastDivisor(static_cast<int>(g.out_h));
   tiling.whole_tiles = g.out_w % Window::kCols == 0 && aligned_to(y_data, Window::kValuesAlignment) &&
                        (indices == nullptr || aligned_to(indices, Window::kIndicesAlignment));
   tiling.depth_run = 1;
   if constexpr (Window::kCarried > 0) {
-    const int64_t threads_per_depth = g.planes * g.out_h * tiling.col_tiles;
+    const int64_t threads_per_depth = g.planes * g.out_h * col_tiles;
     const int64_t wave = int64_t{kThreadsPerSm} * multiprocessor_count(x.device);
     tiling.depth_run = static_cast<int>(std::clamp<int64_t>(g.out_d * threads_per_depth / wave, 1, g.out_d));
   }
-  const int runs = (g.out_d + tiling.depth_run - 1) / tiling.depth_run;
-  tiling.tiles_per_plane = runs * g.out_h * tiling.col_tiles;
+  const int64_t runs = ceil_div(g.out_d, tiling.depth_run);
+  const int64_t tiles_per_plane = runs * g.out_h * col_tiles;
+  tiling.tiles_per_plane = FastDivisor(static_cast<int>(tiles_per_plane));
   const auto kernel = aligned_loads ? pool3d_separable_kernel<T, kReduction, Window, true>
                                     : pool3d_separable_kernel<T, kReduction, Window, false>;
   const Pool3dArgs args = kernel_args(g);
   const int64_t in_volume = int64_t{g.in_d} * g.in_h * g.in_w, out_volume = int64_t{g.out_d} * g.out_h * g.out_w;
-  for_each_plane_group(g.planes, tiling.tiles_per_plane, kPool3dThreads, [&](int64_t first, int tiles, unsigned blocks) {
+  for_each_plane_group(g.planes, tiles_per_plane, kPool3dThreads, [&](int64_t first, int tiles, unsigned blocks) {
     tiling.tiles = tiles;
     int64_t* launch_indices = indices ? indices + first * out_volume : nullptr;
     kernel<<<blocks, kPool3dThreads, 0, stream>>>(x_data + first * in_volume, y_data + first * out_volume,

@@ -45,11 +45,12 @@ struct Pool3dWindow : SeparableWindow<T, KH, KW, SH, SW, PW, 1, kVectorBytes> {
 };
 
 struct Pool3dTiling {
-  int col_tiles;        // thread tiles across an output row
-  int depth_run;        // output depths one thread computes
-  int tiles_per_plane;  // runs * out_h * col_tiles
-  int tiles;            // planes of this launch * tiles_per_plane
-  bool whole_tiles;     // out_w is a multiple of kCols and the outputs are aligned to their tiles
+  FastDivisor col_tiles;        // thread tiles across an output row
+  FastDivisor out_h;            // output rows of a depth
+  int depth_run;                // output depths one thread computes
+  FastDivisor tiles_per_plane;  // runs * out_h * col_tiles
+  int tiles;                    // planes of this launch * tiles_per_plane
+  bool whole_tiles;             // out_w is a multiple of kCols and the outputs are aligned to their tiles
 };
 
 template <class T, Reduction kReduction, class Window, bool kAligned>
@@ -72,11 +73,11 @@ class Pool3dTile {
 
  public:
   __device__ __forceinline__ Pool3dTile(const Pool3dArgs& a, const Pool3dTiling& tiling, int index) {
-    plane_ = index / tiling.tiles_per_plane;
-    const int tile = index - plane_ * tiling.tiles_per_plane;
-    const int row = tile / tiling.col_tiles;  // run * out_h + oh
-    ow0_ = (tile - row * tiling.col_tiles) * kCols;
-    const int run = row / a.out[1];
+    plane_ = tiling.tiles_per_plane.divide(index);
+    const int tile = index - plane_ * tiling.tiles_per_plane.divisor();
+    const int row = tiling.col_tiles.divide(tile);  // run * out_h + oh
+    ow0_ = (tile - row * tiling.col_tiles.divisor()) * kCols;
+    const int run = tiling.out_h.divide(row);
     oh_ = row - run * a.out[1];
     od_begin_ = run * tiling.depth_run;
     od_end_ = min(od_begin_ + tiling.depth_run, a.out[0]);
@@ -161,7 +162,9 @@ class Pool3dTile {
     for (int kh = 0; kh < KH; ++kh) {
       Value row_value[kCols];
       [[maybe_unused]] int row_column[kCols];
-      reduce_across_row<kReduction>(rows[kh], column_, real_column_, row_value, row_column);
+      T span[kSpan];
+      rows[kh].read(span, ow0_ * SW, a.in[2]);
+      reduce_across_row<kReduction, Window>(span, column_, real_column_, row_value, row_column);
       [[maybe_unused]] const int row_at = (depth * a.in[1] + input_row_[kh]) * a.in[2];
 #pragma unroll
       for (int j = 0; j < kCols; ++j) {

@@ -157,6 +157,18 @@ TEST_P(Pool2dGpu, TensorsNotAlignedTo16Bytes) {
   }
 }
 
+TEST_P(Pool2dGpu, LargeHalfInputsOnTheCatalogueWindows) {
+  // Enough outputs for two output rows a thread on 132 SMs, with rows of whole 32-byte chunks:
+  // max on half types then reads two vectors a row and shuffles its halo columns between lanes.
+  std::mt19937_64 rng(23);
+  HostTensor x({16, 66, 32, 1024}, DType::f16);
+  fill_random(x, rng, true);
+  for (Pool2d p : catalogue_windows(GetParam())) {
+    p.ceil_mode = p.padding[1] == 0;
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << testing::describe(p);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Ops, Pool2dGpu, ::testing::Values(Op::max, Op::max_with_indices, Op::avg),
                          [](const auto& info) { return std::string(op_name(info.param)); });
 
