@@ -71,16 +71,23 @@ void launch_separable_rows(std::string_view op, const PoolGeometry& g, const Ten
   launch_separable_tiles<T, kReduction, OneRow, kShuffleHalo>(op, g, x, y, indices, stream);
 }
 
-// Max on half types over rows of whole 32-byte chunks reads two vectors of a row per thread and
-// takes its halo columns from the neighbouring lanes: 4.6 % faster than one vector and a halo load
-// on resnet-stem, where the average, positions and f32 measured slower that way (docs/perf-notes.md,
-// "2-D pooling: wider chunks, shuffled halos, fast division").
+// Max reads two vectors' worth of a row per thread where that measured faster (docs/perf-notes.md,
+// "2-D pooling: wider chunks, shuffled halos, fast division"): on half types over rows of whole
+// 32-byte chunks, with the halo columns shuffled from the neighbouring lanes (resnet-stem 4.6 %
+// faster), and on f32 rows that take one load per column (alexnet-ceil 7 % faster: fewer threads
+// each splitting its index). The average, positions, unaligned half rows and aligned f32 rows
+// measured slower that way.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {
-  if constexpr (kReduction == Reduction::max && sizeof(T) == 2) {
-    if (g.in_w % (2 * std::lcm(16 / static_cast<int>(sizeof(T)), SW)) == 0) {
-      return launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 2, true>(op, g, x, y, indices, stream);
+  if constexpr (kReduction == Reduction::max) {
+    constexpr int kOneVector = std::lcm(16 / static_cast<int>(sizeof(T)), SW);
+    if constexpr (sizeof(T) == 2) {
+      if (g.in_w % (2 * kOneVector) == 0) {
+        return launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 2, true>(op, g, x, y, indices, stream);
+      }
+    } else if (!aligned_to(x.data, 16) || g.in_w % kOneVector != 0) {
+      return launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 2, false>(op, g, x, y, indices, stream);
     }
   }
   launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 1, false>(op, g, x, y, indices, stream);
