@@ -74,9 +74,9 @@ void launch_separable_rows(std::string_view op, const PoolGeometry& g, const Ten
 // Max reads two vectors' worth of a row per thread where that measured faster (docs/perf-notes.md,
 // "2-D pooling: wider chunks, shuffled halos, fast division"): on half types over rows of whole
 // 32-byte chunks, with the halo columns shuffled from the neighbouring lanes (resnet-stem 4.6 %
-// faster), and on f32 rows that take one load per column (alexnet-ceil 7 % faster: fewer threads
-// each splitting its index). The average, positions, unaligned half rows and aligned f32 rows
-// measured slower that way.
+// faster), and on f32 rows that are not whole 16-byte vectors from a 16-byte aligned start, which
+// read one column at a time (alexnet-ceil 7 % faster: fewer threads each splitting its index). The
+// average, positions, unaligned half rows and aligned f32 rows measured slower that way.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {

@@ -96,7 +96,7 @@ struct RowSpan {
 
   // The span's values, each column outside the row replaced by the nearest real one. With
   // kShuffleHalo every lane of the warp must call it together.
-  __device__ __forceinline__ void read(T (&value)[kSpan], int c0, int in_w, LaneNeighbours lanes = {}) const {
+  __device__ __forceinline__ void read(T (&value)[kSpan], int c0, LaneNeighbours lanes = {}) const {
     if constexpr (kAligned) {
 #pragma unroll
       for (int i = 0; i < kSpan; ++i) value[i] = in_chunk(i) ? chunk_value(i - kPad) : halo[i];
@@ -121,8 +121,7 @@ struct RowSpan {
   }
 
  private:
-  static constexpr int kChunkVectors = kAligned ? kLoads : 1;
-  Vector chunk[kChunkVectors];
+  Vector chunk[kAligned ? kLoads : 1];
   T halo[kSpan];  // indexed by span column: kAligned, the halo columns; otherwise every column
   bool chunk_inside;
 
@@ -280,7 +279,7 @@ struct SeparableTile {
 #pragma unroll
     for (int r = 0; r < kInputRows; ++r) {
       T span[kSpan];
-      spans[r].read(span, ow0 * SW, a.in_w, lanes);
+      spans[r].read(span, ow0 * SW, lanes);
       reduce_across_row<kReduction, Window>(span, column, real_column, row_value[r], row_column[r]);
     }
     if (!store) return;

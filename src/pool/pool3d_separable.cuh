@@ -163,7 +163,7 @@ class Pool3dTile {
       Value row_value[kCols];
       [[maybe_unused]] int row_column[kCols];
       T span[kSpan];
-      rows[kh].read(span, ow0_ * SW, a.in[2]);
+      rows[kh].read(span, ow0_ * SW);
       reduce_across_row<kReduction, Window>(span, column_, real_column_, row_value, row_column);
       [[maybe_unused]] const int row_at = (depth * a.in[1] + input_row_[kh]) * a.in[2];
 #pragma unroll
