@@ -128,6 +128,45 @@ TEST_P(Pool1dGpu, ManyRowsAndCatalogueKernelSizes) {
   }
 }
 
+// Rows of whole 16-byte vectors that start aligned run the warp-tile kernel (src/pool/pool1d.cu):
+// lengths that are multiples of 8 elements, from one vector up; params that put padding and
+// ceil-mode overhangs at both tile edges; strides up to the longest a warp tile holds; and one
+// call with more tiles than the GPU holds warps, so that warps loop over several tiles.
+TEST_P(Pool1dGpu, WarpTilesOnAlignedRows) {
+  std::mt19937_64 rng(47 + static_cast<int>(GetParam()));
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
+  int cases = 0;
+  while (cases < 60) {
+    Pool1d p;
+    p.kernel_size = uniform(1, 9);
+    p.stride = uniform(1, cases % 6 == 0 ? 16 : 5);
+    p.padding = uniform(0, p.kernel_size / 2);
+    if (GetParam() != Op::avg) p.dilation = uniform(1, 3);
+    p.ceil_mode = uniform(0, 1) == 1;
+    p.count_include_pad = uniform(0, 1) == 1;
+    const int64_t length = 8 * (cases % 3 == 0 ? uniform(1, 4) : uniform(100, 600));
+    const std::vector<int64_t> shape = {uniform(1, 4), uniform(1, 40), length};
+    try {
+      output_shape(GetParam(), shape, p);
+    } catch (const Error&) {
+      continue;
+    }
+    HostTensor x(shape, dtypes[cases % 3]);
+    fill_random(x, rng, cases % 2 == 0);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
+        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
+        << " kernel " << p.kernel_size << " stride " << *p.stride << " padding " << p.padding
+        << " dilation " << p.dilation << " ceil " << p.ceil_mode << " count_include_pad " << p.count_include_pad;
+    ++cases;
+  }
+  for (const DType dtype : {DType::f16, DType::f32}) {
+    HostTensor x({32, 128, 4096}, dtype);
+    fill_random(x, rng, true);
+    EXPECT_EQ(compare_with_reference(GetParam(), x, Pool1d{3, 1, 1, 1, false, true}), "") << dtype_name(dtype);
+  }
+}
+
 // Strides too long to stage a warp's outputs in shared memory read the taps from global memory.
 TEST_P(Pool1dGpu, SpansTooLongToStage) {
   std::mt19937_64 rng(43);
