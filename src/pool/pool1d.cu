@@ -188,16 +188,21 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
   }
 }
 
-// Outputs of a warp tile: as many as the warp's slice holds the span of (one chunk spare for a
-// span that starts inside a chunk), in whole warps; 0 where not even one warp's outputs fit.
+// Outputs of a warp tile, in whole warps: as many as the warp's slice holds the span of (one chunk
+// spare for a span that starts inside a chunk), fewer where that would leave resident warps
+// without a tile; 0 where not even one warp's outputs fit.
 template <class T>
-int warp_tile_outputs(const Pool1dArgs& a) {
+int warp_tile_outputs(const Pool1dArgs& a, int device) {
   constexpr int kVector = 16 / static_cast<int>(sizeof(T));
   const int64_t capacity = int64_t{kChunksPerLane * kWarp - 1} * kVector;
   const int64_t window = int64_t{a.kernel - 1} * a.dilation + 1;
   if (window > capacity) return 0;
-  const int64_t fitting = (capacity - window) / a.stride + 1;
-  return static_cast<int>(std::min<int64_t>(fitting, int64_t{a.out_w} + kWarp - 1) / kWarp * kWarp);
+  const int64_t fitting = ((capacity - window) / a.stride + 1) / kWarp * kWarp;
+  if (fitting == 0) return 0;
+  const int64_t resident_warps = int64_t{kWarpTileBlocksPerSm} * kWarpsPerBlock * multiprocessor_count(device);
+  const int64_t tiles_per_row = ceil_div(resident_warps, a.rows);
+  const int64_t filling = ceil_div(ceil_div(a.out_w, tiles_per_row), kWarp) * kWarp;
+  return static_cast<int>(std::min(fitting, filling));
 }
 
 template <class T, Reduction kReduction, int K>
@@ -253,7 +258,7 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
     const auto run = [&]<int K>() {
       const auto* x_data = static_cast<const T*>(x.data);
       auto* y_data = static_cast<T*>(y.data);
-      const int tile_outputs = warp_tile_outputs<T>(args);
+      const int tile_outputs = warp_tile_outputs<T>(args, x.device);
       if (aligned_to(x_data, 16) && g.in_w % (16 / sizeof(T)) == 0 && tile_outputs > 0) {
         return launch_warp_tiles<T, kReduction, K>(args, tile_outputs, x.device, x_data, y_data, indices, stream);
       }
