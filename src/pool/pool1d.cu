@@ -41,8 +41,13 @@ template <Reduction kReduction, int K, bool kChecked, class T, class Tap>
 __device__ __forceinline__ void pool_window(const Pool1dArgs& a, int start, Tap tap, T& out, int64_t& out_at) {
   const int kernel = K > 0 ? K : a.kernel;
   Accumulator<kReduction> acc;
+  int first = 0;
+  if constexpr (!kChecked && kReduction == Reduction::max_with_index) {
+    acc.best = {to_float(tap(start)), start};  // the first tap opens the scan: no test for "no tap yet"
+    first = 1;
+  }
 #pragma unroll
-  for (int k = 0; k < kernel; ++k) {
+  for (int k = first; k < kernel; ++k) {
     const int w = start + k * a.dilation;
     if (!kChecked || static_cast<unsigned>(w) < static_cast<unsigned>(a.in_w)) acc.add(to_float(tap(w)), w);
   }
@@ -102,10 +107,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // Rows of whole 16-byte vectors that start 16-byte aligned (every catalogue row): each warp pools
 // a tile of consecutive outputs of one row. Its lanes load the tile's input span as 16-byte vectors
-// into registers, copy them to the warp's slice of shared memory, and compute consecutive outputs
-// from there, with no block barrier. The warps loop over tiles and load the next tile's span
-// before computing the current one, so an SM keeps ~kChunksPerLane * 16 B per thread in flight
-// through the whole call instead of one block's span between barriers.
+// into the warp's slice of shared memory and compute consecutive outputs from there, with no block
+// barrier: a warp computes as soon as its own span has arrived, and the SM's other warps keep
+// their loads in flight meanwhile.
 constexpr int kChunksPerLane = 4;
 constexpr int kWarpsPerBlock = kThreads / kWarp;
 // 40 registers a thread; the warp slices take 16 KB a block, 96 KB an SM.
@@ -123,68 +127,48 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
                             const Pool1dArgs a, const WarpTiling tiling) {
   constexpr int kVector = 16 / sizeof(T);
   __shared__ uint4 slices[kWarpsPerBlock][kChunksPerLane * kWarp];
+  const int tile = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp;
+  if (tile >= tiling.tiles) return;
   const int lane = threadIdx.x % kWarp;
   uint4* const slice = slices[threadIdx.x / kWarp];
-  const T* const span = reinterpret_cast<const T*>(slice);
+  const int row = tiling.tiles_per_row.divide(tile);
+  const int o0 = (tile - row * tiling.tiles_per_row.divisor()) * tiling.tile_outputs;
+  const int o1 = min(o0 + tiling.tile_outputs, a.out_w);
   const int kernel = K > 0 ? K : a.kernel;
-  const int window = (kernel - 1) * a.dilation + 1;
-  struct Tile {
-    int row, o0, o1;
-    int w0, w1;  // the input range the tile's windows cover, padding included
-    int c0, c1;  // the range of 16-byte chunks of the row the tile reads
-  };
-  const auto locate = [&](int tile) {
-    Tile t;
-    t.row = tiling.tiles_per_row.divide(tile);
-    t.o0 = (tile - t.row * tiling.tiles_per_row.divisor()) * tiling.tile_outputs;
-    t.o1 = min(t.o0 + tiling.tile_outputs, a.out_w);
-    t.w0 = t.o0 * a.stride - a.pad;
-    t.w1 = (t.o1 - 1) * a.stride - a.pad + window;
-    t.c0 = max(t.w0, 0) / kVector;
-    t.c1 = min(a.in_w, t.w1 + kVector - 1) / kVector;
-    return t;
-  };
+  // The input range the tile's windows cover (padding included), and the 16-byte chunks it reads.
+  const int w0 = o0 * a.stride - a.pad;
+  const int w1 = (o1 - 1) * a.stride - a.pad + (kernel - 1) * a.dilation + 1;
+  const int c0 = max(w0, 0) / kVector;
+  const int c1 = min(a.in_w, w1 + kVector - 1) / kVector;
+  const uint4* const x_row = reinterpret_cast<const uint4*>(x + int64_t{row} * a.in_w);
   uint4 chunks[kChunksPerLane];
-  const auto load = [&](int tile) {
-    const Tile t = locate(tile);
-    const uint4* const row = reinterpret_cast<const uint4*>(x + int64_t{t.row} * a.in_w);
 #pragma unroll
-    for (int i = 0; i < kChunksPerLane; ++i) {
-      const int c = t.c0 + lane + i * kWarp;
-      if (c < t.c1) chunks[i] = __ldg(row + c);
+  for (int i = 0; i < kChunksPerLane; ++i) {
+    if (c0 + lane + i * kWarp < c1) chunks[i] = __ldg(x_row + c0 + lane + i * kWarp);
+  }
+#pragma unroll
+  for (int i = 0; i < kChunksPerLane; ++i) {
+    if (c0 + lane + i * kWarp < c1) slice[lane + i * kWarp] = chunks[i];
+  }
+  __syncwarp();
+  const T* const span = reinterpret_cast<const T*>(slice) - c0 * kVector;  // span[w]: element w of the row
+  T* const y_row = y + int64_t{row} * a.out_w;
+  [[maybe_unused]] int64_t* const indices_row =
+      kReduction == Reduction::max_with_index ? indices + int64_t{row} * a.out_w : nullptr;
+  const auto pool_tile = [&]<bool kChecked>() {
+#pragma unroll 1
+    for (int o = o0 + lane; o < o1; o += kWarp) {
+      T out;
+      int64_t out_at = -1;
+      pool_window<kReduction, K, kChecked>(a, o * a.stride - a.pad, [&](int w) { return span[w]; }, out, out_at);
+      y_row[o] = out;
+      if constexpr (kReduction == Reduction::max_with_index) indices_row[o] = out_at;
     }
   };
-  const int step = gridDim.x * kWarpsPerBlock;
-  int tile = blockIdx.x * kWarpsPerBlock + threadIdx.x / kWarp;
-  if (tile < tiling.tiles) load(tile);
-  for (; tile < tiling.tiles; tile += step) {
-    const Tile t = locate(tile);
-    __syncwarp();  // the previous tile's reads of the slice are done
-#pragma unroll
-    for (int i = 0; i < kChunksPerLane; ++i) {
-      if (t.c0 + lane + i * kWarp < t.c1) slice[lane + i * kWarp] = chunks[i];
-    }
-    __syncwarp();
-    if (tile + step < tiling.tiles) load(tile + step);
-    keep_loads_above(a.in_w <= 0);
-    const int span_offset = -t.c0 * kVector;  // span[span_offset + w] is input element w of the row
-    T* const y_row = y + int64_t{t.row} * a.out_w;
-    const auto pool_tile = [&]<bool kChecked>() {
-#pragma unroll 1
-      for (int o = t.o0 + lane; o < t.o1; o += kWarp) {
-        T out;
-        int64_t out_at = -1;
-        pool_window<kReduction, K, kChecked>(a, o * a.stride - a.pad,
-                                             [&](int w) { return span[span_offset + w]; }, out, out_at);
-        y_row[o] = out;
-        if constexpr (kReduction == Reduction::max_with_index) indices[int64_t{t.row} * a.out_w + o] = out_at;
-      }
-    };
-    if (t.w0 >= 0 && t.w1 <= a.in_w) {
-      pool_tile.template operator()<false>();
-    } else {
-      pool_tile.template operator()<true>();
-    }
+  if (w0 >= 0 && w1 <= a.in_w) {
+    pool_tile.template operator()<false>();
+  } else {
+    pool_tile.template operator()<true>();
   }
 }
 
@@ -206,14 +190,12 @@ int warp_tile_outputs(const Pool1dArgs& a, int device) {
 }
 
 template <class T, Reduction kReduction, int K>
-void launch_warp_tiles(Pool1dArgs args, int tile_outputs, int device, const T* x, T* y, int64_t* indices,
+void launch_warp_tiles(Pool1dArgs args, int tile_outputs, const T* x, T* y, int64_t* indices,
                        cudaStream_t stream) {
   const int tiles_per_row = (args.out_w + tile_outputs - 1) / tile_outputs;
-  const int64_t resident_blocks = int64_t{kWarpTileBlocksPerSm} * multiprocessor_count(device);
   for_each_plane_group(args.rows, tiles_per_row, kWarpsPerBlock, [&](int64_t first_row, int tiles, unsigned blocks) {
     const WarpTiling tiling{FastDivisor(tiles_per_row), tiles, tile_outputs};
-    const auto grid = static_cast<unsigned>(std::min<int64_t>(blocks, resident_blocks));
-    pool1d_warp_tile_kernel<T, kReduction, K><<<grid, kThreads, 0, stream>>>(
+    pool1d_warp_tile_kernel<T, kReduction, K><<<blocks, kThreads, 0, stream>>>(
         x + first_row * args.in_w, y + first_row * args.out_w,
         indices ? indices + first_row * args.out_w : nullptr, args, tiling);
   });
@@ -260,7 +242,7 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
       auto* y_data = static_cast<T*>(y.data);
       const int tile_outputs = warp_tile_outputs<T>(args, x.device);
       if (aligned_to(x_data, 16) && g.in_w % (16 / sizeof(T)) == 0 && tile_outputs > 0) {
-        return launch_warp_tiles<T, kReduction, K>(args, tile_outputs, x.device, x_data, y_data, indices, stream);
+        return launch_warp_tiles<T, kReduction, K>(args, tile_outputs, x_data, y_data, indices, stream);
       }
       launch_rows<T, kReduction, K>(args, x.device, x_data, y_data, indices, stream);
     };
