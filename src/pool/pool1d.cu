@@ -1,12 +1,14 @@
-// 1-D pooling ([N, C, L] rows): one block pools a tile of consecutive outputs of one row.
-//
-// The block stages the tile's input span (one contiguous range of the row) into shared memory
-// with 16-byte cp.async requests, so every input byte crosses DRAM once in whole sectors whatever
-// the stride, and a block has its whole span in flight at once; then consecutive threads compute
-// consecutive outputs from shared memory and store them coalesced. The catalogue's kernel sizes
-// are compile-time constants (the tap loops unroll); others are read at run time. Calls of at
-// most one wave of outputs, and strides or windows so long that not even a warp's outputs can be
-// staged (hundreds of elements), read the taps from global memory instead.
+// 1-D pooling ([N, C, L] rows). Two kernels, both reading each input byte from DRAM once in whole
+// sectors whatever the stride, and writing consecutive outputs from consecutive threads:
+// - Rows of whole 16-byte vectors that start 16-byte aligned (every catalogue row): a warp pools a
+//   tile of consecutive outputs of one row from its own slice of shared memory, with no block
+//   barrier (pool1d_warp_tile_kernel).
+// - Other rows: a block stages its tile's input span with cp.async, whatever its alignment, and
+//   pools it after a block barrier (pool1d_kernel); calls of at most one wave of outputs read their
+//   taps straight from global memory.
+// Windows so long that not even a warp's outputs fit in shared memory (hundreds of elements) read
+// global memory too. The catalogue's kernel sizes are compile-time constants (the tap loops
+// unroll); others are read at run time.
 #include <algorithm>
 
 #include "core/device.hpp"
@@ -105,11 +107,12 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// Rows of whole 16-byte vectors that start 16-byte aligned (every catalogue row): each warp pools
-// a tile of consecutive outputs of one row. Its lanes load the tile's input span as 16-byte vectors
-// into the warp's slice of shared memory and compute consecutive outputs from there, with no block
-// barrier: a warp computes as soon as its own span has arrived, and the SM's other warps keep
-// their loads in flight meanwhile.
+// Warp tiles: the lanes load the tile's input span as 16-byte vectors into the warp's slice of shared
+// memory and compute consecutive outputs from there. A warp computes as soon as its own span has
+// arrived, while the SM's other warps keep their loads in flight: against one block barrier per
+// row (pool1d_kernel), 8-37 % off the catalogue's max and avg rows (docs/perf-notes.md, "1-D
+// pooling"). Loading through registers measured faster than cp.async here (long-temporal 15.9
+// against 18.0 µs).
 constexpr int kChunksPerLane = 4;
 constexpr int kWarpsPerBlock = kThreads / kWarp;
 // 40 registers a thread; the warp slices take 16 KB a block, 96 KB an SM.
@@ -172,9 +175,11 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
   }
 }
 
-// Outputs of a warp tile, in whole warps: as many as the warp's slice holds the span of (one chunk
-// spare for a span that starts inside a chunk), fewer where that would leave resident warps
-// without a tile; 0 where not even one warp's outputs fit.
+// Outputs of a warp tile, in whole warps; 0 where not even one warp's outputs fit. Rows split into
+// equal tiles: at least as many as the warp's slice needs (it holds the span of up to `fitting`
+// outputs, one chunk spare for a span that starts inside a chunk), and then as many as fill the
+// waves of resident warps that those take: a last wave of a few blocks costs a whole DRAM round
+// trip, and a call smaller than one wave leaves SMs idle.
 template <class T>
 int warp_tile_outputs(const Pool1dArgs& a, int device) {
   constexpr int kVector = 16 / static_cast<int>(sizeof(T));
@@ -184,9 +189,10 @@ int warp_tile_outputs(const Pool1dArgs& a, int device) {
   const int64_t fitting = ((capacity - window) / a.stride + 1) / kWarp * kWarp;
   if (fitting == 0) return 0;
   const int64_t resident_warps = int64_t{kWarpTileBlocksPerSm} * kWarpsPerBlock * multiprocessor_count(device);
-  const int64_t tiles_per_row = ceil_div(resident_warps, a.rows);
-  const int64_t filling = ceil_div(ceil_div(a.out_w, tiles_per_row), kWarp) * kWarp;
-  return static_cast<int>(std::min(fitting, filling));
+  const int64_t least_tiles = ceil_div(a.out_w, fitting);
+  const int64_t waves = ceil_div(a.rows * least_tiles, resident_warps);
+  const int64_t tiles_per_row = std::max(least_tiles, waves * resident_warps / a.rows);
+  return static_cast<int>(ceil_div(ceil_div(a.out_w, tiles_per_row), kWarp) * kWarp);
 }
 
 template <class T, Reduction kReduction, int K>

@@ -130,8 +130,8 @@ TEST_P(Pool1dGpu, ManyRowsAndCatalogueKernelSizes) {
 
 // Rows of whole 16-byte vectors that start aligned run the warp-tile kernel (src/pool/pool1d.cu):
 // lengths that are multiples of 8 elements, from one vector up; params that put padding and
-// ceil-mode overhangs at both tile edges; strides up to the longest a warp tile holds; and one
-// call with more tiles than the GPU holds warps, so that warps loop over several tiles.
+// ceil-mode overhangs at both tile edges; strides up to the longest a warp tile holds; and large
+// calls, whose rows split into the largest tiles.
 TEST_P(Pool1dGpu, WarpTilesOnAlignedRows) {
   std::mt19937_64 rng(47 + static_cast<int>(GetParam()));
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
