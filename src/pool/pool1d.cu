@@ -116,9 +116,10 @@ __global__ void __launch_bounds__(kThreads)
 
 // Warp tiles: the lanes load the tile's input span as 16-byte vectors into the warp's slice of shared
 // memory and compute consecutive outputs from there. A warp computes as soon as its own span has
-// arrived, while the SM's other warps keep their loads in flight: against one block barrier per
-// row (pool1d_kernel), 8-37 % off the catalogue's max and avg rows (docs/perf-notes.md, "1-D
-// pooling"). Loading through registers measured faster than cp.async here (long-temporal 15.9
+// arrived, while the SM's other warps keep their loads in flight. Against pool1d_kernel (one block
+// barrier per staged tile) it took 11-40 % off eight of the catalogue's ten strided rows, and left
+// sincnet f32 level and sincnet positions f16 3 % slower (docs/perf-notes.md, "1-D pooling: warp
+// tiles"). Loading through registers measured faster than cp.async here (long-temporal 15.9
 // against 18.0 µs).
 constexpr int kChunksPerLane = 4;
 constexpr int kWarpsPerBlock = kThreads / kWarp;
