@@ -308,7 +308,7 @@ struct SeparableTile {
 #pragma unroll
           for (int kh = 0; kh < KH; ++kh) sum += real_row[o * SH + kh] ? row_value[o * SH + kh][j] : 0.f;
           const int divisor = a.divisor_override != 0 ? a.divisor_override : row_taps * column_taps[j];
-          out[j] = from_float<T>(sum / static_cast<float>(divisor));
+          out[j] = from_float<T>(window_average(sum, divisor));
         } else if constexpr (kWithIndex) {
           // Combining each row's first maximum (or last NaN) in row order gives the window's.
           T best = row_value[o * SH][j];

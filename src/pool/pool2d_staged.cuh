@@ -136,7 +136,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
         const int64_t out = out_base + int64_t{oh} * a.out_w + ow;
         if constexpr (kReduction == Reduction::avg) {
           const float sum = sum_any_window(band, band_offset, a, h0, w0);
-          y[out] = from_float<T>(sum / static_cast<float>(avg_divisor(a, h0, w0)));
+          y[out] = from_float<T>(window_average(sum, avg_divisor(a, h0, w0)));
         } else {
           T best;
           int best_offset;

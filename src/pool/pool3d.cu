@@ -68,7 +68,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
         }
       }
       const int divisor = a.divisor_override != 0 ? a.divisor_override : a.count_include_pad ? pool_size : count;
-      y[out] = from_float<T>(sum / static_cast<float>(divisor));
+      y[out] = from_float<T>(window_average(sum, divisor));
     } else {
       // Real taps in (d, h, w) order; the first seeds the scan, so an all -inf window reports it.
       float best = -INFINITY;

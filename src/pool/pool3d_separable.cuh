@@ -204,7 +204,7 @@ class Pool3dTile {
                                 ? a.divisor_override
                                 : depth_and_row_taps * avg_window_taps((ow0_ + j) * SW - PW, KW, a.in[2], PW,
                                                                        a.count_include_pad);
-        out[j] = from_float<T>(sum / static_cast<float>(divisor));
+        out[j] = from_float<T>(window_average(sum, divisor));
       } else if constexpr (kWithIndex) {
         T best = tap[0].value[j];
         int best_at = tap[0].at[j];
