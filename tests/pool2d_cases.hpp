@@ -33,6 +33,17 @@ std::string describe(const Window& p) {
   return out.str();
 }
 
+// The parameters of a 1-D window, for failure messages.
+inline std::string describe(const Pool1d& p) {
+  std::ostringstream out;
+  out << "kernel=" << p.kernel_size << " stride=";
+  if (p.stride) out << *p.stride;
+  else out << "None";
+  out << " padding=" << p.padding << " dilation=" << p.dilation << " ceil=" << p.ceil_mode
+      << " count_include_pad=" << p.count_include_pad;
+  return out.str();
+}
+
 // Tolerance of avg-pool (spec §4.1): |out - ref| <= tol + tol * |ref|.
 inline double avg_tolerance(DType dtype) {
   switch (dtype) {

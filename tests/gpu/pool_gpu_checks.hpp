@@ -159,7 +159,7 @@ inline void fill_random(HostTensor& x, std::mt19937_64& rng, bool special_values
   }
 }
 
-// Compares `count` random cases: draw() returns an input shape and a 2-D or 3-D window, and
+// Compares `count` random cases: draw() returns an input shape and a window, and
 // combinations the shape rules reject are drawn again (the validation tests cover those). Dtypes
 // rotate; every `special_every`-th input has NaN / -inf / ties.
 template <class Draw>

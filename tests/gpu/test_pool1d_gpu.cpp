@@ -33,6 +33,21 @@ Pool1d pool_from_manifest(const nlohmann::json& params) {
   return p;
 }
 
+// Random window params: kernel 1-9, stride 1 to max_stride (or none, i.e. the kernel size, one
+// time in four), padding up to half the kernel, dilation 1-3 one time in three (max only), ceil
+// mode and count_include_pad either way.
+Pool1d random_window(std::mt19937_64& rng, Op op, int64_t max_stride) {
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  Pool1d p;
+  p.kernel_size = uniform(1, 9);
+  if (uniform(0, 3) > 0) p.stride = uniform(1, max_stride);
+  p.padding = uniform(0, p.kernel_size / 2);
+  if (op != Op::avg && uniform(0, 2) == 0) p.dilation = uniform(1, 3);
+  p.ceil_mode = uniform(0, 1) == 1;
+  p.count_include_pad = uniform(0, 1) == 1;
+  return p;
+}
+
 class Pool1dGpu : public testing::GpuTestWithParam<Op> {};
 
 TEST_P(Pool1dGpu, EveryCatalogueRow) {
@@ -48,32 +63,13 @@ TEST_P(Pool1dGpu, EveryCatalogueRow) {
 TEST_P(Pool1dGpu, RandomShapesAndParams) {
   std::mt19937_64 rng(11 + static_cast<int>(GetParam()));
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
-  int cases = 0;
-  while (cases < 150) {
-    Pool1d p;
-    p.kernel_size = uniform(1, 9);
-    if (uniform(0, 3) > 0) p.stride = uniform(1, 5);
-    p.padding = uniform(0, p.kernel_size / 2);
-    if (GetParam() != Op::avg && uniform(0, 2) == 0) p.dilation = uniform(1, 3);
-    p.ceil_mode = uniform(0, 1) == 1;
-    p.count_include_pad = uniform(0, 1) == 1;
+  testing::compare_random_cases(GetParam(), 150, 4, rng, [&] {
+    const Pool1d p = random_window(rng, GetParam(), 5);
     const int64_t length = uniform(0, 5) == 0 ? uniform(2000, 30000) : uniform(1, 70);
     std::vector<int64_t> shape = {uniform(1, 3), uniform(1, 5), length};
     if (uniform(0, 4) == 0) shape.erase(shape.begin());
-    try {
-      output_shape(GetParam(), shape, p);
-    } catch (const Error&) {
-      continue;  // an invalid combination: the CPU validation tests cover those
-    }
-    HostTensor x(shape, dtypes[cases % 3]);
-    fill_random(x, rng, cases % 4 == 0);
-    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
-        << " kernel " << p.kernel_size << " stride " << p.stride.value_or(-1) << " padding " << p.padding
-        << " dilation " << p.dilation << " ceil " << p.ceil_mode << " count_include_pad " << p.count_include_pad;
-    ++cases;
-  }
+    return std::pair{shape, p};
+  });
 }
 
 TEST_P(Pool1dGpu, NaNMinusInfAndTies) {
@@ -135,31 +131,11 @@ TEST_P(Pool1dGpu, ManyRowsAndCatalogueKernelSizes) {
 TEST_P(Pool1dGpu, WarpTilesOnAlignedRows) {
   std::mt19937_64 rng(47 + static_cast<int>(GetParam()));
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  const DType dtypes[] = {DType::f32, DType::f16, DType::bf16};
-  int cases = 0;
-  while (cases < 60) {
-    Pool1d p;
-    p.kernel_size = uniform(1, 9);
-    p.stride = uniform(1, cases % 6 == 0 ? 16 : 5);
-    p.padding = uniform(0, p.kernel_size / 2);
-    if (GetParam() != Op::avg) p.dilation = uniform(1, 3);
-    p.ceil_mode = uniform(0, 1) == 1;
-    p.count_include_pad = uniform(0, 1) == 1;
-    const int64_t length = 8 * (cases % 3 == 0 ? uniform(1, 4) : uniform(100, 600));
-    const std::vector<int64_t> shape = {uniform(1, 4), uniform(1, 40), length};
-    try {
-      output_shape(GetParam(), shape, p);
-    } catch (const Error&) {
-      continue;
-    }
-    HostTensor x(shape, dtypes[cases % 3]);
-    fill_random(x, rng, cases % 2 == 0);
-    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
-        << " kernel " << p.kernel_size << " stride " << *p.stride << " padding " << p.padding
-        << " dilation " << p.dilation << " ceil " << p.ceil_mode << " count_include_pad " << p.count_include_pad;
-    ++cases;
-  }
+  testing::compare_random_cases(GetParam(), 60, 2, rng, [&] {
+    const Pool1d p = random_window(rng, GetParam(), uniform(0, 5) == 0 ? 16 : 5);
+    const int64_t length = 8 * (uniform(0, 2) == 0 ? uniform(1, 4) : uniform(100, 600));
+    return std::pair{std::vector<int64_t>{uniform(1, 4), uniform(1, 40), length}, p};
+  });
   for (const DType dtype : {DType::f16, DType::f32}) {
     HostTensor x({32, 128, 4096}, dtype);
     fill_random(x, rng, true);
