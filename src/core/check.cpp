@@ -104,7 +104,7 @@ void check_outputs_apart(std::string_view op, std::span<const NamedTensor> outpu
 }
 
 void check_workspace(std::string_view op, Placement placement, int64_t needed, const TensorRef* workspace,
-                     std::initializer_list<NamedTensor> others, std::string_view sizing) {
+                     std::span<const NamedTensor> others, std::string_view sizing) {
   if (!workspace) {
     require(needed == 0 || placement == Placement::host, op, "workspace is null but this call needs ", needed,
             " f32 elements (", sizing, ")");

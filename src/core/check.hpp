@@ -4,7 +4,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <initializer_list>
 #include <span>
 #include <sstream>
 #include <string>
@@ -71,6 +70,6 @@ void check_outputs_apart(std::string_view op, std::span<const NamedTensor> outpu
 // tensor of the call; null only when none are needed (or on the host, where the references need
 // none). `sizing` names the public function that tells the caller `needed`.
 void check_workspace(std::string_view op, Placement placement, int64_t needed, const TensorRef* workspace,
-                     std::initializer_list<NamedTensor> others, std::string_view sizing);
+                     std::span<const NamedTensor> others, std::string_view sizing);
 
 }  // namespace solops::detail

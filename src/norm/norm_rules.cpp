@@ -176,15 +176,7 @@ RowGeometry validate_row_norm_backward(std::string_view op, Placement placement,
   const bool parameter_gradients = t.grad_weight || t.grad_bias;
   const int gradients = t.mean ? 2 : 1;
   check_workspace(op, placement, parameter_gradients ? backward_workspace_elements(g, gradients) : 0, t.workspace,
-                  {{"grad_out", &t.grad_out},
-                   {"x", &t.x},
-                   {"weight", t.weight},
-                   {"mean", t.mean},
-                   {"rstd", &t.rstd},
-                   {"grad_x", &t.grad_x},
-                   {"grad_weight", t.grad_weight},
-                   {"grad_bias", t.grad_bias}},
-                  t.mean ? "layer_norm_backward_workspace_elements" : "rms_norm_backward_workspace_elements");
+                  tensors, t.mean ? "layer_norm_backward_workspace_elements" : "rms_norm_backward_workspace_elements");
   return g;
 }
 

@@ -79,7 +79,7 @@ struct RowNormBackwardTensors {
 inline int64_t backward_partial_blocks(const RowGeometry& g) {
   constexpr int64_t kPartialBytes = int64_t{132} * 8192 * sizeof(float);
   const int64_t blocks = kPartialBytes / (std::max<int64_t>(g.row_len, 1) * int64_t{sizeof(float)});
-  return std::clamp<int64_t>(std::min(g.rows, std::clamp<int64_t>(blocks, 2 * 132, 4 * 132)), 1, 4 * 132);
+  return std::max<int64_t>(1, std::min(g.rows, std::clamp<int64_t>(blocks, 2 * 132, 4 * 132)));
 }
 inline int64_t backward_workspace_elements(const RowGeometry& g, int gradients) {
   return g.rows > 1 ? backward_partial_blocks(g) * g.row_len * gradients : 0;

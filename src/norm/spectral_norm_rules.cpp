@@ -64,9 +64,7 @@ SpectralNormPlan validate_spectral_norm(std::string_view op, Placement placement
   const NamedTensor tensors[] = {{"x", &t.x},         {"u", &t.u},         {"v", &t.v},
                                  {"sigma", &t.sigma}, {"u_out", &t.u_out}, {"v_out", &t.v_out}};
   check_outputs_apart(op, outputs, tensors);
-  check_workspace(op, placement, plan.workspace_elements(), t.workspace,
-                  {{"x", &t.x}, {"u", &t.u}, {"v", &t.v}, {"sigma", &t.sigma}, {"u_out", &t.u_out},
-                   {"v_out", &t.v_out}},
+  check_workspace(op, placement, plan.workspace_elements(), t.workspace, tensors,
                   "spectral_norm_power_iter_workspace_elements");
   return plan;
 }

@@ -76,8 +76,8 @@ ReductionPlan validate_vector_norm(std::string_view op, Placement placement, con
   check_dtype(op, "output", y, x.dtype);
   check_shape(op, "output", y, plan.output_shape);
   check_no_overlap(op, "x", x, "output", y);
-  check_workspace(op, placement, plan.workspace_elements(), workspace, {{"x", &x}, {"output", &y}},
-                  "vector_norm_workspace_elements");
+  const NamedTensor tensors[] = {{"x", &x}, {"output", &y}};
+  check_workspace(op, placement, plan.workspace_elements(), workspace, tensors, "vector_norm_workspace_elements");
   return plan;
 }
 
@@ -132,8 +132,9 @@ WeightNormPlan validate_weight_norm(std::string_view op, Placement placement, co
     check_no_overlap(op, input.name, *input.tensor, "norm", norm);
   }
   check_no_overlap(op, "output", y, "norm", norm);
-  check_workspace(op, placement, plan.norms.workspace_elements(), workspace,
-                  {{"v", &v}, {"g", &g}, {"output", &y}, {"norm", &norm}}, "weight_norm_workspace_elements");
+  const NamedTensor tensors[] = {{"v", &v}, {"g", &g}, {"output", &y}, {"norm", &norm}};
+  check_workspace(op, placement, plan.norms.workspace_elements(), workspace, tensors,
+                  "weight_norm_workspace_elements");
   return plan;
 }
 

@@ -208,7 +208,7 @@ int warp_tile_outputs(const Pool1dArgs& a, int device) {
 template <class T, Reduction kReduction, int K>
 void launch_warp_tiles(Pool1dArgs args, int tile_outputs, const T* x, T* y, int64_t* indices,
                        cudaStream_t stream) {
-  const int tiles_per_row = (args.out_w + tile_outputs - 1) / tile_outputs;
+  const auto tiles_per_row = static_cast<int>(ceil_div(args.out_w, tile_outputs));
   for_each_plane_group(args.rows, tiles_per_row, kWarpsPerBlock, [&](int64_t first_row, int tiles, unsigned blocks) {
     const WarpTiling tiling{FastDivisor(tiles_per_row), tiles, tile_outputs};
     pool1d_warp_tile_kernel<T, kReduction, K><<<blocks, kThreads, 0, stream>>>(
@@ -257,9 +257,11 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
     const auto run = [&]<int K>() {
       const auto* x_data = static_cast<const T*>(x.data);
       auto* y_data = static_cast<T*>(y.data);
-      const int tile_outputs = warp_tile_outputs<T>(args, x.device);
-      if (aligned_to(x_data, 16) && g.in_w % (16 / sizeof(T)) == 0 && tile_outputs > 0) {
-        return launch_warp_tiles<T, kReduction, K>(args, tile_outputs, x_data, y_data, indices, stream);
+      if (aligned_to(x_data, 16) && g.in_w % (16 / sizeof(T)) == 0) {
+        const int tile_outputs = warp_tile_outputs<T>(args, x.device);
+        if (tile_outputs > 0) {
+          return launch_warp_tiles<T, kReduction, K>(args, tile_outputs, x_data, y_data, indices, stream);
+        }
       }
       launch_rows<T, kReduction, K>(args, x.device, x_data, y_data, indices, stream);
     };
