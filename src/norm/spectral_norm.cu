@@ -11,6 +11,8 @@
 //   u      as v, in u_out. The last iteration also takes sigma = u^T (W v) in the same pass: u_out
 //          still holds W v of the final v, so sigma needs no third GEMV.
 // n_iter = 0 writes W v into u_out, takes sigma = u^T (W v) from it, then copies u and v out.
+// A W of one row (the decode shape [1, I]) with n_iter >= 1 runs one kernel instead of the chain
+// (one_row_power_iteration, below).
 // Nothing is atomic and every launch shape follows from the shape and the pointers' alignment, so
 // a call gives the same bits on every run.
 #include <algorithm>
@@ -159,6 +161,48 @@ __global__ void __launch_bounds__(kVectorThreads)
   if (threadIdx.x == 0) *out = sum;
 }
 
+// The columns of W one block of one_row_power_iteration writes v_out for: blocks enough to spread
+// v_out's writes (4 bytes a column) over several SMs, each of which reads all of W (from L2, but
+// for the first) to take the sum of squares itself.
+constexpr int64_t kOneRowColumnsPerBlock = 2048;
+constexpr int64_t kOneRowMaxBlocks = 16;
+
+// n_iter >= 1 iterations for W = w of one row: every vector of the iteration is then a multiple of
+// w, so one sum of squares s = w . w gives them all. With t = W^T u = u w: ||t|| = |u| sqrt(s), so
+// v = u w / d with d = max(|u| sqrt(s), eps), W v = u s / d, and the new u = W v / max(|W v|, eps);
+// sigma = u (W v). The chain's steps in closed form (equal within rounding; the spec's tolerance is
+// 1e-4), with its NaNs and infinities: v is u w / d element by element, not (u / d) w, so that a
+// zero w gives 0 where u / d would overflow. Every block sums the squares of all of w in the same
+// order, so all find the same d, and writes its share of v_out; block 0 writes u_out and sigma.
+// One kernel where the chain takes four (column_sums, normalize, row_dots, normalize), each a
+// launch and a dependent round trip to memory.
+template <class T>
+__global__ void __launch_bounds__(kVectorThreads)
+    one_row_power_iteration(const T* __restrict__ w, const float* __restrict__ u, float* __restrict__ u_out,
+                            float* __restrict__ v_out, float* __restrict__ sigma, int64_t cols, int64_t n_iter,
+                            float eps) {
+  __shared__ float warp_sums[kVectorThreads / kWarp];
+  float squares = 0;
+  for_each_strided<kInFlight>(cols, [w](int64_t i) { return to_float(w[i]); },
+                              [&squares](float value, int64_t) { squares += value * value; });
+  const float sum_of_squares = row_sum(squares, warp_sums);
+  // `left` is u before the last step, `divisor` that step's d, `product` its W v.
+  float left = *u, divisor = 0, product = 0, next_left = left;
+  for (int64_t step = 0; step < n_iter; ++step) {
+    left = next_left;
+    divisor = nan_max(fabsf(left) * sqrtf(sum_of_squares), eps);
+    product = left * sum_of_squares / divisor;
+    next_left = product / nan_max(fabsf(product), eps);
+  }
+  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < cols; i += gridDim.x * int64_t{blockDim.x}) {
+    v_out[i] = left * to_float(w[i]) / divisor;
+  }
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    *u_out = next_left;
+    *sigma = next_left * product;
+  }
+}
+
 // Whole warps with about four vectors each, at most kRowThreads.
 int row_threads(int64_t vectors) {
   return static_cast<int>(std::clamp<int64_t>(ceil_div(vectors, 4 * kWarp), 1, kRowThreads / kWarp) * kWarp);
@@ -195,6 +239,13 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
       dot<<<1, kVectorThreads, 0, stream>>>(u, u_out, plan.rows, sigma);
       copy(op, u_out, u, plan.rows, stream);
       copy(op, v_out, v, plan.cols, stream);
+      return;
+    }
+    if (plan.rows == 1) {
+      const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(plan.cols, kOneRowColumnsPerBlock), 1,
+                                                                    kOneRowMaxBlocks));
+      one_row_power_iteration<T><<<blocks, kVectorThreads, 0, stream>>>(w, u, u_out, v_out, sigma, plan.cols,
+                                                                        plan.n_iter, eps);
       return;
     }
     const dim3 blocks(grid_for(ceil_div(plan.cols, kWarp * kWidth)), static_cast<unsigned>(plan.row_chunks));

@@ -1486,8 +1486,8 @@ TEST_F(SpectralNormGpu, RandomShapes) {
 // path, caught only by the PyTorch tests).
 TEST_F(SpectralNormGpu, EdgeShapes) {
   std::mt19937_64 rng(62);
-  for (const Shape& shape : {Shape{1, 1}, Shape{0, 5}, Shape{5, 0}, Shape{0, 0}, Shape{1, 16384}, Shape{16384, 1},
-                             Shape{3, 7}, Shape{40000, 3}}) {
+  for (const Shape& shape : {Shape{1, 1}, Shape{0, 5}, Shape{5, 0}, Shape{0, 0}, Shape{1, 0}, Shape{1, 16384},
+                             Shape{1, 40001}, Shape{16384, 1}, Shape{3, 7}, Shape{40000, 3}}) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (int64_t n_iter : {0, 1, 3}) {
         Inputs in = random_inputs(shape, dtype, rng);
@@ -1521,11 +1521,30 @@ TEST_F(SpectralNormGpu, ZeroMatrixAndEps) {
 
 TEST_F(SpectralNormGpu, NaNInWSpreads) {
   std::mt19937_64 rng(65);
-  Inputs in = random_inputs({257, 1000}, DType::f16, rng);
-  in.x.set(100 * 1000 + 17, std::numeric_limits<double>::quiet_NaN());
-  for (int64_t n_iter : {0, 1, 2}) EXPECT_EQ(compare(in, params(in, n_iter)), "") << n_iter;
-  Outputs out = run_on_device(in, params(in, 1));
-  EXPECT_TRUE(std::isnan(out.sigma.at(0)) && std::isnan(out.u_out.at(0)) && std::isnan(out.v_out.at(999)));
+  for (const int64_t rows : {257, 1}) {  // the chain of kernels, and the one-row kernel
+    Inputs in = random_inputs({rows, 1000}, DType::f16, rng);
+    in.x.set((rows - 1) / 2 * 1000 + 17, std::numeric_limits<double>::quiet_NaN());
+    for (int64_t n_iter : {0, 1, 2}) EXPECT_EQ(compare(in, params(in, n_iter)), "") << rows << " rows, " << n_iter;
+    Outputs out = run_on_device(in, params(in, 1));
+    EXPECT_TRUE(std::isnan(out.sigma.at(0)) && std::isnan(out.u_out.at(0)) && std::isnan(out.v_out.at(999))) << rows;
+  }
+}
+
+// One row runs one kernel in closed form (src/norm/spectral_norm.cu, one_row_power_iteration):
+// against the reference's steps on infinities, zeros with eps 0, and a zero u.
+TEST_F(SpectralNormGpu, OneRowEdgeValues) {
+  std::mt19937_64 rng(69);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    Inputs in = random_inputs({1, 3001}, dtype, rng);
+    in.x.set(1234, -std::numeric_limits<double>::infinity());
+    for (int64_t n_iter : {1, 3}) EXPECT_EQ(compare(in, params(in, n_iter)), "") << "-inf, " << describe(in, params(in, n_iter));
+    for (int64_t i = 0; i < in.x.numel(); ++i) in.x.set(i, 0);
+    EXPECT_EQ(compare(in, params(in, 1)), "") << "zeros";
+    EXPECT_EQ(compare(in, params(in, 2, 0.0)), "") << "zeros with eps 0";
+    Inputs zero_u = random_inputs({1, 3001}, dtype, rng);
+    zero_u.u.set(0, 0);
+    EXPECT_EQ(compare(zero_u, params(zero_u, 2)), "") << "u = 0, " << describe(zero_u, params(zero_u, 2));
+  }
 }
 
 TEST_F(SpectralNormGpu, UnalignedPointers) {
