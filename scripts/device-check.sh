@@ -8,8 +8,9 @@
 # SOLOPS_DIAGNOSE=1 adds compute-sanitizer over the GPU tests (SOLOPS_MEMCHECK_FILTER picks them)
 # and an ncu profile of every row's kernels (logs/memcheck.log, logs/ncu.log).
 # A family too large for one call splits: SOLOPS_SKIP_TESTS=1 runs only calibration, benchmark and
-# report; SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops (the other ops' earlier lines in
-# bench/results/<gpu>/<family>.jsonl are kept); SOLOPS_SKIP_BENCH=1 leaves out the benchmark of
+# report; SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops and SOLOPS_BENCH_WORKLOADS="id ..."
+# only those workloads' rows (the other rows' earlier lines in bench/results/<gpu>/<family>.jsonl are
+# kept); SOLOPS_SKIP_BENCH=1 leaves out the benchmark of
 # every alternative (tests and variants only). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
 # filter).
 # SOLOPS_VARIANTS="name=path/libsolops.so ..." also benchmarks each of those libraries, ours only,
@@ -82,15 +83,17 @@ fi
 mkdir -p "bench/results/$gpu"
 if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
   step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
-  # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
+  # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS and SOLOPS_BENCH_WORKLOADS are lists of names
   step bench python3 -m solops.bench.run --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
+    ${SOLOPS_BENCH_WORKLOADS:+--workloads $SOLOPS_BENCH_WORKLOADS} \
     --out "bench/results/$gpu/$family.jsonl"
 fi
 for variant in ${SOLOPS_VARIANTS:-}; do
   mkdir -p "$out/variants"
-  # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS is a list of op names
+  # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS and SOLOPS_BENCH_WORKLOADS are lists of names
   step "variant-${variant%%=*}" env SOLOPS_LIBRARY="$PWD/${variant#*=}" python3 -m solops.bench.run \
-    --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} --impls solops \
+    --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
+    ${SOLOPS_BENCH_WORKLOADS:+--workloads $SOLOPS_BENCH_WORKLOADS} --impls solops \
     --out "$out/variants/${variant%%=*}.jsonl"
 done
 step report python3 -m solops.bench.report --results "bench/results/$gpu" --out docs

@@ -24,10 +24,12 @@
 #include <initializer_list>
 #include <type_traits>
 
+#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
+#include "core/integer.hpp"
 #include "norm/row_norm.hpp"
 
 namespace solops::detail::row_norm {
@@ -110,16 +112,22 @@ __device__ __forceinline__ float warp_reduce(float value, Combine combine) {
 // the row's warp partials itself, in the same butterfly, so every thread gets the same bits: one
 // shared-memory load and five shuffles, where a loop over the partials waited on one load a warp
 // (32 at 1024 threads, ~0.4 µs on a decode row's critical path, for every reduction).
+// block_reduce leaves `partial` in use until the caller's next barrier; row_reduce ends it.
 template <class Combine>
-__device__ __forceinline__ float row_reduce(float value, float* partial, float identity, Combine combine) {
+__device__ __forceinline__ float block_reduce(float value, float* partial, float identity, Combine combine) {
   value = warp_reduce(value, combine);
   const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
   if (warps == 1) return value;
   float* row_partial = partial + threadIdx.y * warps;
   if (lane == 0) row_partial[threadIdx.x / kWarp] = value;
   __syncthreads();
-  const float total = warp_reduce(lane < warps ? row_partial[lane] : identity, combine);
-  __syncthreads();  // the next call overwrites partial
+  return warp_reduce(lane < warps ? row_partial[lane] : identity, combine);
+}
+
+template <class Combine>
+__device__ __forceinline__ float row_reduce(float value, float* partial, float identity, Combine combine) {
+  const float total = block_reduce(value, partial, identity, combine);
+  if (blockDim.x > kWarp) __syncthreads();  // the next call overwrites partial
   return total;
 }
 
@@ -131,11 +139,12 @@ __device__ __forceinline__ float row_sum(float value, float* partial) {
 // where fmaxf would drop it.
 __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
 
-// The reductions of a by combine_a and of b by combine_b (identities identity_a, identity_b) over
-// this thread's row, both in one round of barriers; `partial` holds two values a warp.
+// The reductions of a by combine_a and of b by combine_b (identities identity_a, identity_b) over this
+// thread's row of the block, in every thread, both in one round of barriers; `partial` (two values a
+// warp) stays in use until the caller's next barrier.
 template <class CombineA, class CombineB>
-__device__ __forceinline__ float2 row_reduce_pair(float a, float b, float* partial, float identity_a, float identity_b,
-                                                  CombineA combine_a, CombineB combine_b) {
+__device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* partial, float identity_a,
+                                                    float identity_b, CombineA combine_a, CombineB combine_b) {
   a = warp_reduce(a, combine_a);
   b = warp_reduce(b, combine_b);
   const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
@@ -148,15 +157,91 @@ __device__ __forceinline__ float2 row_reduce_pair(float a, float b, float* parti
   __syncthreads();
   a = warp_reduce(lane < warps ? row_partial[lane] : identity_a, combine_a);
   b = warp_reduce(lane < warps ? row_partial[warps + lane] : identity_b, combine_b);
-  __syncthreads();  // the next call overwrites partial
   return {a, b};
 }
 
-// The row's sum of `sum` and larger (nan_max) of `maximum`, in one round of barriers.
-__device__ __forceinline__ float2 row_sum_and_max(float sum, float maximum, float* partial) {
-  return row_reduce_pair(sum, maximum, partial, 0.0f, -INFINITY, [](float x, float y) { return x + y; },
-                         [](float x, float y) { return nan_max(x, y); });
-}
+// Blocks a row may be split over (the portable cluster size).
+constexpr int kMaxClusterBlocks = 8;
+
+// A block's slots for the row totals of its cluster's blocks: two reductions' worth, used in turn.
+struct ClusterTotals {
+  float2 slots[2][kMaxClusterBlocks];
+};
+
+// The reductions over a held row (for_each_held_row), whose vectors are this block's alone or, in a
+// cluster launch (few long rows, launch_row_kernel), shared by the cluster's blocks. There each block
+// reduces its share and stores its totals into a slot of every block of the cluster; after a cluster
+// barrier each block combines the slots in rank order, so that every block finds the same bits.
+// One RowReduction a row, made before the row's loads: in a cluster it arrives at a barrier that
+// its first reduction waits on before storing, since a block may store into another's shared memory
+// only once that block runs and has read the previous row's slots. A reduction's slots are the
+// other pair from the previous one's: a block may store the next totals before a slower block has
+// read these, but not the ones after, which wait for the next barrier and so for every block to
+// have read. Every thread of the block must take part in each reduction.
+// kShared compiles the cluster stage in: only into kernels that hold one vector a thread
+// (for_each_held_row), since its registers made some of the others, compiled at their register bound,
+// spill (RMSNormQuant at 4 vectors a thread), and took a block an SM from others (the fused RMSNorm at
+// 2 vectors a thread); launch_row_kernel shares rows only among those. A block's share of a row of up
+// to 65536 half-type elements is one vector a thread; rows of single elements are not shared.
+constexpr int kSharedRowVecs = 1;
+
+template <bool kShared>
+class RowReduction {
+ public:
+  // `partial`: two values a warp of the block; `totals`: this block's slots.
+  __device__ RowReduction(float* partial, ClusterTotals* totals) : partial_(partial), totals_(totals) {
+    if (kShared && __clusterSizeInBlocks() > 1) cooperative_groups::this_cluster().barrier_arrive();
+  }
+
+  template <class CombineA, class CombineB>
+  __device__ float2 pair(float a, float b, float identity_a, float identity_b, CombineA combine_a, CombineB combine_b) {
+    const float2 totals = block_reduce_pair(a, b, partial_, identity_a, identity_b, combine_a, combine_b);
+    return across_blocks(totals, {identity_a, identity_b}, combine_a, combine_b);
+  }
+
+  __device__ float sum(float value) {
+    const float total = block_reduce(value, partial_, 0.0f, plus);
+    return across_blocks({total, 0.0f}, {0.0f, 0.0f}, plus, plus).x;
+  }
+
+  // The largest (nan_max) of the row's values.
+  __device__ float max(float value) {
+    const float total = block_reduce(value, partial_, -INFINITY, larger);
+    return across_blocks({total, -INFINITY}, {-INFINITY, -INFINITY}, larger, larger).x;
+  }
+
+  // The row's sum of `sum` and largest of `maximum`, in one round of barriers.
+  __device__ float2 sum_and_max(float sum, float maximum) { return pair(sum, maximum, 0.0f, -INFINITY, plus, larger); }
+
+ private:
+  static __device__ float plus(float a, float b) { return a + b; }
+  static __device__ float larger(float a, float b) { return nan_max(a, b); }
+
+  // The row's totals from this block's (block_reduce's, `partial` still in use).
+  template <class CombineA, class CombineB>
+  __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
+    if (!kShared || __clusterSizeInBlocks() == 1) {
+      if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
+      return totals;
+    }
+    const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    if (round_ == 0) cluster.barrier_wait();
+    float2* const slots = totals_->slots[round_ % 2];
+    if (threadIdx.x < cluster.num_blocks()) *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = totals;
+    cluster.sync();  // also ends this block's use of partial
+    ++round_;
+    float2 combined = identities;
+    for (unsigned k = 0; k < cluster.num_blocks(); ++k) {
+      combined.x = combine_a(combined.x, slots[k].x);
+      combined.y = combine_b(combined.y, slots[k].y);
+    }
+    return combined;
+  }
+
+  float* partial_;
+  ClusterTotals* totals_;
+  int round_ = 0;
+};
 
 // f(values[i], i) for this thread's elements i = threadIdx.x, threadIdx.x + blockDim.x, ... < n of
 // a block-strided walk, kInFlight elements loaded (load(i)) before any is used: with one load at a
@@ -191,19 +276,11 @@ struct QuantScale {
   float inverse;
 };
 
-// The row's scale from its amax, stored by the row's first thread.
-__device__ __forceinline__ QuantScale quant_scale(float amax, float* row_scale, int64_t row, bool row_active) {
+// The row's scale from its amax, stored where `stores` (one thread of the row).
+__device__ __forceinline__ QuantScale quant_scale(float amax, float* row_scale, int64_t row, bool stores) {
   const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
-  if (row_active && threadIdx.x == 0) row_scale[row] = scale;
+  if (stores) row_scale[row] = scale;
   return {isinf(scale) ? 0.0f : scale, 1.0f / scale};
-}
-
-// The row's scale from the amax of this thread's values (magnitude_bits).
-__device__ __forceinline__ QuantScale row_quant_scale(unsigned amax_bits, float* partial, float* row_scale,
-                                                      int64_t row, bool row_active) {
-  const float amax = row_reduce(__uint_as_float(amax_bits), partial, -INFINITY,
-                                [](float a, float b) { return nan_max(a, b); });
-  return quant_scale(amax, row_scale, row, row_active);
 }
 
 // value / scale by the row's reciprocal and one FMA correction (Markstein): the correctly rounded
@@ -260,29 +337,55 @@ __device__ __forceinline__ Pack<T, kVec> add_residual(const Pack<T, kVec>& x, co
   return rounded;
 }
 
-// This thread's share of a row held in registers: vectors threadIdx.x + i * blockDim.x of `row`.
+// This thread's share of a row held in registers: vectors lane + i * stride of `row`, where lane
+// and stride count the threads of all the blocks that share the row (a cluster's, or one block's).
 // Threads of a missing last row (inactive) hold nothing but still reach every barrier.
 struct HeldRow {
   int64_t row;
   int64_t first;  // the row's first vector
   int vectors;    // vectors per row
   bool active;
+  int lane;
+  int stride;
 
-  __device__ int vector(int i) const { return static_cast<int>(threadIdx.x + i * blockDim.x); }
+  __device__ int vector(int i) const { return lane + i * stride; }
   __device__ bool holds(int i) const { return active && vector(i) < vectors; }
+  // Whether this thread writes the row's own outputs (statistics, scale): one thread of the row.
+  __device__ bool leads() const { return active && lane == 0; }
 };
 
-// Calls body(HeldRow) for each row of this thread: row threadIdx.y of each group of blockDim.y
-// rows, the groups strided over the grid. The loop runs while a group's first row exists, the same
-// test for every thread of the block; counting the groups instead took a 64-bit division before
-// the first load (about 20 dependent instructions, on every decode row's critical path).
-template <int kVec, class Body>
+// Shared memory of for_each_held_row: the block stage's partials (two values a warp) and the cluster's
+// totals.
+constexpr size_t kHeldRowSharedBytes = 2 * kMaxThreads / kWarp * sizeof(float) + sizeof(ClusterTotals);
+
+// Calls body(HeldRow, RowReduction&) for each row of this thread: row threadIdx.y of each group of
+// blockDim.y rows, the groups strided over the grid, or, for kernels of kSharedRowVecs vectors a
+// thread, over its clusters (one block each outside a cluster launch; where a cluster
+// shares a row, blockDim.y is 1). Kernels of more vectors count blocks, not clusters: the cluster
+// registers' 64-bit row arithmetic made kernels compiled at their register bound spill. The loop
+// runs while a group's first row exists, the same test for every thread of the cluster; counting
+// the groups instead took a 64-bit division before the first load (about 20 dependent instructions,
+// on every decode row's critical path).
+// The reductions of a kernel holding kVecs vectors a thread.
+template <int kVecs>
+using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs>;
+
+template <int kVec, int kVecs, class Body>
 __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
+  constexpr bool kShared = kVecs == kSharedRowVecs;
+  __shared__ float partial[2 * kMaxThreads / kWarp];
+  __shared__ ClusterTotals totals;
   const int vectors = s.row_len / kVec;
-  for (int64_t group_row = int64_t{blockIdx.x} * blockDim.y; group_row < s.rows;
-       group_row += int64_t{gridDim.x} * blockDim.y) {
+  const unsigned first_group = kShared ? __clusterIdx().x : blockIdx.x;
+  const unsigned groups = kShared ? __clusterGridDimInClusters().x : gridDim.x;
+  for (int64_t group_row = int64_t{first_group} * blockDim.y; group_row < s.rows;
+       group_row += int64_t{groups} * blockDim.y) {
     const int64_t row = group_row + threadIdx.y;
-    body(HeldRow{row, row * vectors, vectors, row < s.rows});
+    const unsigned rank = kShared ? __clusterRelativeBlockRank() : 0, blocks = kShared ? __clusterSizeInBlocks() : 1;
+    HeldRowReduction<kVecs> reduce(partial, &totals);
+    body(HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(rank * blockDim.x + threadIdx.x),
+                 static_cast<int>(blocks * blockDim.x)},
+         reduce);
   }
 }
 
@@ -347,8 +450,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
   // where a bias or the residual's registers leave no room for more without losing a block an SM.
   constexpr int kAffineBatch = !kLateAffine ? 1 : kKind == NormKind::layer || kResidual ? 2 : kVecs;
-  __shared__ float partial[2 * kMaxThreads / kWarp];  // row_sum_and_max takes two values a warp
-  for_each_held_row<kVec>(s, [&](const HeldRow& r) {
+  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) {
     const int64_t first = r.first;
     // The weight and bias vectors at held vector i's columns, read into w and b.
     const auto read_affine = [&](int i, P& w, P& b) {
@@ -407,7 +509,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     // taking it from the output values (its code pass then computes them once).
     constexpr bool kAmaxFromProducts = kQuant && kKind == NormKind::rms;
     float mean = 0, inv_std, product_amax = 0;
-    if constexpr (kKind == NormKind::layer) mean = row_sum(held_sum([](float v) { return v; }), partial) * s.inv_len;
+    if constexpr (kKind == NormKind::layer) mean = reduce.sum(held_sum([](float v) { return v; })) * s.inv_len;
     if constexpr (kAmaxFromProducts) {
       float squares = 0;
       unsigned amax_bits = 0;
@@ -423,14 +525,14 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
           amax_bits = max(amax_bits, magnitude_bits(values[e] * scale[e]));
         }
       }
-      const float2 reduced = row_sum_and_max(squares, __uint_as_float(amax_bits), partial);
+      const float2 reduced = reduce.sum_and_max(squares, __uint_as_float(amax_bits));
       inv_std = rsqrtf(reduced.x * s.inv_len + s.eps);
       product_amax = reduced.y;
     } else {
       const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
-      inv_std = rsqrtf(row_sum(squares, partial) * s.inv_len + s.eps);
+      inv_std = rsqrtf(reduce.sum(squares) * s.inv_len + s.eps);
     }
-    if (r.active && threadIdx.x == 0) write_stats(p, r.row, mean, inv_std);
+    if (r.leads()) write_stats(p, r.row, mean, inv_std);
 
     // The output values of the held vector i, given the weight and bias at its columns.
     const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
@@ -476,14 +578,14 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     if constexpr (kQuant) {
       QuantScale row_scale;
       if constexpr (kAmaxFromProducts) {
-        row_scale = quant_scale(inv_std * product_amax, p.row_scale, r.row, r.active);
+        row_scale = quant_scale(inv_std * product_amax, p.row_scale, r.row, r.leads());
       } else {
         unsigned amax = 0;
         for_each_output([&](int64_t, const float (&values)[kVec]) {
 #pragma unroll
           for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
         });
-        row_scale = row_quant_scale(amax, partial, p.row_scale, r.row, r.active);
+        row_scale = quant_scale(reduce.max(__uint_as_float(amax)), p.row_scale, r.row, r.leads());
       }
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
         reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
@@ -537,7 +639,9 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
     if constexpr (kQuant) {
       unsigned amax = 0;
       for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) amax = max(amax, magnitude_bits(output_value(j)));
-      const QuantScale row_scale = row_quant_scale(amax, partial, p.row_scale, row, true);
+      const float row_amax =
+          row_reduce(__uint_as_float(amax), partial, -INFINITY, [](float a, float b) { return nan_max(a, b); });
+      const QuantScale row_scale = quant_scale(row_amax, p.row_scale, row, threadIdx.x == 0);
       for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
         p.codes[first + j] = quantize(output_value(j), row_scale);
       }
@@ -547,9 +651,10 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
   }
 }
 
-// Vectors per thread (0: the streaming kernel) and threads per row for rows of `units` vectors of
-// kVec elements. Few rows (decode) spread one row over as many threads as registers allow, for the
-// shortest latency; many rows keep blocks at most kManyRowsThreads wide.
+// Vectors per thread (0: the streaming kernel) and threads per block for rows of `units` vectors of
+// kVec elements (a block's share of them where blocks share a row). Few rows (decode) spread one row
+// over as many threads as registers allow, for the shortest latency; many rows keep blocks at most
+// kManyRowsThreads wide.
 struct LaunchShape {
   int vecs = 0;
   int threads = kStreamingThreads;
@@ -568,15 +673,34 @@ LaunchShape choose_shape(int units, int vec, bool many_rows) {
   return {};
 }
 
-// Calls in_registers.template operator()<kVec, kVecs>(grid, block) with the compiled vector count
-// `shape.vecs` (one of kCandidates), rows_per_block rows of a short row sharing a block.
+// The fewest vectors (or elements) a block of a shared row holds.
+constexpr int kMinSharedUnits = 128;
+
+// Blocks each row is shared by: few rows of many units are split over a cluster of SMs, since one
+// SM alone takes its share of the row's loads and stores through its own L1 one after another
+// (a decode row of 16384 bf16 with its weight: 64 KB in, 32 KB out). At most kMaxClusterBlocks, a
+// power of two, each holding at least kMinSharedUnits, and all rows' clusters on at most half the
+// SMs, so that every cluster finds its SMs at once.
+inline int cluster_blocks(int units, int64_t rows, int multiprocessors) {
+  int blocks = 1;
+  while (blocks < kMaxClusterBlocks && units >= 2 * blocks * kMinSharedUnits && rows * 4 * blocks <= multiprocessors) {
+    blocks *= 2;
+  }
+  return blocks;
+}
+
+// Calls in_registers.template operator()<kVec, kVecs>(grid, block, cluster) with the compiled vector
+// count `shape.vecs` (one of kCandidates): `cluster` blocks a row, or rows_per_block rows of a short
+// row sharing a block.
 template <int kVec, int... kCandidates, class InRegisters>
-void launch_in_registers(const LaunchShape& shape, int64_t rows, InRegisters in_registers) {
-  const int rows_per_block = std::max(1, kMinBlockThreads / shape.threads);
+void launch_in_registers(const LaunchShape& shape, int64_t rows, int cluster, InRegisters in_registers) {
+  const int rows_per_block = cluster > 1 ? 1 : std::max(1, kMinBlockThreads / shape.threads);
   const int64_t groups = (rows + rows_per_block - 1) / rows_per_block;
-  const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX));
+  const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX / cluster) * cluster);
   const dim3 block(shape.threads, rows_per_block);
-  ((shape.vecs == kCandidates ? (in_registers.template operator()<kVec, kCandidates>(grid, block), true) : false) ||
+  ((shape.vecs == kCandidates
+        ? (in_registers.template operator()<kVec, kCandidates>(grid, block, static_cast<unsigned>(cluster)), true)
+        : false) ||
    ...);
 }
 
@@ -584,28 +708,63 @@ inline bool aligned_to_vector(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
 }
 
+// Whether a row kernel may share a row among the blocks of a cluster (RowReduction, HeldRow).
+enum class RowSharing { per_block, clusters };
+
 // Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
 // aligned and N a multiple of the vector width, single elements otherwise, and the streaming
 // kernel (streaming(grid), one row per block) for rows too long to hold.
 template <class T, class InRegisters, class Streaming>
-void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, bool many_rows,
-                       InRegisters in_registers, Streaming streaming) {
+void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, int multiprocessors,
+                       RowSharing sharing, InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
+  const bool many_rows = s.rows >= multiprocessors;
+  // The shape for rows of `units` vectors of `vec` elements, each row split over a cluster where
+  // that leaves kSharedRowVecs a thread (cluster 1 otherwise).
+  const auto shape_for = [&]<int... kCandidates>(int units, int vec, int& cluster) {
+    cluster = sharing == RowSharing::clusters ? cluster_blocks(units, s.rows, multiprocessors) : 1;
+    if (cluster > 1) {
+      const LaunchShape shared = choose_shape<kCandidates...>(static_cast<int>(ceil_div(units, cluster)), vec, false);
+      if (shared.vecs == kSharedRowVecs) return shared;
+      cluster = 1;
+    }
+    return choose_shape<kCandidates...>(units, vec, many_rows);
+  };
+  int cluster = 1;
   if (s.row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector)) {
-    const LaunchShape shape = choose_shape<1, 2, 4, 8>(s.row_len / kVec, kVec, many_rows);
-    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, in_registers);
+    const LaunchShape shape = shape_for.template operator()<1, 2, 4, 8>(s.row_len / kVec, kVec, cluster);
+    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, cluster, in_registers);
   }
-  const LaunchShape shape = choose_shape<2, 8>(s.row_len, 1, many_rows);
-  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, in_registers);
+  const LaunchShape shape = shape_for.template operator()<2, 8>(s.row_len, 1, cluster);
+  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, cluster, in_registers);
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
 }
 
+// kernel<<<grid, block, shared, stream>>>(args...) in clusters of `cluster` blocks along x. A failed
+// launch is left to check_launch, as the <<<>>> launches' are.
+template <class... Params, class... Args>
+void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster, size_t shared,
+                      cudaStream_t stream, const Args&... args) {
+  if (cluster == 1) {
+    kernel<<<grid, block, shared, stream>>>(args...);
+    return;
+  }
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeClusterDimension;
+  attribute.val.clusterDim.x = cluster;
+  attribute.val.clusterDim.y = 1;
+  attribute.val.clusterDim.z = 1;
+  const cudaLaunchConfig_t config{grid, block, shared, stream, &attribute, 1};
+  static_cast<void>(cudaLaunchKernelEx(&config, kernel, args...));
+}
+
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
-void launch_typed(const RowPointers<T>& p, const RowShape& s, bool many_rows, cudaStream_t stream) {
+void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
   launch_row_kernel<T>(
-      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, many_rows,
-      [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
-        row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs><<<grid, block, 0, stream>>>(p, s);
+      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, RowSharing::clusters,
+      [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+        launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs>, grid, block,
+                         cluster, 0, stream, p, s);
       },
       [&](unsigned grid) {
         row_norm_streaming<T, kKind, kResidual, kQuant, kGroups><<<grid, kStreamingThreads, 0, stream>>>(p, s);
@@ -632,7 +791,7 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
   using namespace row_norm;
   if (g.rows == 0) return;
   const RowShape s = row_shape(g, math, t.affine == AffineRows::per_row, group_count(t));
-  const bool many_rows = g.rows >= multiprocessor_count(t.x.device);
+  const int multiprocessors = multiprocessor_count(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
     // The quantizing norms (row_scale given) write y's fp8 codes through `codes`; they have no residual,
     // and neither has GroupRMSNorm, the one RMS norm with weight rows.
@@ -643,11 +802,11 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
                            data_of<T>(t.bias),    y,                      data_of<T>(t.residual_out),
                            data_of<float>(t.mean), data_of<float>(t.rstd), codes,
                            data_of<float>(t.row_scale)};
-    if (quant) launch_typed<T, kKind, false, true>(p, s, many_rows, stream);
-    else if (t.residual) launch_typed<T, kKind, true, false>(p, s, many_rows, stream);
+    if (quant) launch_typed<T, kKind, false, true>(p, s, multiprocessors, stream);
+    else if (t.residual) launch_typed<T, kKind, true, false>(p, s, multiprocessors, stream);
     else if (kKind == NormKind::rms && t.affine == AffineRows::per_group)
-      launch_typed<T, kKind, false, false, kKind == NormKind::rms>(p, s, many_rows, stream);
-    else launch_typed<T, kKind, false, false>(p, s, many_rows, stream);
+      launch_typed<T, kKind, false, false, kKind == NormKind::rms>(p, s, multiprocessors, stream);
+    else launch_typed<T, kKind, false, false>(p, s, multiprocessors, stream);
   });
   check_launch(op);
 }

@@ -72,9 +72,6 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
   return rstd * (h - h_mean - x_hat * projection);
 }
 
-// row_reduce_pair takes two values a warp.
-constexpr int kPairPartials = 2 * kMaxThreads / kWarp;
-
 // grad_weight and grad_bias as `parameters` says (ParameterGradients). With partials, the dynamic
 // shared memory holds this block's column sums: blockDim.y rows of N floats for the weight terms,
 // then as many for the bias terms, each thread touching only its own columns.
@@ -82,7 +79,6 @@ template <class T, NormKind kKind, int kVec, int kVecs>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
-  __shared__ float partial[kPairPartials];
   extern __shared__ float4 column_storage[];
   const int vectors = s.row_len / kVec;
   const int64_t terms_per_gradient = int64_t{blockDim.y} * s.row_len;
@@ -103,7 +99,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       }
     }
   }
-  for_each_held_row<kVec>(s, [&](const HeldRow& r) {
+  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) {
     P x[kVecs], dy[kVecs], weight[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
@@ -147,11 +143,11 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     float h_mean = 0;
     if constexpr (kKind == NormKind::layer) {
       const auto add = [](float x, float y) { return x + y; };
-      const float2 sums = row_reduce_pair(h_sum, projection, partial, 0.0f, 0.0f, add, add);
+      const float2 sums = reduce.pair(h_sum, projection, 0.0f, 0.0f, add, add);
       h_mean = sums.x * s.inv_len;
       projection = sums.y * s.inv_len;
     } else {
-      projection = row_sum(projection, partial) * s.inv_len;
+      projection = reduce.sum(projection) * s.inv_len;
     }
 
 #pragma unroll
@@ -317,13 +313,14 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
                            cudaStream_t stream) {
   const bool parameters = p.grad_weight || p.grad_bias;
   const bool partials = parameters && s.rows > 1;
-  const bool many_rows = s.rows >= multiprocessors;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
   if (s.rows > 0) {
     launch_row_kernel<T>(
-        {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, many_rows,
-        [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
+        {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
+        // The partials' column sums index the block's own threads: rows are shared only without them.
+        partials ? RowSharing::per_block : RowSharing::clusters,
+        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
           ParameterGradients mode = !parameters ? ParameterGradients::none
                                     : partials  ? ParameterGradients::partials
@@ -331,7 +328,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
           size_t shared_bytes = 0;
           if (partials) {
             shared_bytes = size_t{block.y} * s.row_len * sizeof(float) * (p.grad_bias ? 2 : 1);
-            if (shared_bytes + kPairPartials * sizeof(float) > kDefaultSharedBytes) {
+            if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
               check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                               static_cast<int>(shared_bytes)),
                          op, "cudaFuncSetAttribute");
@@ -346,7 +343,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
             blocks = grid.x;
           }
           column_kernel = false;
-          kernel<<<grid, block, shared_bytes, stream>>>(p, s, mode);
+          launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
   }

@@ -12,7 +12,7 @@
 //          still holds W v of the final v, so sigma needs no third GEMV.
 // n_iter = 0 writes W v into u_out, takes sigma = u^T (W v) from it, then copies u and v out.
 // A W of one row (the decode shape [1, I]) with n_iter >= 1 runs one kernel instead of the chain
-// (one_row_power_iteration, below).
+// (one_row_power_iteration, below) where the row fits in registers.
 // Nothing is atomic and every launch shape follows from the shape and the pointers' alignment, so
 // a call gives the same bits on every run.
 #include <algorithm>
@@ -161,46 +161,75 @@ __global__ void __launch_bounds__(kVectorThreads)
   if (threadIdx.x == 0) *out = sum;
 }
 
-// The columns of W one block of one_row_power_iteration writes v_out for: blocks enough to spread
-// v_out's writes (4 bytes a column) over several SMs, each of which reads all of W (from L2, but
-// for the first) to take the sum of squares itself.
-constexpr int64_t kOneRowColumnsPerBlock = 2048;
-constexpr int64_t kOneRowMaxBlocks = 16;
+// kVec floats of v to `at`: one or two 16-byte stores (16-byte aligned `at`), or one element.
+template <int kVec>
+__device__ __forceinline__ void store_floats(float* at, const float (&values)[kVec]) {
+  if constexpr (kVec == 1) {
+    at[0] = values[0];
+  } else {
+#pragma unroll
+    for (int q = 0; q < kVec / 4; ++q) {
+      reinterpret_cast<float4*>(at)[q] =
+          make_float4(values[4 * q], values[4 * q + 1], values[4 * q + 2], values[4 * q + 3]);
+    }
+  }
+}
 
 // n_iter >= 1 iterations for W = w of one row: every vector of the iteration is then a multiple of
 // w, so one sum of squares s = w . w gives them all. With t = W^T u = u w: ||t|| = |u| sqrt(s), so
 // v = u w / d with d = max(|u| sqrt(s), eps), W v = u s / d, and the new u = W v / max(|W v|, eps);
 // sigma = u (W v). The chain's steps in closed form (equal within rounding; the spec's tolerance is
 // 1e-4), with its NaNs and infinities: v is u w / d element by element, not (u / d) w, so that a
-// zero w gives 0 where u / d would overflow. Every block sums the squares of all of w in the same
-// order, so all find the same d, and writes its share of v_out; block 0 writes u_out and sigma.
+// zero w gives 0 where u / d would overflow. w is held in registers as the row norms hold a row
+// (for_each_held_row, spread over a cluster of blocks where it is long), so it is read once; every
+// block finds the same s and writes its share of v_out, and the row's leading thread u_out and sigma.
 // One kernel where the chain takes four (column_sums, normalize, row_dots, normalize), each a
 // launch and a dependent round trip to memory.
-template <class T>
-__global__ void __launch_bounds__(kVectorThreads)
+template <class T, int kVec, int kVecs>
+__global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     one_row_power_iteration(const T* __restrict__ w, const float* __restrict__ u, float* __restrict__ u_out,
-                            float* __restrict__ v_out, float* __restrict__ sigma, int64_t cols, int64_t n_iter,
-                            float eps) {
-  __shared__ float warp_sums[kVectorThreads / kWarp];
-  float squares = 0;
-  for_each_strided<kInFlight>(cols, [w](int64_t i) { return to_float(w[i]); },
-                              [&squares](float value, int64_t) { squares += value * value; });
-  const float sum_of_squares = row_sum(squares, warp_sums);
-  // `left` is u before the last step, `divisor` that step's d, `product` its W v.
-  float left = *u, divisor = 0, product = 0, next_left = left;
-  for (int64_t step = 0; step < n_iter; ++step) {
-    left = next_left;
-    divisor = nan_max(fabsf(left) * sqrtf(sum_of_squares), eps);
-    product = left * sum_of_squares / divisor;
-    next_left = product / nan_max(fabsf(product), eps);
-  }
-  for (int64_t i = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; i < cols; i += gridDim.x * int64_t{blockDim.x}) {
-    v_out[i] = left * to_float(w[i]) / divisor;
-  }
-  if (blockIdx.x == 0 && threadIdx.x == 0) {
-    *u_out = next_left;
-    *sigma = next_left * product;
-  }
+                            float* __restrict__ v_out, float* __restrict__ sigma, const row_norm::RowShape s,
+                            int64_t n_iter, float eps) {
+  using P = Pack<T, kVec>;
+  row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r,
+                                                  row_norm::HeldRowReduction<kVecs>& reduce) {
+    P held[kVecs];
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (r.holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(w) + r.vector(i));
+    }
+    float left = __ldg(u), squares = 0;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (!r.holds(i)) continue;
+      float values[kVec];
+      unpack<T, kVec>(held[i], values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) squares += values[e] * values[e];
+    }
+    const float sum_of_squares = reduce.sum(squares);
+    // `left` is u before the last step, `divisor` that step's d, `product` its W v.
+    float divisor = 0, product = 0, next_left = left;
+    for (int64_t step = 0; step < n_iter; ++step) {
+      left = next_left;
+      divisor = nan_max(fabsf(left) * sqrtf(sum_of_squares), eps);
+      product = left * sum_of_squares / divisor;
+      next_left = product / nan_max(fabsf(product), eps);
+    }
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      if (!r.holds(i)) continue;
+      float values[kVec];
+      unpack<T, kVec>(held[i], values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) values[e] = left * values[e] / divisor;
+      store_floats<kVec>(v_out + int64_t{r.vector(i)} * kVec, values);
+    }
+    if (r.leads()) {
+      *u_out = next_left;
+      *sigma = next_left * product;
+    }
+  });
 }
 
 // Whole warps with about four vectors each, at most kRowThreads.
@@ -241,13 +270,6 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
       copy(op, v_out, v, plan.cols, stream);
       return;
     }
-    if (plan.rows == 1) {
-      const auto blocks = static_cast<unsigned>(std::clamp<int64_t>(ceil_div(plan.cols, kOneRowColumnsPerBlock), 1,
-                                                                    kOneRowMaxBlocks));
-      one_row_power_iteration<T><<<blocks, kVectorThreads, 0, stream>>>(w, u, u_out, v_out, sigma, plan.cols,
-                                                                        plan.n_iter, eps);
-      return;
-    }
     const dim3 blocks(grid_for(ceil_div(plan.cols, kWarp * kWidth)), static_cast<unsigned>(plan.row_chunks));
     const bool split = plan.row_chunks > 1;
     for (int64_t step = 0; step < plan.n_iter; ++step) {
@@ -263,8 +285,20 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
     }
   };
   using row_norm::aligned_to_vector;
-  if (aligned_to_vector(w) && aligned_to_vector(right) && plan.cols % kVec == 0) launch.template operator()<kVec>();
-  else launch.template operator()<1>();
+  const auto chain = [&] {
+    if (aligned_to_vector(w) && aligned_to_vector(right) && plan.cols % kVec == 0) launch.template operator()<kVec>();
+    else launch.template operator()<1>();
+  };
+  if (plan.rows != 1 || plan.n_iter == 0 || plan.cols == 0) return chain();
+  // W of one row: in registers, or by the chain where the row is too long to hold.
+  const row_norm::RowShape one_row = row_norm::row_shape({1, static_cast<int>(plan.cols)}, {});
+  row_norm::launch_row_kernel<T>(
+      {w, v_out}, one_row, multiprocessor_count(t.x.device), row_norm::RowSharing::clusters,
+      [&]<int kWidth, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+        row_norm::launch_clustered(one_row_power_iteration<T, kWidth, kVecs>, grid, block, cluster, 0, stream, w, u,
+                                   u_out, v_out, sigma, one_row, plan.n_iter, eps);
+      },
+      [&](unsigned) { chain(); });
 }
 
 }  // namespace solops::detail::spectral_norm_kernels

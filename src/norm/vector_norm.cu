@@ -167,8 +167,7 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     weight_norm_rows(const T* __restrict__ x, const T* __restrict__ g, float* __restrict__ norm, T* __restrict__ y,
                      const row_norm::RowShape s) {
   using P = row_norm::Pack<T, kVec>;
-  __shared__ float partial[row_norm::kMaxThreads / kWarp];
-  row_norm::for_each_held_row<kVec>(s, [&](const row_norm::HeldRow& r) {
+  row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r, row_norm::HeldRowReduction<kVecs>& reduce) {
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
@@ -189,9 +188,9 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
 #pragma unroll
       for (int e = 0; e < kVec; ++e) squares += values[e] * values[e];
     });
-    const float length = sqrtf(row_sum(squares, partial));
+    const float length = sqrtf(reduce.sum(squares));
     if (!r.active) return;
-    if (threadIdx.x == 0) norm[r.row] = length;
+    if (r.leads()) norm[r.row] = length;
     const float scale = to_float(__ldg(g + r.row)) / length;
     for_each_held([&](int i, float(&values)[kVec]) {
 #pragma unroll
@@ -276,9 +275,10 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     if (numel == 0 || rows * plan.inner != numel || plan.inner > INT_MAX) return two_passes();
     const row_norm::RowShape s = row_norm::row_shape({rows, static_cast<int>(plan.inner)}, {});
     row_norm::launch_row_kernel<T>(
-        {x, out}, s, rows >= multiprocessor_count(v.device),
-        [&]<int kVec, int kVecs>(dim3 grid, dim3 block) {
-          weight_norm_rows<T, kVec, kVecs><<<grid, block, 0, stream>>>(x, gain, norms, out, s);
+        {x, out}, s, multiprocessor_count(v.device), row_norm::RowSharing::clusters,
+        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+          row_norm::launch_clustered(weight_norm_rows<T, kVec, kVecs>, grid, block, cluster, 0, stream, x, gain, norms,
+                                     out, s);
         },
         [&](unsigned) { two_passes(); });
   });

@@ -493,6 +493,27 @@ TEST_P(NormGpu, UnalignedPointers) {
   }
 }
 
+// Few long rows, each shared by a cluster of 2, 4 or 8 blocks (launch_row_kernel): the cluster's
+// totals for every reduction (LayerNormQuant takes three, which reuse the slots in turn), a row
+// longer than one block holds ([1, 65536], the streaming kernel before), a NaN in row 1 (which must
+// stay in its row), the fused ops in place.
+TEST_P(NormGpu, RowsSharedByClusters) {
+  std::mt19937_64 rng(16);
+  const struct {
+    Shape shape;
+    DType dtype;
+  } cases[] = {{{1, 65536}, DType::bf16}, {{2, 4096}, DType::f16}, {{5, 8192}, DType::bf16},
+               {{33, 2048}, DType::f32},  {{1, 40000}, DType::bf16}, {{3, 4096}, DType::f32}};
+  for (const auto& c : cases) {
+    NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng);
+    if (c.shape[0] > 1) in.x.set(c.shape[1] + 17, std::numeric_limits<double>::quiet_NaN());
+    EXPECT_EQ(compare_with_reference(in), "") << describe(in);
+    if (is_fused(GetParam())) {
+      EXPECT_EQ(compare_with_reference(in, {.in_place = true}), "") << describe(in) << " in place";
+    }
+  }
+}
+
 TEST_P(NormGpu, EmptyBatchIsANoOp) {
   std::mt19937_64 rng(14);
   NormInputs in = make_inputs(GetParam(), {0, 64}, DType::f16, rng);
@@ -920,6 +941,23 @@ TEST_P(NormBackwardGpu, NaNPropagatesToItsRowAndTheParameterGradients) {
   }
 }
 
+// Rows shared by the blocks of a cluster: one row (its parameter gradients written directly), and
+// several rows without a weight (no partials); with a weight, several rows stay a block's own.
+TEST_P(NormBackwardGpu, RowsSharedByClusters) {
+  std::mt19937_64 rng(21);
+  const struct {
+    Shape shape;
+    DType dtype;
+    bool weight;
+  } cases[] = {{{1, 65536}, DType::f16, true}, {{1, 40000}, DType::bf16, true}, {{1, 2048}, DType::f32, true},
+               {{3, 8192}, DType::bf16, false}, {{3, 8192}, DType::bf16, true}};
+  for (const auto& c : cases) {
+    BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng, c.weight);
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+    EXPECT_EQ(compare_training_forward(in), "") << describe(in);
+  }
+}
+
 TEST_P(NormBackwardGpu, ParameterGradientsAreDeterministic) {
   std::mt19937_64 rng(19);
   BackwardInputs in = make_backward_inputs(GetParam(), {2048, 4096}, DType::bf16, rng);
@@ -1299,6 +1337,19 @@ TEST_F(WeightNormGpu, EdgeShapesAndPyTorchsGShape) {
   EXPECT_EQ(compare(in.v, in.g, {1}), "");
 }
 
+// Few long rows (dim 0), each shared by a cluster of blocks, a NaN in row 1 where there is one;
+// [1, 65536] took two passes before.
+TEST_F(WeightNormGpu, RowsSharedByClusters) {
+  std::mt19937_64 rng(56);
+  for (const Shape& shape : {Shape{1, 65536}, Shape{3, 8192}, Shape{2, 40000}, Shape{1, 4096}}) {
+    for (DType dtype : {DType::f32, DType::bf16}) {
+      Inputs in = random_inputs(shape, dtype, 0, rng);
+      if (shape[0] > 1) in.v.set(shape[1] + 17, std::numeric_limits<double>::quiet_NaN());
+      EXPECT_EQ(compare(in.v, in.g, {0}), "") << describe(in.v, {0});
+    }
+  }
+}
+
 TEST_F(WeightNormGpu, NaNStaysInItsSliceAndZeroSlicesMatchPyTorch) {
   std::mt19937_64 rng(53);
   Inputs in = random_inputs({64, 4097}, DType::f16, 0, rng);
@@ -1487,7 +1538,7 @@ TEST_F(SpectralNormGpu, RandomShapes) {
 TEST_F(SpectralNormGpu, EdgeShapes) {
   std::mt19937_64 rng(62);
   for (const Shape& shape : {Shape{1, 1}, Shape{0, 5}, Shape{5, 0}, Shape{0, 0}, Shape{1, 0}, Shape{1, 16384},
-                             Shape{1, 40001}, Shape{16384, 1}, Shape{3, 7}, Shape{40000, 3}}) {
+                             Shape{1, 65536}, Shape{1, 40001}, Shape{16384, 1}, Shape{3, 7}, Shape{40000, 3}}) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (int64_t n_iter : {0, 1, 3}) {
         Inputs in = random_inputs(shape, dtype, rng);

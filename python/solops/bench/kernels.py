@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     module = importlib.import_module(f"solops.bench.{args.family}")
     manifest = json.loads(args.manifest.read_text())
     ops = run.choose_ops(module, manifest, args.family, args.ops)
-    for op, row in run.manifest_rows(manifest, args.family, ops):
+    for op, row in run.manifest_rows(manifest, args.family, ops, None):
         try:
             case = module.build_case(op, row, alternatives=[])
         except run.UnsupportedRow:

@@ -229,11 +229,11 @@ def load_profile(path: Path) -> dict | None:
     return json.loads(path.read_text())
 
 
-def manifest_rows(manifest: dict, family: str, ops: list[str]) -> list[tuple[str, dict]]:
+def manifest_rows(manifest: dict, family: str, ops: list[str], workloads: list[str] | None) -> list[tuple[str, dict]]:
     rows = []
     for entry in manifest["ops"]:
         if entry.get("family") == family and entry["op"] in ops:
-            rows.extend((entry["op"], row) for row in entry["rows"])
+            rows.extend((entry["op"], row) for row in entry["rows"] if workloads is None or row["workload"] in workloads)
     return rows
 
 
@@ -264,18 +264,24 @@ def choose_alternatives(module, requested: list[str] | None) -> list[str]:
     return present
 
 
-def kept_lines(path: Path, rerun_ops: list[str]) -> list[str]:
-    """Lines of an earlier run for ops not being re-run now, so --ops updates in place."""
+def kept_lines(path: Path, rerun: list[tuple[str, dict]]) -> list[str]:
+    """Lines of an earlier run for rows not being re-run now, so --ops and --workloads update in place."""
     if not path.exists():
         return []
-    lines = path.read_text().splitlines()
-    return [line for line in lines if line.strip() and json.loads(line)["op"] not in rerun_ops]
+    rerun_keys = {(op, row["workload"], row["dtype"]) for op, row in rerun}
+
+    def rerun_now(line: str) -> bool:
+        fields = json.loads(line)
+        return (fields["op"], fields["workload"], fields["dtype"]) in rerun_keys
+
+    return [line for line in path.read_text().splitlines() if line.strip() and not rerun_now(line)]
 
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--family", required=True, help="pool, norm, conv or topk")
     parser.add_argument("--ops", nargs="+", help="only these ops (default: all implemented)")
+    parser.add_argument("--workloads", nargs="+", help="only the rows of these workload ids (default: all)")
     parser.add_argument("--impls", nargs="+", help="only these alternatives (solops always runs)")
     parser.add_argument("--out", type=Path, help="default: bench/results/h200/<family>.jsonl")
     parser.add_argument("--manifest", type=Path, default=Path("manifest/workloads.json"))
@@ -299,12 +305,12 @@ def main(argv=None) -> int:
         "present_alternatives": alternatives,
         "profile": load_profile(args.profile or out.parent / "profile.json"),
     }
-    rows = manifest_rows(manifest, args.family, ops)
+    rows = manifest_rows(manifest, args.family, ops, args.workloads)
     print(f"{len(rows)} rows of {', '.join(ops)}; alternatives: {', '.join(alternatives) or 'none'}")
 
     failures = 0
     out.parent.mkdir(parents=True, exist_ok=True)
-    previous = kept_lines(out, ops)
+    previous = kept_lines(out, rows)
     with out.open("w") as results:
         results.writelines(line + "\n" for line in previous)
         for index, (op, row) in enumerate(rows, start=1):
