@@ -25,7 +25,6 @@
 #include <type_traits>
 
 #include <cooperative_groups.h>
-#include <cuda/ptx>
 #include <cuda_fp8.h>
 
 #include "core/device.hpp"
@@ -164,27 +163,23 @@ __device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* par
 // Blocks a row may be split over (the portable cluster size).
 constexpr int kMaxClusterBlocks = 8;
 
-// A block's slots for the row totals of its cluster's blocks: two reductions' worth, used in turn,
-// each with the barrier that counts the bytes stored into it.
+// A block's slots for the row totals of its cluster's blocks: two reductions' worth, used in turn.
 struct ClusterTotals {
   float2 slots[2][kMaxClusterBlocks];
-  uint64_t stored[2];
 };
 
 // The reductions over a held row (for_each_held_row), whose vectors are this block's alone or, in a
 // cluster launch (few long rows, launch_row_kernel), shared by the cluster's blocks. There each block
-// reduces its share and sends its totals to a slot of every block of the cluster (st.async, which
-// counts the bytes on the receiving block's barrier); each block waits on its own barrier for all
-// of them and combines the slots in rank order, so that every block finds the same bits. With a
-// cluster barrier on every reduction instead (16223e4), each reduction of a decode row cost about
-// 0.25 µs more than a block's alone (H200); a barrier waits for every thread of every block, and
-// its release perhaps for the block's earlier global stores (not checked).
-// One RowReduction a row, made before the row's loads: in a cluster it sets up this block's
-// barriers and arrives at a cluster barrier that the first reduction waits on before sending, since a
-// block may store into another's shared memory only once that block runs and has set them up. The
-// slots alternate: a block may send the next totals before a slower block has read these, but not
-// the ones after, which wait for that block's next totals. Every thread of the block must take part
-// in each reduction.
+// reduces its share and stores its totals into a slot of every block of the cluster; after a cluster
+// barrier each block combines the slots in rank order, so that every block finds the same bits.
+// (Sending the totals with st.async, counted on the receiving block's mbarrier, instead of a cluster
+// barrier a reduction measured the same on the decode rows: H200, d8f77d1.)
+// One RowReduction a row, made before the row's loads: in a cluster it arrives at a barrier that
+// its first reduction waits on before storing, since a block may store into another's shared memory
+// only once that block runs and has read the previous row's slots. A reduction's slots are the
+// other pair from the previous one's: a block may store the next totals before a slower block has
+// read these, but not the ones after, which wait for the next barrier and so for every block to
+// have read. Every thread of the block must take part in each reduction.
 // kShared compiles the cluster stage in: only into kernels that hold one vector a thread
 // (for_each_held_row), since its registers made some of the others, compiled at their register bound,
 // spill (RMSNormQuant at 4 vectors a thread), and took a block an SM from others (the fused RMSNorm at
@@ -197,12 +192,7 @@ class RowReduction {
  public:
   // `partial`: two values a warp of the block; `totals`: this block's slots.
   __device__ RowReduction(float* partial, ClusterTotals* totals) : partial_(partial), totals_(totals) {
-    if (!kShared || __clusterSizeInBlocks() == 1) return;
-    if (threadIdx.x == 0 && threadIdx.y == 0) {
-      for (uint64_t& stored : totals_->stored) cuda::ptx::mbarrier_init(&stored, 1);
-      cuda::ptx::fence_mbarrier_init(cuda::ptx::sem_release, cuda::ptx::scope_cluster);
-    }
-    cooperative_groups::this_cluster().barrier_arrive();
+    if (kShared && __clusterSizeInBlocks() > 1) cooperative_groups::this_cluster().barrier_arrive();
   }
 
   template <class CombineA, class CombineB>
@@ -232,35 +222,22 @@ class RowReduction {
   // The row's totals from this block's (block_reduce's, `partial` still in use).
   template <class CombineA, class CombineB>
   __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
-    const unsigned blocks = kShared ? __clusterSizeInBlocks() : 1;
-    if (blocks > 1) {
-      const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-      if (round_ == 0) cluster.barrier_wait();
-      const int slot = round_ % 2;
-      uint64_t* const stored = &totals_->stored[slot];
-      if (threadIdx.x == 0) {
-        cuda::ptx::mbarrier_arrive_expect_tx(cuda::ptx::sem_release, cuda::ptx::scope_cluster, cuda::ptx::space_shared,
-                                             stored, blocks * sizeof(float2));
-      }
-      if (threadIdx.x < blocks) {
-        const float sent[2] = {totals.x, totals.y};
-        cuda::ptx::st_async(cluster.map_shared_rank(&totals_->slots[slot][cluster.block_rank()].x, threadIdx.x), sent,
-                            cluster.map_shared_rank(stored, threadIdx.x));
-      }
+    if (!kShared || __clusterSizeInBlocks() == 1) {
       if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
-      const uint32_t parity = (round_ / 2) % 2;
-      while (!cuda::ptx::mbarrier_try_wait_parity(cuda::ptx::sem_acquire, cuda::ptx::scope_cluster, stored, parity)) {
-      }
-      ++round_;
-      float2 combined = identities;
-      for (unsigned k = 0; k < blocks; ++k) {
-        combined.x = combine_a(combined.x, totals_->slots[slot][k].x);
-        combined.y = combine_b(combined.y, totals_->slots[slot][k].y);
-      }
-      return combined;
+      return totals;
     }
-    if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
-    return totals;
+    const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
+    if (round_ == 0) cluster.barrier_wait();
+    float2* const slots = totals_->slots[round_ % 2];
+    if (threadIdx.x < cluster.num_blocks()) *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = totals;
+    cluster.sync();  // also ends this block's use of partial
+    ++round_;
+    float2 combined = identities;
+    for (unsigned k = 0; k < cluster.num_blocks(); ++k) {
+      combined.x = combine_a(combined.x, slots[k].x);
+      combined.y = combine_b(combined.y, slots[k].y);
+    }
+    return combined;
   }
 
   float* partial_;
@@ -704,8 +681,8 @@ constexpr int kMinSharedUnits = 128;
 // Blocks each row is shared by: few rows of many units are split over a cluster of SMs, since one
 // SM alone takes its share of the row's loads and stores through its own L1 one after another
 // (a decode row of 16384 bf16 with its weight: 64 KB in, 32 KB out). At most kMaxClusterBlocks, a
-// power of two, each holding at least kMinSharedUnits, and all rows' clusters on at most half the
-// SMs, so that every cluster finds its SMs at once.
+// power of two, each holding at least kMinSharedUnits, and all rows' clusters on at most a quarter
+// of the SMs, so that every cluster finds its SMs at once.
 inline int cluster_blocks(int units, int64_t rows, int multiprocessors) {
   int blocks = 1;
   while (blocks < kMaxClusterBlocks && units >= 2 * blocks * kMinSharedUnits && rows * 4 * blocks <= multiprocessors) {
@@ -733,8 +710,18 @@ inline bool aligned_to_vector(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
 }
 
-// Whether a row kernel may share a row among the blocks of a cluster (RowReduction, HeldRow).
-enum class RowSharing { per_block, clusters };
+// The rows a row kernel shares among the blocks of a cluster (RowReduction, HeldRow): those of few
+// rows whose x takes at least min_row_bytes. Measured on the decode rows (H200, 16223e4 against
+// 6434209), a cluster launch cost about 0.3 µs and each reduction over a cluster about 0.25 µs more
+// than one block's: rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to 0.9 µs
+// faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20), the backward, which moves x,
+// grad_out, grad_x and the parameter gradients, from 8192 (LayerNormBwd 3.71 -> 2.98 µs).
+struct RowSharing {
+  int64_t min_row_bytes;
+};
+constexpr RowSharing kForwardRowSharing{32 * 1024};
+constexpr RowSharing kBackwardRowSharing{16 * 1024};
+constexpr RowSharing kNoRowSharing{INT64_MAX};
 
 // Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
 // aligned and N a multiple of the vector width, single elements otherwise, and the streaming
@@ -747,7 +734,8 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
   // The shape for rows of `units` vectors of `vec` elements, each row split over a cluster where
   // that leaves kSharedRowVecs a thread (cluster 1 otherwise).
   const auto shape_for = [&]<int... kCandidates>(int units, int vec, int& cluster) {
-    cluster = sharing == RowSharing::clusters ? cluster_blocks(units, s.rows, multiprocessors) : 1;
+    const bool long_rows = s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes;
+    cluster = long_rows ? cluster_blocks(units, s.rows, multiprocessors) : 1;
     if (cluster > 1) {
       const LaunchShape shared = choose_shape<kCandidates...>(static_cast<int>(ceil_div(units, cluster)), vec, false);
       if (shared.vecs == kSharedRowVecs) return shared;
@@ -786,7 +774,7 @@ void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
   launch_row_kernel<T>(
-      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, RowSharing::clusters,
+      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, kForwardRowSharing,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
         launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs>, grid, block,
                          cluster, 0, stream, p, s);

@@ -319,7 +319,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
     launch_row_kernel<T>(
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
         // The partials' column sums index the block's own threads: rows are shared only without them.
-        partials ? RowSharing::per_block : RowSharing::clusters,
+        partials ? kNoRowSharing : kBackwardRowSharing,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
           ParameterGradients mode = !parameters ? ParameterGradients::none

@@ -502,8 +502,9 @@ TEST_P(NormGpu, RowsSharedByClusters) {
   const struct {
     Shape shape;
     DType dtype;
-  } cases[] = {{{1, 65536}, DType::bf16}, {{2, 4096}, DType::f16}, {{5, 8192}, DType::bf16},
-               {{33, 2048}, DType::f32},  {{1, 40000}, DType::bf16}, {{3, 4096}, DType::f32}};
+  } cases[] = {{{1, 65536}, DType::bf16}, {{2, 16384}, DType::f16}, {{5, 16384}, DType::bf16},
+               {{9, 8192}, DType::f32},   {{1, 40000}, DType::bf16}, {{3, 12000}, DType::f32},
+               {{16, 16384}, DType::bf16}};
   for (const auto& c : cases) {
     NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng);
     if (c.shape[0] > 1) in.x.set(c.shape[1] + 17, std::numeric_limits<double>::quiet_NaN());
@@ -949,7 +950,7 @@ TEST_P(NormBackwardGpu, RowsSharedByClusters) {
     Shape shape;
     DType dtype;
     bool weight;
-  } cases[] = {{{1, 65536}, DType::f16, true}, {{1, 40000}, DType::bf16, true}, {{1, 2048}, DType::f32, true},
+  } cases[] = {{{1, 65536}, DType::f16, true}, {{1, 40000}, DType::bf16, true}, {{1, 8192}, DType::f32, true},
                {{3, 8192}, DType::bf16, false}, {{3, 8192}, DType::bf16, true}};
   for (const auto& c : cases) {
     BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng, c.weight);
@@ -1341,7 +1342,7 @@ TEST_F(WeightNormGpu, EdgeShapesAndPyTorchsGShape) {
 // [1, 65536] took two passes before.
 TEST_F(WeightNormGpu, RowsSharedByClusters) {
   std::mt19937_64 rng(56);
-  for (const Shape& shape : {Shape{1, 65536}, Shape{3, 8192}, Shape{2, 40000}, Shape{1, 4096}}) {
+  for (const Shape& shape : {Shape{1, 65536}, Shape{3, 8192}, Shape{2, 40000}, Shape{4, 16384}}) {
     for (DType dtype : {DType::f32, DType::bf16}) {
       Inputs in = random_inputs(shape, dtype, 0, rng);
       if (shape[0] > 1) in.v.set(shape[1] + 17, std::numeric_limits<double>::quiet_NaN());
