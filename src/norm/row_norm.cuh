@@ -18,7 +18,6 @@
 #pragma once
 
 #include <algorithm>
-#include <bit>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -72,10 +71,6 @@ struct RowShape {
   float weight_offset;
   int groups;       // kGroups kernels (GroupRMSNorm): row m of x takes weight row m % groups
   bool modulation;  // weight and bias hold one value per element of x (AdaLayerNorm), not per column
-  // log2 of the blocks that share each row, consecutive blocks of a cluster (launch_row_kernel): a
-  // kernel parameter rather than the cluster registers, which put their reads and 64-bit row
-  // arithmetic on every row's path.
-  int cluster_shift = 0;
 };
 
 // kVec elements move as one 16-byte access, a single element as itself.
@@ -195,11 +190,9 @@ constexpr int kSharedRowVecs = 1;
 template <bool kShared>
 class RowReduction {
  public:
-  // `partial`: two values a warp of the block; `totals`: this block's slots; `clustered`: whether
-  // the row is shared by the blocks of a cluster.
-  __device__ RowReduction(float* partial, ClusterTotals* totals, bool clustered)
-      : partial_(partial), totals_(totals), clustered_(kShared && clustered) {
-    if (clustered_) cooperative_groups::this_cluster().barrier_arrive();
+  // `partial`: two values a warp of the block; `totals`: this block's slots.
+  __device__ RowReduction(float* partial, ClusterTotals* totals) : partial_(partial), totals_(totals) {
+    if (kShared && __clusterSizeInBlocks() > 1) cooperative_groups::this_cluster().barrier_arrive();
   }
 
   template <class CombineA, class CombineB>
@@ -229,7 +222,7 @@ class RowReduction {
   // The row's totals from this block's (block_reduce's, `partial` still in use).
   template <class CombineA, class CombineB>
   __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
-    if (!clustered_) {
+    if (!kShared || __clusterSizeInBlocks() == 1) {
       if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
       return totals;
     }
@@ -249,7 +242,6 @@ class RowReduction {
 
   float* partial_;
   ClusterTotals* totals_;
-  bool clustered_;
   int round_ = 0;
 };
 
@@ -369,11 +361,13 @@ struct HeldRow {
 constexpr size_t kHeldRowSharedBytes = 2 * kMaxThreads / kWarp * sizeof(float) + sizeof(ClusterTotals);
 
 // Calls body(HeldRow, RowReduction&) for each row of this thread: row threadIdx.y of each group of
-// blockDim.y rows, the groups strided over the grid's clusters of 1 << s.cluster_shift consecutive
-// blocks (one block each but in kernels of kSharedRowVecs vectors a thread that share their rows;
-// there blockDim.y is 1). The loop runs while a group's first row exists, the same test for every
-// thread of the cluster; counting the groups instead took a 64-bit division before the first load
-// (about 20 dependent instructions, on every decode row's critical path).
+// blockDim.y rows, the groups strided over the grid, or, for kernels of kSharedRowVecs vectors a
+// thread, over its clusters (one block each outside a cluster launch; where a cluster
+// shares a row, blockDim.y is 1). Kernels of more vectors count blocks, not clusters: the cluster
+// registers' 64-bit row arithmetic made kernels compiled at their register bound spill. The loop
+// runs while a group's first row exists, the same test for every thread of the cluster; counting
+// the groups instead took a 64-bit division before the first load (about 20 dependent instructions,
+// on every decode row's critical path).
 // The reductions of a kernel holding kVecs vectors a thread.
 template <int kVecs>
 using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs>;
@@ -384,14 +378,16 @@ __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) 
   __shared__ float partial[2 * kMaxThreads / kWarp];
   __shared__ ClusterTotals totals;
   const int vectors = s.row_len / kVec;
-  const int shift = kShared ? s.cluster_shift : 0;
-  const unsigned rank = blockIdx.x & ((1u << shift) - 1);
-  const auto lane = static_cast<int>(rank * blockDim.x + threadIdx.x), stride = static_cast<int>(blockDim.x << shift);
-  for (int64_t group_row = int64_t{blockIdx.x >> shift} * blockDim.y; group_row < s.rows;
-       group_row += int64_t{gridDim.x >> shift} * blockDim.y) {
+  const unsigned first_group = kShared ? __clusterIdx().x : blockIdx.x;
+  const unsigned groups = kShared ? __clusterGridDimInClusters().x : gridDim.x;
+  for (int64_t group_row = int64_t{first_group} * blockDim.y; group_row < s.rows;
+       group_row += int64_t{groups} * blockDim.y) {
     const int64_t row = group_row + threadIdx.y;
-    HeldRowReduction<kVecs> reduce(partial, &totals, shift > 0);
-    body(HeldRow{row, row * vectors, vectors, row < s.rows, lane, stride}, reduce);
+    const unsigned rank = kShared ? __clusterRelativeBlockRank() : 0, blocks = kShared ? __clusterSizeInBlocks() : 1;
+    HeldRowReduction<kVecs> reduce(partial, &totals);
+    body(HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(rank * blockDim.x + threadIdx.x),
+                 static_cast<int>(blocks * blockDim.x)},
+         reduce);
   }
 }
 
@@ -695,19 +691,18 @@ inline int cluster_blocks(int units, int64_t rows, int multiprocessors) {
   return blocks;
 }
 
-// Calls in_registers.template operator()<kVec, kVecs>(grid, block, shape) with the compiled vector
-// count `shape.vecs` (one of kCandidates) and s with its cluster_shift: `cluster` blocks a row, or
-// rows_per_block rows of a short row sharing a block.
+// Calls in_registers.template operator()<kVec, kVecs>(grid, block, cluster) with the compiled vector
+// count `shape.vecs` (one of kCandidates): `cluster` blocks a row, or rows_per_block rows of a short
+// row sharing a block.
 template <int kVec, int... kCandidates, class InRegisters>
-void launch_in_registers(const LaunchShape& shape, const RowShape& s, int cluster, InRegisters in_registers) {
+void launch_in_registers(const LaunchShape& shape, int64_t rows, int cluster, InRegisters in_registers) {
   const int rows_per_block = cluster > 1 ? 1 : std::max(1, kMinBlockThreads / shape.threads);
-  const int64_t groups = (s.rows + rows_per_block - 1) / rows_per_block;
+  const int64_t groups = (rows + rows_per_block - 1) / rows_per_block;
   const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX / cluster) * cluster);
   const dim3 block(shape.threads, rows_per_block);
-  RowShape shared = s;
-  shared.cluster_shift = std::countr_zero(static_cast<unsigned>(cluster));
-  ((shape.vecs == kCandidates ? (in_registers.template operator()<kVec, kCandidates>(grid, block, shared), true)
-                              : false) ||
+  ((shape.vecs == kCandidates
+        ? (in_registers.template operator()<kVec, kCandidates>(grid, block, static_cast<unsigned>(cluster)), true)
+        : false) ||
    ...);
 }
 
@@ -721,8 +716,8 @@ inline bool aligned_to_vector(const void* pointer) {
 // than one block's: rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to 0.9 µs
 // faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20). Kernels that move more a row
 // share from 8192 bf16: the backward (x, grad_out, grad_x and the parameter gradients; LayerNormBwd
-// 3.71 -> 2.98 µs) and SpectralNorm's one row (f32 v_out; 2.85 -> 3.04 there, but 3.65 at b0c0443
-// with 8192 held by one block, which the forward rule gave it).
+// 3.71 -> 2.98 µs) and SpectralNorm's one row (f32 v_out; 3.65 µs held by one block at b0c0443,
+// 3.04 shared by 8 at 16223e4 and a2a0bda).
 struct RowSharing {
   int64_t min_row_bytes;
 };
@@ -753,26 +748,25 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
   int cluster = 1;
   if (s.row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector)) {
     const LaunchShape shape = shape_for.template operator()<1, 2, 4, 8>(s.row_len / kVec, kVec, cluster);
-    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s, cluster, in_registers);
+    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, cluster, in_registers);
   }
   const LaunchShape shape = shape_for.template operator()<2, 8>(s.row_len, 1, cluster);
-  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s, cluster, in_registers);
+  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, cluster, in_registers);
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
 }
 
-// kernel<<<grid, block, shared, stream>>>(args...) in clusters of the blocks that share a row of
-// `shape` (its cluster_shift) along x. A failed launch is left to check_launch, as the <<<>>>
-// launches' are.
+// kernel<<<grid, block, shared, stream>>>(args...) in clusters of `cluster` blocks along x. A failed
+// launch is left to check_launch, as the <<<>>> launches' are.
 template <class... Params, class... Args>
-void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, const RowShape& shape, size_t shared,
+void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster, size_t shared,
                       cudaStream_t stream, const Args&... args) {
-  if (shape.cluster_shift == 0) {
+  if (cluster == 1) {
     kernel<<<grid, block, shared, stream>>>(args...);
     return;
   }
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = 1u << shape.cluster_shift;
+  attribute.val.clusterDim.x = cluster;
   attribute.val.clusterDim.y = 1;
   attribute.val.clusterDim.z = 1;
   const cudaLaunchConfig_t config{grid, block, shared, stream, &attribute, 1};
@@ -783,9 +777,9 @@ template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = f
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, kForwardRowSharing,
-      [&]<int kVec, int kVecs>(dim3 grid, dim3 block, const RowShape& shape) {
+      [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
         launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs>, grid, block,
-                         shape, 0, stream, p, shape);
+                         cluster, 0, stream, p, s);
       },
       [&](unsigned grid) {
         row_norm_streaming<T, kKind, kResidual, kQuant, kGroups><<<grid, kStreamingThreads, 0, stream>>>(p, s);

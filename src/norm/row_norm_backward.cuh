@@ -320,7 +320,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
         // The partials' column sums index the block's own threads: rows are shared only without them.
         partials ? kNoRowSharing : kHeavyRowSharing,
-        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, const RowShape& shape) {
+        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
           ParameterGradients mode = !parameters ? ParameterGradients::none
                                     : partials  ? ParameterGradients::partials
@@ -343,7 +343,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
             blocks = grid.x;
           }
           column_kernel = false;
-          launch_clustered(kernel, grid, block, shape, shared_bytes, stream, p, shape, mode);
+          launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
   }

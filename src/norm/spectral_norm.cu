@@ -294,9 +294,9 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
   const row_norm::RowShape one_row = row_norm::row_shape({1, static_cast<int>(plan.cols)}, {});
   row_norm::launch_row_kernel<T>(
       {w, v_out}, one_row, multiprocessor_count(t.x.device), row_norm::kHeavyRowSharing,
-      [&]<int kWidth, int kVecs>(dim3 grid, dim3 block, const row_norm::RowShape& shape) {
-        row_norm::launch_clustered(one_row_power_iteration<T, kWidth, kVecs>, grid, block, shape, 0, stream, w, u,
-                                   u_out, v_out, sigma, shape, plan.n_iter, eps);
+      [&]<int kWidth, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+        row_norm::launch_clustered(one_row_power_iteration<T, kWidth, kVecs>, grid, block, cluster, 0, stream, w, u,
+                                   u_out, v_out, sigma, one_row, plan.n_iter, eps);
       },
       [&](unsigned) { chain(); });
 }

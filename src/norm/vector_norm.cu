@@ -276,9 +276,9 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     const row_norm::RowShape s = row_norm::row_shape({rows, static_cast<int>(plan.inner)}, {});
     row_norm::launch_row_kernel<T>(
         {x, out}, s, multiprocessor_count(v.device), row_norm::kForwardRowSharing,
-        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, const row_norm::RowShape& shape) {
-          row_norm::launch_clustered(weight_norm_rows<T, kVec, kVecs>, grid, block, shape, 0, stream, x, gain, norms,
-                                     out, shape);
+        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+          row_norm::launch_clustered(weight_norm_rows<T, kVec, kVecs>, grid, block, cluster, 0, stream, x, gain, norms,
+                                     out, s);
         },
         [&](unsigned) { two_passes(); });
   });
