@@ -1,7 +1,8 @@
 // Row-norm kernels and their launcher, instantiated once per statistic (norm_rms.cu, norm_layer.cu).
 //
 // The op is memory-bound: a row is read once and written once. One block (or, for rows of at most
-// two warps, a group of threadIdx.y rows in a block of 128 threads) normalizes one row at a time.
+// two warps, a group of threadIdx.y rows in a block of 128 threads; or, for few long rows, a
+// cluster of blocks on as many SMs: RowSharing) normalizes one row at a time.
 // The row stays in registers between the reduction and the output pass: each thread loads its
 // kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
 // vector width, one element otherwise) and the weight and bias at the same columns (AdaLayerNorm:
@@ -13,8 +14,9 @@
 // over the held row for its amax (the normalized values are recomputed rather than kept, which
 // would double the registers a thread needs) and a third that writes the fp8 codes; RMSNormQuant
 // takes its amax from x · weight in the first pass, beside the squares. Rows too long to hold
-// (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors) take the streaming kernel,
-// which reads the row again each pass.
+// (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors; with vectors, few rows are
+// held up to eight times longer by a cluster) take the streaming kernel, which reads the row again
+// each pass.
 #pragma once
 
 #include <algorithm>
