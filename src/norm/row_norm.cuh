@@ -175,7 +175,8 @@ struct ClusterTotals {
 // reduces its share and stores its totals into a slot of every block of the cluster; after a cluster
 // barrier each block combines the slots in rank order, so that every block finds the same bits.
 // (Sending the totals with st.async, counted on the receiving block's mbarrier, instead of a cluster
-// barrier a reduction measured the same on the decode rows: H200, d8f77d1.)
+// barrier a reduction, d8f77d1, measured 0-0.16 µs slower on decode rows of one reduction and
+// 0.25-0.4 µs faster on those of two or three: H200, docs/perf-notes.md.)
 // One RowReduction a row, made before the row's loads: in a cluster it arrives at a barrier that
 // its first reduction waits on before storing, since a block may store into another's shared memory
 // only once that block runs and has read the previous row's slots. A reduction's slots are the
@@ -231,7 +232,10 @@ class RowReduction {
     const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     if (round_ == 0) cluster.barrier_wait();
     float2* const slots = totals_->slots[round_ % 2];
-    if (threadIdx.x < cluster.num_blocks()) *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = totals;
+    // Thread t stores into block t's slot for this block.
+    if (threadIdx.x < cluster.num_blocks()) {
+      *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = totals;
+    }
     cluster.sync();  // also ends this block's use of partial
     ++round_;
     float2 combined = identities;
@@ -362,17 +366,18 @@ struct HeldRow {
 // totals.
 constexpr size_t kHeldRowSharedBytes = 2 * kMaxThreads / kWarp * sizeof(float) + sizeof(ClusterTotals);
 
-// Calls body(HeldRow, RowReduction&) for each row of this thread: row threadIdx.y of each group of
-// blockDim.y rows, the groups strided over the grid, or, for kernels of kSharedRowVecs vectors a
-// thread, over its clusters (one block each outside a cluster launch; where a cluster
-// shares a row, blockDim.y is 1). Kernels of more vectors count blocks, not clusters: the cluster
-// registers' 64-bit row arithmetic made kernels compiled at their register bound spill. The loop
-// runs while a group's first row exists, the same test for every thread of the cluster; counting
-// the groups instead took a 64-bit division before the first load (about 20 dependent instructions,
-// on every decode row's critical path).
 // The reductions of a kernel holding kVecs vectors a thread.
 template <int kVecs>
 using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs>;
+
+// Calls body(HeldRow, HeldRowReduction&) for each row of this thread: row threadIdx.y of each group
+// of blockDim.y rows, the groups strided over the grid, or, for kernels of kSharedRowVecs vectors a
+// thread, over its clusters (one block each outside a cluster launch; where a cluster shares a row,
+// blockDim.y is 1). Kernels of more vectors count blocks, not clusters: the cluster registers'
+// 64-bit row arithmetic made kernels compiled at their register bound spill. The loop runs while a
+// group's first row exists, the same test for every thread of the cluster; counting the groups
+// instead took a 64-bit division before the first load (about 20 dependent instructions, on every
+// decode row's critical path).
 
 template <int kVec, int kVecs, class Body>
 __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
@@ -715,8 +720,8 @@ inline bool aligned_to_vector(const void* pointer) {
 // The rows a row kernel shares among the blocks of a cluster (RowReduction, HeldRow): those of few
 // rows whose x takes at least min_row_bytes. Measured on the decode rows (H200, 16223e4 against
 // 6434209), a cluster launch cost about 0.3 µs and each reduction over a cluster about 0.25 µs more
-// than one block's: rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to 0.9 µs
-// faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20). Kernels that move more a row
+// than one block's: forward rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to
+// 0.9 µs faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20). Kernels that move more a row
 // share from 8192 bf16: the backward (x, grad_out, grad_x and the parameter gradients; LayerNormBwd
 // 3.71 -> 2.98 µs) and SpectralNorm's one row (f32 v_out; 3.65 µs held by one block at b0c0443,
 // 3.04 shared by 8 at 16223e4 and a2a0bda).
@@ -736,7 +741,7 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
   constexpr int kVec = kVectorBytes / sizeof(T);
   const bool many_rows = s.rows >= multiprocessors;
   // The shape for rows of `units` vectors of `vec` elements, each row split over a cluster where
-  // that leaves kSharedRowVecs a thread (cluster 1 otherwise).
+  // that leaves kSharedRowVecs vectors a thread (cluster 1 otherwise).
   const auto shape_for = [&]<int... kCandidates>(int units, int vec, int& cluster) {
     const bool long_rows = s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes;
     cluster = long_rows ? cluster_blocks(units, s.rows, multiprocessors) : 1;

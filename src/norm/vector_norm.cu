@@ -167,7 +167,8 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     weight_norm_rows(const T* __restrict__ x, const T* __restrict__ g, float* __restrict__ norm, T* __restrict__ y,
                      const row_norm::RowShape s) {
   using P = row_norm::Pack<T, kVec>;
-  row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r, row_norm::HeldRowReduction<kVecs>& reduce) {
+  using Reduction = row_norm::HeldRowReduction<kVecs>;
+  row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r, Reduction& reduce) {
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
