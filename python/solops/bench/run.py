@@ -233,7 +233,8 @@ def manifest_rows(manifest: dict, family: str, ops: list[str], workloads: list[s
     rows = []
     for entry in manifest["ops"]:
         if entry.get("family") == family and entry["op"] in ops:
-            rows.extend((entry["op"], row) for row in entry["rows"] if workloads is None or row["workload"] in workloads)
+            chosen = [row for row in entry["rows"] if workloads is None or row["workload"] in workloads]
+            rows.extend((entry["op"], row) for row in chosen)
     return rows
 
 
