@@ -1,4 +1,5 @@
-// Row-norm kernels and their launcher, instantiated once per statistic (norm_rms.cu, norm_layer.cu).
+// Row-norm kernels and their launcher, instantiated once per statistic (norm_rms.cu, norm_layer.cu),
+// on the held-row pattern of held_row.cuh.
 //
 // The op is memory-bound: a row is read once and written once. One block (or, for rows of at most
 // two warps, a group of threadIdx.y rows in a block of 128 threads; or, for few long rows, a
@@ -19,36 +20,16 @@
 // each pass.
 #pragma once
 
-#include <algorithm>
-#include <climits>
 #include <cstdint>
-#include <cstring>
-#include <initializer_list>
-#include <type_traits>
 
-#include <cooperative_groups.h>
 #include <cuda_fp8.h>
 
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
-#include "core/integer.hpp"
+#include "norm/held_row.cuh"
 #include "norm/row_norm.hpp"
 
 namespace solops::detail::row_norm {
-
-constexpr int kVectorBytes = 16;
-constexpr int kWarp = 32;
-constexpr int kMaxThreads = 1024;
-constexpr int kMinBlockThreads = 128;
-// Blocks this wide keep the row's vectors few per thread and leave room for several blocks per SM.
-constexpr int kManyRowsThreads = 256;
-
-// Threads a block may have when each holds kVecs vectors of kVec elements (with the weight and bias
-// at the same columns): the registers of one block must fit the SM's 64 K. Scalar threads hold at
-// most 8 elements and always fit 1024.
-__host__ __device__ constexpr int max_threads(int vec, int vecs) {
-  return vec == 1 || vecs <= 2 ? kMaxThreads : vecs <= 4 ? 512 : 256;
-}
 
 template <class T>
 struct RowPointers {
@@ -64,212 +45,6 @@ struct RowPointers {
   __nv_fp8_storage_t* codes;
   float* row_scale;
 };
-
-struct RowShape {
-  int64_t rows;
-  int row_len;
-  float inv_len;  // 1 / row_len
-  float eps;
-  float weight_offset;
-  int groups;       // kGroups kernels (GroupRMSNorm): row m of x takes weight row m % groups
-  bool modulation;  // weight and bias hold one value per element of x (AdaLayerNorm), not per column
-};
-
-// kVec elements move as one 16-byte access, a single element as itself.
-template <class T, int kVec>
-using Pack = std::conditional_t<kVec == 1, T, uint4>;
-
-// `bits` by value: bound by reference to global or shared memory, the memcpy below read it a byte or
-// two at a time (16 LDG.U8 a vector in the fused add-norms, LDS.U16 in 3fe6b67's staged kernel).
-template <class T, int kVec>
-__device__ __forceinline__ void unpack(const Pack<T, kVec> bits, float (&values)[kVec]) {
-  T lanes[kVec];
-  memcpy(lanes, &bits, sizeof bits);
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) values[e] = to_float(lanes[e]);
-}
-
-template <class T, int kVec>
-__device__ __forceinline__ Pack<T, kVec> pack(const float (&values)[kVec]) {
-  T lanes[kVec];
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) lanes[e] = from_float<T>(values[e]);
-  Pack<T, kVec> bits;
-  memcpy(&bits, lanes, sizeof bits);
-  return bits;
-}
-
-// The reduction by `combine` over a warp, the same value in every lane.
-template <class Combine>
-__device__ __forceinline__ float warp_reduce(float value, Combine combine) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    value = combine(value, __shfl_xor_sync(0xffffffffu, value, offset));
-  }
-  return value;
-}
-
-// The reduction by `combine` (whose identity is `identity`) over the threads of this thread's row
-// (threadIdx.y); rows are whole warps. Every thread of the block must call it. Each warp reduces
-// the row's warp partials itself, in the same butterfly, so every thread gets the same bits: one
-// shared-memory load and five shuffles, where a loop over the partials waited on one load a warp
-// (32 at 1024 threads, ~0.4 µs on a decode row's critical path, for every reduction).
-// block_reduce leaves `partial` in use until the caller's next barrier; row_reduce ends it.
-template <class Combine>
-__device__ __forceinline__ float block_reduce(float value, float* partial, float identity, Combine combine) {
-  value = warp_reduce(value, combine);
-  const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
-  if (warps == 1) return value;
-  float* row_partial = partial + threadIdx.y * warps;
-  if (lane == 0) row_partial[threadIdx.x / kWarp] = value;
-  __syncthreads();
-  return warp_reduce(lane < warps ? row_partial[lane] : identity, combine);
-}
-
-template <class Combine>
-__device__ __forceinline__ float row_reduce(float value, float* partial, float identity, Combine combine) {
-  const float total = block_reduce(value, partial, identity, combine);
-  if (blockDim.x > kWarp) __syncthreads();  // the next call overwrites partial
-  return total;
-}
-
-__device__ __forceinline__ float row_sum(float value, float* partial) {
-  return row_reduce(value, partial, 0.0f, [](float a, float b) { return a + b; });
-}
-
-// The larger of a and b, NaN if either is: a row's NaN reaches its scale and codes (spec §2.15),
-// where fmaxf would drop it.
-__device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
-
-// The reductions of a by combine_a and of b by combine_b (identities identity_a, identity_b) over this
-// thread's row of the block, in every thread, both in one round of barriers; `partial` (two values a
-// warp) stays in use until the caller's next barrier.
-template <class CombineA, class CombineB>
-__device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* partial, float identity_a,
-                                                    float identity_b, CombineA combine_a, CombineB combine_b) {
-  a = warp_reduce(a, combine_a);
-  b = warp_reduce(b, combine_b);
-  const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
-  if (warps == 1) return {a, b};
-  float* row_partial = partial + threadIdx.y * 2 * warps;
-  if (lane == 0) {
-    row_partial[threadIdx.x / kWarp] = a;
-    row_partial[warps + threadIdx.x / kWarp] = b;
-  }
-  __syncthreads();
-  a = warp_reduce(lane < warps ? row_partial[lane] : identity_a, combine_a);
-  b = warp_reduce(lane < warps ? row_partial[warps + lane] : identity_b, combine_b);
-  return {a, b};
-}
-
-// Blocks a row may be split over (the portable cluster size).
-constexpr int kMaxClusterBlocks = 8;
-
-// A block's slots for the row totals of its cluster's blocks: two reductions' worth, used in turn.
-struct ClusterTotals {
-  float2 slots[2][kMaxClusterBlocks];
-};
-
-// The reductions over a held row (for_each_held_row), whose vectors are this block's alone or, in a
-// cluster launch (few long rows, launch_row_kernel), shared by the cluster's blocks. There each block
-// reduces its share and stores its totals into a slot of every block of the cluster; after a cluster
-// barrier each block combines the slots in rank order, so that every block finds the same bits.
-// (Sending the totals with st.async, counted on the receiving block's mbarrier, instead of a cluster
-// barrier a reduction, d8f77d1, measured 0-0.16 µs slower on decode rows of one reduction and
-// 0.25-0.4 µs faster on those of two or three: H200, docs/perf-notes.md.)
-// One RowReduction a row, made before the row's loads: in a cluster it arrives at a barrier that
-// its first reduction waits on before storing, since a block may store into another's shared memory
-// only once that block runs and has read the previous row's slots. A reduction's slots are the
-// other pair from the previous one's: a block may store the next totals before a slower block has
-// read these, but not the ones after, which wait for the next barrier and so for every block to
-// have read. Every thread of the block must take part in each reduction.
-// kShared compiles the cluster stage in: only into kernels that hold one vector a thread
-// (for_each_held_row), since its registers made some of the others, compiled at their register bound,
-// spill (RMSNormQuant at 4 vectors a thread), and took a block an SM from others (the fused RMSNorm at
-// 2 vectors a thread); launch_row_kernel shares rows only among those. A block's share of a row of up
-// to 65536 half-type elements is one vector a thread; rows of single elements are not shared.
-constexpr int kSharedRowVecs = 1;
-
-template <bool kShared>
-class RowReduction {
- public:
-  // `partial`: two values a warp of the block; `totals`: this block's slots.
-  __device__ RowReduction(float* partial, ClusterTotals* totals) : partial_(partial), totals_(totals) {
-    if (kShared && __clusterSizeInBlocks() > 1) cooperative_groups::this_cluster().barrier_arrive();
-  }
-
-  template <class CombineA, class CombineB>
-  __device__ float2 pair(float a, float b, float identity_a, float identity_b, CombineA combine_a, CombineB combine_b) {
-    const float2 totals = block_reduce_pair(a, b, partial_, identity_a, identity_b, combine_a, combine_b);
-    return across_blocks(totals, {identity_a, identity_b}, combine_a, combine_b);
-  }
-
-  __device__ float sum(float value) {
-    const float total = block_reduce(value, partial_, 0.0f, plus);
-    return across_blocks({total, 0.0f}, {0.0f, 0.0f}, plus, plus).x;
-  }
-
-  // The largest (nan_max) of the row's values.
-  __device__ float max(float value) {
-    const float total = block_reduce(value, partial_, -INFINITY, larger);
-    return across_blocks({total, -INFINITY}, {-INFINITY, -INFINITY}, larger, larger).x;
-  }
-
-  // The row's sum of `sum` and largest of `maximum`, in one round of barriers.
-  __device__ float2 sum_and_max(float sum, float maximum) { return pair(sum, maximum, 0.0f, -INFINITY, plus, larger); }
-
- private:
-  static __device__ float plus(float a, float b) { return a + b; }
-  static __device__ float larger(float a, float b) { return nan_max(a, b); }
-
-  // The row's totals from this block's (block_reduce's, `partial` still in use).
-  template <class CombineA, class CombineB>
-  __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
-    if (!kShared || __clusterSizeInBlocks() == 1) {
-      if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
-      return totals;
-    }
-    const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
-    if (round_ == 0) cluster.barrier_wait();
-    float2* const slots = totals_->slots[round_ % 2];
-    // Thread t stores into block t's slot for this block.
-    if (threadIdx.x < cluster.num_blocks()) {
-      *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = totals;
-    }
-    cluster.sync();  // also ends this block's use of partial
-    ++round_;
-    float2 combined = identities;
-    for (unsigned k = 0; k < cluster.num_blocks(); ++k) {
-      combined.x = combine_a(combined.x, slots[k].x);
-      combined.y = combine_b(combined.y, slots[k].y);
-    }
-    return combined;
-  }
-
-  float* partial_;
-  ClusterTotals* totals_;
-  int round_ = 0;
-};
-
-// f(values[i], i) for this thread's elements i = threadIdx.x, threadIdx.x + blockDim.x, ... < n of
-// a block-strided walk, kInFlight elements loaded (load(i)) before any is used: with one load at a
-// time, a walk of a few elements a thread waits on one round trip per element.
-template <int kInFlight, class Load, class F>
-__device__ __forceinline__ void for_each_strided(int64_t n, Load load, F f) {
-  for (int64_t base = threadIdx.x; base < n; base += kInFlight * int64_t{blockDim.x}) {
-    float values[kInFlight];
-#pragma unroll
-    for (int k = 0; k < kInFlight; ++k) {
-      const int64_t i = base + k * int64_t{blockDim.x};
-      values[k] = i < n ? load(i) : 0.0f;
-    }
-#pragma unroll
-    for (int k = 0; k < kInFlight; ++k) {
-      const int64_t i = base + k * int64_t{blockDim.x};
-      if (i < n) f(values[k], i);
-    }
-  }
-}
 
 // |value|'s bits: as unsigned integers they order like the magnitudes, and every NaN's lie above
 // +inf's, so an integer max over them is an amax that a NaN reaches (spec §2.15): a mask and an
@@ -343,59 +118,6 @@ __device__ __forceinline__ Pack<T, kVec> add_residual(const Pack<T, kVec>& x, co
   const Pack<T, kVec> rounded = pack<T, kVec>(sum);
   *residual_out = rounded;
   return rounded;
-}
-
-// This thread's share of a row held in registers: vectors lane + i * stride of `row`, where lane
-// and stride count the threads of all the blocks that share the row (a cluster's, or one block's).
-// Threads of a missing last row (inactive) hold nothing but still reach every barrier.
-struct HeldRow {
-  int64_t row;
-  int64_t first;  // the row's first vector
-  int vectors;    // vectors per row
-  bool active;
-  int lane;
-  int stride;
-
-  __device__ int vector(int i) const { return lane + i * stride; }
-  __device__ bool holds(int i) const { return active && vector(i) < vectors; }
-  // Whether this thread writes the row's own outputs (statistics, scale): one thread of the row.
-  __device__ bool leads() const { return active && lane == 0; }
-};
-
-// Shared memory of for_each_held_row: the block stage's partials (two values a warp) and the cluster's
-// totals.
-constexpr size_t kHeldRowSharedBytes = 2 * kMaxThreads / kWarp * sizeof(float) + sizeof(ClusterTotals);
-
-// The reductions of a kernel holding kVecs vectors a thread.
-template <int kVecs>
-using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs>;
-
-// Calls body(HeldRow, HeldRowReduction&) for each row of this thread: row threadIdx.y of each group
-// of blockDim.y rows, the groups strided over the grid, or, for kernels of kSharedRowVecs vectors a
-// thread, over its clusters (one block each outside a cluster launch; where a cluster shares a row,
-// blockDim.y is 1). Kernels of more vectors count blocks, not clusters: the cluster registers'
-// 64-bit row arithmetic made kernels compiled at their register bound spill. The loop runs while a
-// group's first row exists, the same test for every thread of the cluster; counting the groups
-// instead took a 64-bit division before the first load (about 20 dependent instructions, on every
-// decode row's critical path).
-
-template <int kVec, int kVecs, class Body>
-__device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
-  constexpr bool kShared = kVecs == kSharedRowVecs;
-  __shared__ float partial[2 * kMaxThreads / kWarp];
-  __shared__ ClusterTotals totals;
-  const int vectors = s.row_len / kVec;
-  const unsigned first_group = kShared ? __clusterIdx().x : blockIdx.x;
-  const unsigned groups = kShared ? __clusterGridDimInClusters().x : gridDim.x;
-  for (int64_t group_row = int64_t{first_group} * blockDim.y; group_row < s.rows;
-       group_row += int64_t{groups} * blockDim.y) {
-    const int64_t row = group_row + threadIdx.y;
-    const unsigned rank = kShared ? __clusterRelativeBlockRank() : 0, blocks = kShared ? __clusterSizeInBlocks() : 1;
-    HeldRowReduction<kVecs> reduce(partial, &totals);
-    body(HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(rank * blockDim.x + threadIdx.x),
-                 static_cast<int>(blocks * blockDim.x)},
-         reduce);
-  }
 }
 
 template <class T>
@@ -660,126 +382,6 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
   }
 }
 
-// Vectors per thread (0: the streaming kernel) and threads per block for rows of `units` vectors of
-// kVec elements (a block's share of them where blocks share a row). Few rows (decode) spread one row
-// over as many threads as registers allow, for the shortest latency; many rows keep blocks at most
-// kManyRowsThreads wide.
-struct LaunchShape {
-  int vecs = 0;
-  int threads = kStreamingThreads;
-};
-
-template <int... kCandidates>
-LaunchShape choose_shape(int units, int vec, bool many_rows) {
-  const auto threads_for = [&](int vecs) { return (units + vecs * kWarp - 1) / (vecs * kWarp) * kWarp; };
-  for (int vecs : {kCandidates...}) {
-    const int limit = std::min(max_threads(vec, vecs), many_rows ? kManyRowsThreads : kMaxThreads);
-    if (threads_for(vecs) <= limit) return {vecs, threads_for(vecs)};
-  }
-  for (int vecs : {kCandidates...}) {
-    if (threads_for(vecs) <= max_threads(vec, vecs)) return {vecs, threads_for(vecs)};
-  }
-  return {};
-}
-
-// The fewest vectors (or elements) a block of a shared row holds.
-constexpr int kMinSharedUnits = 128;
-
-// Blocks each row is shared by: few rows of many units are split over a cluster of SMs, since one
-// SM alone takes its share of the row's loads and stores through its own L1 one after another
-// (a decode row of 16384 bf16 with its weight: 64 KB in, 32 KB out). At most kMaxClusterBlocks, a
-// power of two, each holding at least kMinSharedUnits, and all rows' clusters on at most a quarter
-// of the SMs, so that every cluster finds its SMs at once.
-inline int cluster_blocks(int units, int64_t rows, int multiprocessors) {
-  int blocks = 1;
-  while (blocks < kMaxClusterBlocks && units >= 2 * blocks * kMinSharedUnits && rows * 4 * blocks <= multiprocessors) {
-    blocks *= 2;
-  }
-  return blocks;
-}
-
-// Calls in_registers.template operator()<kVec, kVecs>(grid, block, cluster) with the compiled vector
-// count `shape.vecs` (one of kCandidates): `cluster` blocks a row, or rows_per_block rows of a short
-// row sharing a block.
-template <int kVec, int... kCandidates, class InRegisters>
-void launch_in_registers(const LaunchShape& shape, int64_t rows, int cluster, InRegisters in_registers) {
-  const int rows_per_block = cluster > 1 ? 1 : std::max(1, kMinBlockThreads / shape.threads);
-  const int64_t groups = (rows + rows_per_block - 1) / rows_per_block;
-  const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX / cluster) * cluster);
-  const dim3 block(shape.threads, rows_per_block);
-  ((shape.vecs == kCandidates
-        ? (in_registers.template operator()<kVec, kCandidates>(grid, block, static_cast<unsigned>(cluster)), true)
-        : false) ||
-   ...);
-}
-
-inline bool aligned_to_vector(const void* pointer) {
-  return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
-}
-
-// The rows a row kernel shares among the blocks of a cluster (RowReduction, HeldRow): those of few
-// rows whose x takes at least min_row_bytes. Measured on the decode rows (H200, 16223e4 against
-// 6434209), a cluster launch cost about 0.3 µs and each reduction over a cluster about 0.25 µs more
-// than one block's: forward rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to
-// 0.9 µs faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20). Kernels that move more a row
-// share from 8192 bf16: the backward (x, grad_out, grad_x and the parameter gradients; LayerNormBwd
-// 3.71 -> 2.98 µs) and SpectralNorm's one row (f32 v_out; 3.65 µs held by one block at b0c0443,
-// 3.04 shared by 8 at 16223e4 and a2a0bda).
-struct RowSharing {
-  int64_t min_row_bytes;
-};
-constexpr RowSharing kForwardRowSharing{32 * 1024};
-constexpr RowSharing kHeavyRowSharing{16 * 1024};
-constexpr RowSharing kNoRowSharing{INT64_MAX};
-
-// Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
-// aligned and N a multiple of the vector width, single elements otherwise, and the streaming
-// kernel (streaming(grid), one row per block) for rows too long to hold.
-template <class T, class InRegisters, class Streaming>
-void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, int multiprocessors,
-                       RowSharing sharing, InRegisters in_registers, Streaming streaming) {
-  constexpr int kVec = kVectorBytes / sizeof(T);
-  const bool many_rows = s.rows >= multiprocessors;
-  // The shape for rows of `units` vectors of `vec` elements, each row split over a cluster where
-  // that leaves kSharedRowVecs vectors a thread (cluster 1 otherwise).
-  const auto shape_for = [&]<int... kCandidates>(int units, int vec, int& cluster) {
-    const bool long_rows = s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes;
-    cluster = long_rows ? cluster_blocks(units, s.rows, multiprocessors) : 1;
-    if (cluster > 1) {
-      const LaunchShape shared = choose_shape<kCandidates...>(static_cast<int>(ceil_div(units, cluster)), vec, false);
-      if (shared.vecs == kSharedRowVecs) return shared;
-      cluster = 1;
-    }
-    return choose_shape<kCandidates...>(units, vec, many_rows);
-  };
-  int cluster = 1;
-  if (s.row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector)) {
-    const LaunchShape shape = shape_for.template operator()<1, 2, 4, 8>(s.row_len / kVec, kVec, cluster);
-    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, cluster, in_registers);
-  }
-  const LaunchShape shape = shape_for.template operator()<2, 8>(s.row_len, 1, cluster);
-  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, cluster, in_registers);
-  streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
-}
-
-// kernel<<<grid, block, shared, stream>>>(args...) in clusters of `cluster` blocks along x. A failed
-// launch is left to check_launch, as the <<<>>> launches' are.
-template <class... Params, class... Args>
-void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster, size_t shared,
-                      cudaStream_t stream, const Args&... args) {
-  if (cluster == 1) {
-    kernel<<<grid, block, shared, stream>>>(args...);
-    return;
-  }
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  const cudaLaunchConfig_t config{grid, block, shared, stream, &attribute, 1};
-  static_cast<void>(cudaLaunchKernelEx(&config, kernel, args...));
-}
-
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
   launch_row_kernel<T>(
@@ -791,11 +393,6 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
       [&](unsigned grid) {
         row_norm_streaming<T, kKind, kResidual, kQuant, kGroups><<<grid, kStreamingThreads, 0, stream>>>(p, s);
       });
-}
-
-inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false, int groups = 1) {
-  return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset,
-          groups, modulation};
 }
 
 template <class T>

@@ -17,8 +17,9 @@
 // a call gives the same bits on every run.
 #include <algorithm>
 
+#include "core/device.hpp"
 #include "core/integer.hpp"
-#include "norm/row_norm.cuh"
+#include "norm/held_row.cuh"
 #include "norm/spectral_norm.hpp"
 
 namespace solops::detail::spectral_norm_kernels {

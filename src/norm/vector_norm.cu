@@ -11,8 +11,9 @@
 #include <algorithm>
 #include <climits>
 
+#include "core/device.hpp"
 #include "core/integer.hpp"
-#include "norm/row_norm.cuh"
+#include "norm/held_row.cuh"
 #include "norm/vector_norm.hpp"
 
 namespace solops::detail::vector_norm_kernels {
