@@ -1338,8 +1338,9 @@ TEST_F(WeightNormGpu, EdgeShapesAndPyTorchsGShape) {
   EXPECT_EQ(compare(in.v, in.g, {1}), "");
 }
 
-// Few long rows (dim 0), each shared by a cluster of blocks, a NaN in row 1 where there is one;
-// [1, 65536] took two passes before.
+// Few long rows (dim 0), shared by a cluster of blocks where x takes 32 KB a row (not [3, 8192]
+// bf16, nor [1, 65536] f32, which still takes two passes), a NaN in row 1 where there is one;
+// [1, 65536] bf16 took two passes before.
 TEST_F(WeightNormGpu, RowsSharedByClusters) {
   std::mt19937_64 rng(56);
   for (const Shape& shape : {Shape{1, 65536}, Shape{3, 8192}, Shape{2, 40000}, Shape{4, 16384}}) {
