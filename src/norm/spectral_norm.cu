@@ -217,6 +217,8 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
       product = left * sum_of_squares / divisor;
       next_left = product / nan_max(fabsf(product), eps);
     }
+    // This loop and the squares' are written out: through one helper taking a lambda, as WeightNorm's
+    // rows walk theirs, ptxas made the 8-vector half-type kernels spill (16 bytes).
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
