@@ -259,7 +259,8 @@ struct HeldRow {
 
 // Shared memory of for_each_held_row: the block stage's partials (two values a warp) and the cluster's
 // totals.
-constexpr size_t kHeldRowSharedBytes = 2 * kMaxThreads / kWarp * sizeof(float) + sizeof(ClusterTotals);
+constexpr int kHeldRowPartials = 2 * kMaxThreads / kWarp;
+constexpr size_t kHeldRowSharedBytes = kHeldRowPartials * sizeof(float) + sizeof(ClusterTotals);
 
 // The reductions of a kernel holding kVecs vectors a thread.
 template <int kVecs>
@@ -276,7 +277,7 @@ using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs>;
 template <int kVec, int kVecs, class Body>
 __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
   constexpr bool kShared = kVecs == kSharedRowVecs;
-  __shared__ float partial[2 * kMaxThreads / kWarp];
+  __shared__ float partial[kHeldRowPartials];
   __shared__ ClusterTotals totals;
   const int vectors = s.row_len / kVec;
   const unsigned first_group = kShared ? __clusterIdx().x : blockIdx.x;
@@ -372,25 +373,22 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
                        RowSharing sharing, InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   const bool many_rows = s.rows >= multiprocessors;
-  // The shape for rows of `units` vectors of `vec` elements, each row split over a cluster where
-  // that leaves kSharedRowVecs vectors a thread (cluster 1 otherwise).
-  const auto shape_for = [&]<int... kCandidates>(int units, int vec, int& cluster) {
-    const bool long_rows = s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes;
-    cluster = long_rows ? cluster_blocks(units, s.rows, multiprocessors) : 1;
-    if (cluster > 1) {
-      const LaunchShape shared = choose_shape<kCandidates...>(static_cast<int>(ceil_div(units, cluster)), vec, false);
-      if (shared.vecs == kSharedRowVecs) return shared;
-      cluster = 1;
-    }
-    return choose_shape<kCandidates...>(units, vec, many_rows);
-  };
-  int cluster = 1;
   if (s.row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector)) {
-    const LaunchShape shape = shape_for.template operator()<1, 2, 4, 8>(s.row_len / kVec, kVec, cluster);
-    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, cluster, in_registers);
+    const int units = s.row_len / kVec;
+    // Each row split over a cluster where that leaves kSharedRowVecs vectors a thread.
+    if (s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes) {
+      const int cluster = cluster_blocks(units, s.rows, multiprocessors);
+      const LaunchShape shared = choose_shape<1, 2, 4, 8>(static_cast<int>(ceil_div(units, cluster)), kVec, false);
+      if (cluster > 1 && shared.vecs == kSharedRowVecs) {
+        return launch_in_registers<kVec, 1, 2, 4, 8>(shared, s.rows, cluster, in_registers);
+      }
+    }
+    const LaunchShape shape = choose_shape<1, 2, 4, 8>(units, kVec, many_rows);
+    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, 1, in_registers);
   }
-  const LaunchShape shape = shape_for.template operator()<2, 8>(s.row_len, 1, cluster);
-  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, cluster, in_registers);
+  // Rows of single elements hold two or more a thread, so they are never shared.
+  const LaunchShape shape = choose_shape<2, 8>(s.row_len, 1, many_rows);
+  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, 1, in_registers);
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
 }
 
