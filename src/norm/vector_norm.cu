@@ -1,15 +1,18 @@
-// L1NormFwd, L2NormFwd and WeightNormFwd kernels. Memory-bound: x is read once. Each output's reduction is split
-// into plan.splits contiguous chunks of its reduced index range, one block a chunk; a block walks
-// its chunk as runs of the innermost reduced dim (one offset decode per run, not per element),
-// 16-byte vectors within a contiguous run (a scalar head and tail around them), f32 accumulation,
-// then the block sum of row_norm's reduction. With one split the block writes the result; with
-// more it writes an f32 partial to the caller's workspace, and a second kernel (one block an
-// output) adds each output's partials, in the same order on every run. WeightNorm whose slices are
-// contiguous rows (dim 0) holds each row in registers and writes its f32 norm and the scaled row in
-// one pass (weight_norm_rows); other dims write the norms the same way as the vector norms, then
-// one elementwise pass scales v by g / norm of its slice.
+// L1NormFwd, L2NormFwd and WeightNormFwd kernels. Memory-bound: x is read once. Each output's
+// reduction is split into plan.splits chunks of its reduced index range, one block a chunk. Where
+// every run of the innermost reduced dim is whole, aligned 16-byte vectors, a block loads its
+// chunk's vectors eight a thread at a time across runs (vector_runs_sum); otherwise it walks the
+// chunk run by run (walked_runs_sum: vectors within a contiguous run with a scalar head and tail,
+// or strided elements). f32 accumulation, then the block sum of row_norm's reduction. With more
+// than one split the partials meet at a grid-wide barrier in the same kernel (reduce_norms).
+// WeightNorm whose slices are contiguous rows (dim 0) holds each row in registers and writes its
+// f32 norm and the scaled row in one pass (weight_norm_rows); other dims write the norms the same
+// way as the vector norms, then one elementwise pass scales v by g / norm of its slice.
 #include <algorithm>
 #include <climits>
+#include <optional>
+
+#include <cooperative_groups.h>
 
 #include "core/device.hpp"
 #include "core/integer.hpp"
@@ -23,6 +26,10 @@ using row_norm::kWarp;
 using row_norm::row_sum;
 
 constexpr int kMaxThreads = 256;
+// Blocks of the reduction kernel resident on an SM (its registers bounded to 64 a thread for the
+// vector walk, 85 for the run walk, whose eight-vector loads and run offsets spilled at 64): a
+// cooperative launch of split reductions may have this many on every SM.
+constexpr int resident_reduction_blocks(bool vector_runs) { return vector_runs ? 4 : 3; }
 // The scaling pass's grid: 16 blocks on each of the 132 SMs fill them; more would only add blocks
 // that start after others finish, so larger tensors are walked grid-stride.
 constexpr int64_t kMaxScaleBlocks = 132 * 16;
@@ -93,29 +100,97 @@ __device__ __forceinline__ float contiguous_sum(const T* run, int64_t n) {
   return sum;
 }
 
-// Y: the result's type, x's for the vector norms, f32 for WeightNorm's norms.
-// Three blocks an SM: the plan's kTargetBlocks, all resident at once.
-template <class T, class Y, int kOrd>
-__global__ void __launch_bounds__(kMaxThreads, 3)
-    partial_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const Dims kept,
-                  const Dims reduced, const Shape s) {
+// This thread's share of the sum of term over the reduced elements [begin, end) of the output
+// whose first element is at x, walked run by run (any strides, any alignment).
+template <class T, int kOrd>
+__device__ __forceinline__ float walked_runs_sum(const T* x, const Dims& reduced, const Shape& s, int64_t begin,
+                                                 int64_t end) {
+  float sum = 0;
+  for (int64_t run = begin / s.inner; run * s.inner < end; ++run) {
+    const int64_t lo = ::max(begin, run * s.inner) - run * s.inner;
+    const int64_t hi = ::min(end, (run + 1) * s.inner) - run * s.inner;
+    const T* first = x + offset_of(run, reduced, reduced.rank - 1) + lo * s.inner_stride;
+    if (s.inner_stride == 1) {
+      sum += contiguous_sum<T, kOrd>(first, hi - lo);
+    } else {
+      for (int64_t j = threadIdx.x; j < hi - lo; j += blockDim.x) sum += term<kOrd>(to_float(first[j * s.inner_stride]));
+    }
+  }
+  return sum;
+}
+
+// Runs of whole 16-byte vectors, each starting on a 16-byte boundary: vector w of an output's
+// reduced range lies in run w / vectors_per_run, whose place among the reduced dims outside the run
+// (outer_sizes, outer_strides) gives its offset. Indices and offsets fit 32 bits (the launcher
+// checks): eight 64-bit offsets a thread spilled.
+struct VectorRuns {
+  FastDivisor vectors_per_run;
+  int outer_rank;
+  FastDivisor outer_sizes[kMaxRank];
+  int outer_strides[kMaxRank];
+
+  template <int kVec>
+  __device__ __forceinline__ int offset(int w) const {
+    int run = vectors_per_run.divide(w);
+    int offset = (w - run * vectors_per_run.divisor()) * kVec;
+    for (int d = outer_rank - 1; d >= 0; --d) {
+      const int outer = outer_sizes[d].divide(run);
+      offset += (run - outer * outer_sizes[d].divisor()) * outer_strides[d];
+      run = outer;
+    }
+    return offset;
+  }
+};
+
+// This thread's share of the sum of term over the vectors [begin, end) of the output whose first
+// element is at x, kInFlight loads issued before any is summed: a chunk of the plan's size is one
+// such round a thread, so that a block waits on one round trip, not one a run.
+template <class T, int kOrd>
+__device__ __forceinline__ float vector_runs_sum(const T* x, const VectorRuns& runs, int begin, int end) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  constexpr int kInFlight = 8;
+  float sum = 0;
+  for (int first = begin + static_cast<int>(threadIdx.x); first < end; first += kInFlight * blockDim.x) {
+    uint4 bits[kInFlight];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      const int w = first + k * static_cast<int>(blockDim.x);
+      if (w < end) bits[k] = __ldg(reinterpret_cast<const uint4*>(x + runs.offset<kVec>(w)));
+    }
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      if (first + k * static_cast<int>(blockDim.x) >= end) continue;
+      float values[kVec];
+      row_norm::unpack<T, kVec>(bits[k], values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += term<kOrd>(values[e]);
+    }
+  }
+  return sum;
+}
+
+// The reduction into y (Y: x's type for the vector norms, f32 for WeightNorm's norms). Block b of
+// the plan's outputs x splits sums chunk b % splits of output b / splits. With one split it writes
+// the result; with more it writes an f32 partial, and after a grid-wide barrier (a cooperative
+// launch, every block resident: resident_reduction_blocks) one block an output adds that output's
+// partials in split order, so the sum's order, and the result, is the same on every run. One
+// kernel instead of a second one for the partials: the second launch took 1.5-2.5 µs of device
+// time on rows whose reads take 1-4 µs.
+template <class T, class Y, int kOrd, bool kVectorRuns>
+__global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVectorRuns))
+    reduce_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const Dims kept,
+                 const Dims reduced, const VectorRuns runs, const Shape s) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
   __shared__ float warp_sums[kMaxThreads / kWarp];
   for (int64_t block = blockIdx.x; block < s.outputs * s.splits; block += gridDim.x) {
     const int64_t output = block / s.splits, split = block % s.splits;
     const int64_t begin = split * s.chunk, end = ::min(begin + s.chunk, s.reduced);
-    const int64_t kept_offset = offset_of(output, kept, kept.rank);
-    float sum = 0;
-    for (int64_t run = begin / s.inner; run * s.inner < end; ++run) {
-      const int64_t lo = ::max(begin, run * s.inner) - run * s.inner;
-      const int64_t hi = ::min(end, (run + 1) * s.inner) - run * s.inner;
-      const T* first = x + kept_offset + offset_of(run, reduced, reduced.rank - 1) + lo * s.inner_stride;
-      if (s.inner_stride == 1) {
-        sum += contiguous_sum<T, kOrd>(first, hi - lo);
-      } else {
-        for (int64_t j = threadIdx.x; j < hi - lo; j += blockDim.x) {
-          sum += term<kOrd>(to_float(first[j * s.inner_stride]));
-        }
-      }
+    const T* const first = x + offset_of(output, kept, kept.rank);
+    float sum;
+    if constexpr (kVectorRuns) {
+      sum = vector_runs_sum<T, kOrd>(first, runs, static_cast<int>(begin / kVec), static_cast<int>(end / kVec));
+    } else {
+      sum = walked_runs_sum<T, kOrd>(first, reduced, s, begin, end);
     }
     sum = row_sum(sum, warp_sums);
     if (threadIdx.x == 0) {
@@ -123,17 +198,13 @@ __global__ void __launch_bounds__(kMaxThreads, 3)
       else partial[block] = sum;
     }
   }
-}
-
-template <class Y, int kOrd>
-__global__ void __launch_bounds__(kMaxThreads)
-    finish_norms(const float* __restrict__ partial, Y* __restrict__ y, const Shape s) {
-  __shared__ float warp_sums[kMaxThreads / kWarp];
+  if (s.splits == 1) return;
+  cooperative_groups::this_grid().sync();
   for (int64_t output = blockIdx.x; output < s.outputs; output += gridDim.x) {
     const float* const partials = partial + output * s.splits;
     float sum = 0;
-    // Loads in flight together: one at a time, 1024 partials took 8 round trips (ncu: 5.2 µs).
-    row_norm::for_each_strided<8>(s.splits, [partials](int64_t i) { return partials[i]; },
+    // __ldcg: the partials were written by other SMs during this kernel, past their L1s.
+    row_norm::for_each_strided<8>(s.splits, [partials](int64_t i) { return __ldcg(partials + i); },
                                   [&sum](float value, int64_t) { sum += value; });
     sum = row_sum(sum, warp_sums);
     if (threadIdx.x == 0) y[output] = from_float<Y>(finish<kOrd>(sum));
@@ -215,22 +286,60 @@ int threads_for(int64_t elements) {
   return static_cast<int>(std::clamp<int64_t>(warps, 1, kMaxThreads / kWarp) * kWarp);
 }
 
+// The vector walk of x's reduction, when every run is whole 16-byte vectors starting on a 16-byte
+// boundary and every offset fits the walk's 32 bits.
+template <class T>
+std::optional<VectorRuns> vector_runs_of(const ReductionPlan& plan, const T* x) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  const auto aligned = [](int64_t stride) { return stride % kVec == 0; };
+  const int outer_rank = plan.reduced_rank - 1;
+  // The last round's indices run kInFlight * kMaxThreads past the range's end.
+  const int64_t elements = plan.outputs * plan.reduced + 8 * kMaxThreads * kVec;
+  if (plan.reduced_rank == 0 || plan.inner_stride != 1 || plan.inner % kVec != 0 || elements > INT_MAX ||
+      reinterpret_cast<uintptr_t>(x) % kVectorBytes != 0 ||
+      !std::all_of(plan.kept_strides.begin(), plan.kept_strides.begin() + plan.kept_rank, aligned) ||
+      !std::all_of(plan.reduced_strides.begin(), plan.reduced_strides.begin() + outer_rank, aligned)) {
+    return std::nullopt;
+  }
+  VectorRuns runs{FastDivisor(static_cast<int>(plan.inner / kVec)), outer_rank, {}, {}};
+  for (int d = 0; d < outer_rank; ++d) {
+    runs.outer_sizes[d] = FastDivisor(static_cast<int>(plan.reduced_sizes[static_cast<size_t>(d)]));
+    runs.outer_strides[d] = static_cast<int>(plan.reduced_strides[static_cast<size_t>(d)]);
+  }
+  return runs;
+}
+
 // The launch of the reduction over `plan` into y of type Y.
 template <class T, class Y>
-void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial, cudaStream_t stream) {
+void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial, int multiprocessors,
+            cudaStream_t stream) {
   const Dims kept = dims_of(plan.kept_rank, plan.kept_sizes, plan.kept_strides);
   const Dims reduced = dims_of(plan.reduced_rank, plan.reduced_sizes, plan.reduced_strides);
-  const Shape s{plan.outputs, plan.reduced, plan.inner, plan.inner_stride, plan.splits,
-                (plan.reduced + plan.splits - 1) / plan.splits};
-  const auto run = [&]<int kOrd>() {
-    partial_norms<T, Y, kOrd><<<grid_for(plan.outputs * plan.splits), threads_for(s.chunk), 0, stream>>>(
-        x, y, partial, kept, reduced, s);
-    if (plan.splits > 1) {
-      finish_norms<Y, kOrd><<<grid_for(plan.outputs), threads_for(plan.splits), 0, stream>>>(partial, y, s);
+  const Shape s{plan.outputs, plan.reduced, plan.inner, plan.inner_stride, plan.splits, plan.chunk};
+  const std::optional<VectorRuns> vector_runs = vector_runs_of(plan, x);
+  const VectorRuns runs = vector_runs.value_or(VectorRuns{});
+  const int64_t blocks = plan.outputs * plan.splits;
+  const auto run = [&]<int kOrd, bool kVectorRuns>() {
+    const auto kernel = reduce_norms<T, Y, kOrd, kVectorRuns>;
+    const dim3 block(threads_for(plan.chunk));
+    if (plan.splits == 1) {
+      kernel<<<grid_for(blocks), block, 0, stream>>>(x, y, partial, kept, reduced, runs, s);
+      return;
     }
+    cudaLaunchAttribute cooperative{};
+    cooperative.id = cudaLaunchAttributeCooperative;
+    cooperative.val.cooperative = 1;
+    const int64_t resident = int64_t{resident_reduction_blocks(kVectorRuns)} * multiprocessors;
+    const dim3 grid(grid_for(std::min(blocks, resident)));
+    const cudaLaunchConfig_t config{grid, block, 0, stream, &cooperative, 1};
+    static_cast<void>(cudaLaunchKernelEx(&config, kernel, x, y, partial, kept, reduced, runs, s));
   };
-  if (ord == 1) run.template operator()<1>();
-  else run.template operator()<2>();
+  const auto with_ord = [&]<bool kVectorRuns>() {
+    if (ord == 1) run.template operator()<1, kVectorRuns>();
+    else run.template operator()<2, kVectorRuns>();
+  };
+  if (vector_runs) with_ord.template operator()<true>();
+  else with_ord.template operator()<false>();
 }
 
 }  // namespace solops::detail::vector_norm_kernels
@@ -242,7 +351,8 @@ void launch_vector_norm(std::string_view op, const ReductionPlan& plan, int ord,
   if (plan.outputs == 0) return;
   float* const partial = workspace ? static_cast<float*>(workspace->data) : nullptr;
   dispatch_float(x.dtype, [&]<class T>() {
-    vector_norm_kernels::reduce(plan, ord, static_cast<const T*>(x.data), static_cast<T*>(y.data), partial, stream);
+    vector_norm_kernels::reduce(plan, ord, static_cast<const T*>(x.data), static_cast<T*>(y.data), partial,
+                                multiprocessor_count(x.device), stream);
   });
   check_launch(op);
 }
@@ -253,6 +363,7 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
   if (plan.norms.outputs == 0) return;
   float* const partial = workspace ? static_cast<float*>(workspace->data) : nullptr;
   auto* const norms = static_cast<float*>(norm.data);
+  const int multiprocessors = multiprocessor_count(v.device);
   const int64_t numel = plan.norms.outputs * plan.norms.reduced;
   dispatch_float(v.dtype, [&]<class T>() {
     const auto* x = static_cast<const T*>(v.data);
@@ -260,7 +371,7 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     auto* out = static_cast<T*>(y.data);
     // The norms by the vector-norm reduction, then a pass scaling v.
     const auto two_passes = [&] {
-      reduce(plan.norms, 2, x, norms, partial, stream);
+      reduce(plan.norms, 2, x, norms, partial, multiprocessors, stream);
       if (numel == 0) return;
       constexpr int kVec = kVectorBytes / sizeof(T);
       const bool aligned = (reinterpret_cast<uintptr_t>(x) | reinterpret_cast<uintptr_t>(out)) % kVectorBytes == 0;
@@ -277,7 +388,7 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     if (numel == 0 || rows * plan.inner != numel || plan.inner > INT_MAX) return two_passes();
     const row_norm::RowShape s = row_norm::row_shape({rows, static_cast<int>(plan.inner)}, {});
     row_norm::launch_row_kernel<T>(
-        {x, out}, s, multiprocessor_count(v.device), row_norm::kForwardRowSharing,
+        {x, out}, s, multiprocessors, row_norm::kForwardRowSharing,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           row_norm::launch_clustered(weight_norm_rows<T, kVec, kVecs>, grid, block, cluster, 0, stream, x, gain, norms,
                                      out, s);

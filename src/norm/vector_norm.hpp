@@ -30,6 +30,7 @@ struct ReductionPlan {
   std::array<int64_t, kMaxRank> kept_sizes{}, kept_strides{}, reduced_sizes{}, reduced_strides{};
   int64_t inner = 1, inner_stride = 1;
   int64_t splits = 1;  // blocks (and f32 partial sums) per output; 1 needs no workspace
+  int64_t chunk = 1;   // reduced elements a split covers (the last split may cover fewer)
 
   int64_t workspace_elements() const { return splits > 1 ? outputs * splits : 0; }
 };

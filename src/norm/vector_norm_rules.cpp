@@ -9,13 +9,15 @@ namespace solops {
 namespace detail {
 namespace {
 
-// The split of each output's reduction: about kTargetBlocks blocks in all (three 256-thread blocks
-// on each of the H200's 132 SMs, all resident at once, so that no partial wave of short blocks
-// trails the rest: 1024 blocks ran as 1.94 waves), none with fewer than kMinChunk elements (a
-// block's loads must outweigh its launch and reduction).
-constexpr int64_t kTargetBlocks = 3 * 132;
-constexpr int64_t kMinChunk = 8192;
-
+// The split of each output's reduction: about kTargetBlocks blocks in all (four 256-thread blocks
+// on each of the H200's 132 SMs, all resident at once, so that the split reductions can meet at a
+// grid-wide barrier and no partial wave of short blocks trails the rest), none with fewer than
+// kMinChunk elements: a chunk of 16384 half elements is eight 16-byte loads a thread of 256, all
+// in flight together. Chunks are whole multiples of kChunkAlign elements, so that every chunk of a
+// run that starts on a 16-byte boundary does too.
+constexpr int64_t kTargetBlocks = 4 * 132;
+constexpr int64_t kMinChunk = 16384;
+constexpr int64_t kChunkAlign = 64;
 }  // namespace
 
 ReductionPlan plan_vector_norm(std::string_view op, std::span<const int64_t> x_shape, const VectorNorm& p) {
@@ -62,8 +64,10 @@ ReductionPlan plan_vector_norm(std::string_view op, std::span<const int64_t> x_s
     plan.inner = plan.reduced_sizes[static_cast<size_t>(plan.reduced_rank - 1)];
     plan.inner_stride = plan.reduced_strides[static_cast<size_t>(plan.reduced_rank - 1)];
   }
-  plan.splits = std::max<int64_t>(
+  const int64_t wanted_splits = std::max<int64_t>(
       1, std::min(ceil_div(kTargetBlocks, std::max<int64_t>(plan.outputs, 1)), ceil_div(plan.reduced, kMinChunk)));
+  plan.chunk = std::max(kChunkAlign, ceil_div(ceil_div(plan.reduced, wanted_splits), kChunkAlign) * kChunkAlign);
+  plan.splits = std::max<int64_t>(1, ceil_div(plan.reduced, plan.chunk));
   return plan;
 }
 

@@ -378,11 +378,13 @@ TEST(VectorNormShapeRule, NegativeSizesAreRejected) {
 }
 
 TEST(VectorNormWorkspace, OnlySplitReductionsNeedOne) {
-  // Full reductions split over ~396 blocks of >= 8192 elements; [4, 128, 4096] over dims 0 and 2
-  // gives each of the 128 outputs 16384 elements, two splits.
-  EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {}), 396);
-  EXPECT_EQ(vector_norm_workspace_elements(Shape{64, 32768}, {}), 256);
-  EXPECT_EQ(vector_norm_workspace_elements(Shape{4, 128, 4096}, {.dim = {0, 2}}), 256);
+  // Full reductions split over at most 528 blocks of >= 16384 elements; [4, 128, 4096] over dims 0
+  // and 2 gives each of the 128 outputs 16384 elements, one block; [5, 40000] over dim 1 splits
+  // each row in three chunks of 13376 (whole multiples of 64).
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {}), 512);
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{64, 32768}, {}), 128);
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{4, 128, 4096}, {.dim = {0, 2}}), 0);
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{5, 40000}, {.dim = {1}}), 15);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {.dim = {1}}), 0);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{0, 5}, {}), 0);
 }
@@ -477,8 +479,9 @@ TEST(WeightNormShapeRule, DimMustBeInRangeOrMinusOne) {
 
 TEST(WeightNormWorkspace, OnlySplitNormsNeedOne) {
   EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 16384}, {}), 0);
-  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 16384}, {}), 2);
-  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 4096}, {.dim = -1}), 396);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 16384}, {}), 0);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 40000}, {}), 3);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 4096}, {.dim = -1}), 512);
   EXPECT_EQ(weight_norm_workspace_elements(Shape{5}, {}), 0);
 }
 
@@ -1400,7 +1403,7 @@ TEST(VectorNormCApi, ReferenceShapeWorkspaceAndCost) {
   const int64_t big[] = {2048, 4096};
   p.dim_count = 0;
   ASSERT_EQ(solops_vector_norm_workspace_elements(2, big, &p, &elements), SOLOPS_OK);
-  EXPECT_EQ(elements, 396);
+  EXPECT_EQ(elements, 512);
   solops_cost cost{};
   ASSERT_EQ(solops_vector_norm_cost(2, x.shape.data(), SOLOPS_F16, &p, &cost), SOLOPS_OK);
   EXPECT_DOUBLE_EQ(cost.bytes, 5 * 2.0);
@@ -1419,9 +1422,9 @@ TEST(WeightNormCApi, ReferenceWorkspaceAndCost) {
   ASSERT_EQ(solops_reference_weight_norm(&cv, &cg, &cy, &cn, &p), SOLOPS_OK) << solops_last_error();
   expect_values(y, {6, 8, 0, 1});
   int64_t elements = -1;
-  const int64_t decode[] = {1, 16384};
+  const int64_t decode[] = {1, 40000};
   ASSERT_EQ(solops_weight_norm_workspace_elements(2, decode, &p, &elements), SOLOPS_OK);
-  EXPECT_EQ(elements, 2);
+  EXPECT_EQ(elements, 3);
   solops_cost cost{};
   ASSERT_EQ(solops_weight_norm_cost(2, v.shape.data(), SOLOPS_F32, &p, &cost), SOLOPS_OK);
   EXPECT_DOUBLE_EQ(cost.flops, 16);

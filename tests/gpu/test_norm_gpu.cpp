@@ -1185,6 +1185,25 @@ TEST_F(VectorNormGpu, UnalignedAndDeterministic) {
   }
 }
 
+// Reductions split over several blocks an output, whose partials meet at the grid-wide barrier:
+// chunks that cross run boundaries (vector walk over three runs of 40000), rows whose length is no
+// multiple of the vector (run walk), and more splits than the grid has resident blocks (each
+// block takes several).
+TEST_F(VectorNormGpu, SplitReductions) {
+  std::mt19937_64 rng(47);
+  const std::pair<Shape, VectorNorm> cases[] = {
+      {{3, 5, 40000}, {2, {0, 2}}},    {{3, 5, 40000}, {1, {0, -1}}}, {{7, 50001}, {2, {1}}},
+      {{100, 100000}, {1, {1}}},       {{40000, 3}, {2, {0}}},        {{2, 3, 65536}, {2, {}}},
+  };
+  for (const auto& [shape, p] : cases) {
+    ASSERT_GT(vector_norm_workspace_elements(shape, p), 0) << detail::shape_string(shape);
+    for (DType dtype : kRandomDtypes) {
+      HostTensor x = random_x(shape, dtype, rng);
+      EXPECT_EQ(compare(x, p), "") << describe(x, p);
+    }
+  }
+}
+
 TEST_F(VectorNormGpu, CapturedInACudaGraph) {
   std::mt19937_64 rng(46);
   HostTensor x = random_x({2048, 4096}, DType::bf16, rng);
@@ -1198,8 +1217,8 @@ TEST_F(VectorNormGpu, WorkspaceRulesOnTheDevice) {
   const TensorRef x_ref = device_ref(x.data(), DType::bf16, shape), y_ref = device_ref(y.data(), DType::bf16, {});
   const TensorRef small_ref = device_ref(small.data(), DType::f32, Shape{16});
   expect_message([&] { vector_norm(x_ref, y_ref, nullptr, {}); },
-                 "vector_norm: workspace is null but this call needs 396 f32 elements");
-  expect_message([&] { vector_norm(x_ref, y_ref, &small_ref, {}); }, "workspace has 16 elements, fewer than the 396");
+                 "vector_norm: workspace is null but this call needs 512 f32 elements");
+  expect_message([&] { vector_norm(x_ref, y_ref, &small_ref, {}); }, "workspace has 16 elements, fewer than the 512");
   const TensorRef in_x = device_ref(x.data(), DType::f32, Shape{1024});
   expect_message([&] { vector_norm(x_ref, y_ref, &in_x, {}); }, "x and workspace overlap in memory");
   HostTensor host({4}, DType::f32), host_y({}, DType::f32);
@@ -1404,9 +1423,9 @@ TEST_F(WeightNormGpu, DeviceRules) {
   const TensorRef y_ref = device_ref(y.data(), DType::bf16, shape), norm_ref = device_ref(norm.data(), DType::f32, {1});
   const TensorRef small_ref = device_ref(small.data(), DType::f32, Shape{16});
   expect_message([&] { weight_norm(v_ref, g_ref, y_ref, norm_ref, nullptr, {-1}); },
-                 "weight_norm: workspace is null but this call needs 396 f32 elements");
+                 "weight_norm: workspace is null but this call needs 512 f32 elements");
   expect_message([&] { weight_norm(v_ref, g_ref, y_ref, norm_ref, &small_ref, {-1}); },
-                 "workspace has 16 elements, fewer than the 396");
+                 "workspace has 16 elements, fewer than the 512");
   const TensorRef in_y = device_ref(y.data(), DType::f32, Shape{1024});
   expect_message([&] { weight_norm(v_ref, g_ref, y_ref, norm_ref, &in_y, {-1}); }, "output and workspace overlap");
   expect_message([&] { weight_norm(v_ref, g_ref, v_ref, norm_ref, &small_ref, {0}); }, "g [1] must hold 2048");
