@@ -131,52 +131,12 @@ __device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* par
   return {a, b};
 }
 
-// The count, mean and sum of squared deviations from the mean (m2) of a set of values: two sets
-// merge exactly (Chan, Golub and LeVeque's pairwise update), so a row's variance comes from one
-// round of barriers with no E[x^2] - E[x]^2 cancellation. An empty set merges as the identity.
-struct Moments {
-  float count, mean, m2;
-};
-
-__device__ __forceinline__ Moments merge(const Moments& a, const Moments& b) {
-  if (b.count == 0) return a;
-  if (a.count == 0) return b;
-  const float count = a.count + b.count, share = __fdividef(b.count, count), delta = b.mean - a.mean;
-  return {count, a.mean + delta * share, a.m2 + b.m2 + delta * delta * a.count * share};
-}
-
-__device__ __forceinline__ Moments warp_merge(Moments m) {
-#pragma unroll
-  for (int offset = kWarp / 2; offset > 0; offset /= 2) {
-    m = merge(m, {__shfl_xor_sync(0xffffffffu, m.count, offset), __shfl_xor_sync(0xffffffffu, m.mean, offset),
-                  __shfl_xor_sync(0xffffffffu, m.m2, offset)});
-  }
-  return m;
-}
-
-// The moments of this thread's row of the block (every thread gets the same bits, as block_reduce);
-// `partial` (three values a warp) stays in use until the caller's next barrier.
-__device__ __forceinline__ Moments block_moments(Moments m, float* partial) {
-  m = warp_merge(m);
-  const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
-  if (warps == 1) return m;
-  float* row_partial = partial + threadIdx.y * 3 * warps;
-  if (lane == 0) {
-    row_partial[threadIdx.x / kWarp] = m.count;
-    row_partial[warps + threadIdx.x / kWarp] = m.mean;
-    row_partial[2 * warps + threadIdx.x / kWarp] = m.m2;
-  }
-  __syncthreads();
-  return warp_merge(lane < warps ? Moments{row_partial[lane], row_partial[warps + lane], row_partial[2 * warps + lane]}
-                                 : Moments{0.0f, 0.0f, 0.0f});
-}
-
 // Blocks a row may be split over (the portable cluster size).
 constexpr int kMaxClusterBlocks = 8;
 
 // A block's slots for the row totals of its cluster's blocks: two reductions' worth, used in turn.
 struct ClusterTotals {
-  float4 slots[2][kMaxClusterBlocks];
+  float2 slots[2][kMaxClusterBlocks];
 };
 
 // The reductions over a held row (for_each_held_row), whose vectors are this block's alone or, in a
@@ -202,7 +162,7 @@ constexpr int kSharedRowVecs = 1;
 template <bool kShared>
 class RowReduction {
  public:
-  // `partial`: three values a warp of the block; `totals`: this block's slots.
+  // `partial`: two values a warp of the block; `totals`: this block's slots.
   __device__ RowReduction(float* partial, ClusterTotals* totals) : partial_(partial), totals_(totals) {
     if (kShared && __clusterSizeInBlocks() > 1) cooperative_groups::this_cluster().barrier_arrive();
   }
@@ -210,35 +170,18 @@ class RowReduction {
   template <class CombineA, class CombineB>
   __device__ float2 pair(float a, float b, float identity_a, float identity_b, CombineA combine_a, CombineB combine_b) {
     const float2 totals = block_reduce_pair(a, b, partial_, identity_a, identity_b, combine_a, combine_b);
-    const float4 row = across_blocks({totals.x, totals.y, 0.0f, 0.0f}, {identity_a, identity_b, 0.0f, 0.0f},
-                                     [&](float4 x, float4 y) -> float4 {
-                                       return {combine_a(x.x, y.x), combine_b(x.y, y.y), 0.0f, 0.0f};
-                                     });
-    return {row.x, row.y};
+    return across_blocks(totals, {identity_a, identity_b}, combine_a, combine_b);
   }
 
   __device__ float sum(float value) {
     const float total = block_reduce(value, partial_, 0.0f, plus);
-    return across_blocks({total, 0.0f, 0.0f, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f}, sum_first).x;
-  }
-
-  // The moments of the row from this thread's.
-  __device__ Moments moments(const Moments& value) {
-    const Moments total = block_moments(value, partial_);
-    const float4 row = across_blocks({total.count, total.mean, total.m2, 0.0f}, {0.0f, 0.0f, 0.0f, 0.0f},
-                                     [](float4 x, float4 y) -> float4 {
-                                       const Moments m = merge({x.x, x.y, x.z}, {y.x, y.y, y.z});
-                                       return {m.count, m.mean, m.m2, 0.0f};
-                                     });
-    return {row.x, row.y, row.z};
+    return across_blocks({total, 0.0f}, {0.0f, 0.0f}, plus, plus).x;
   }
 
   // The largest (nan_max) of the row's values.
   __device__ float max(float value) {
     const float total = block_reduce(value, partial_, -INFINITY, larger);
-    return across_blocks({total, 0.0f, 0.0f, 0.0f}, {-INFINITY, 0.0f, 0.0f, 0.0f},
-                         [](float4 x, float4 y) -> float4 { return {larger(x.x, y.x), 0.0f, 0.0f, 0.0f}; })
-        .x;
+    return across_blocks({total, -INFINITY}, {-INFINITY, -INFINITY}, larger, larger).x;
   }
 
   // The row's sum of `sum` and largest of `maximum`, in one round of barriers.
@@ -247,27 +190,28 @@ class RowReduction {
  private:
   static __device__ float plus(float a, float b) { return a + b; }
   static __device__ float larger(float a, float b) { return nan_max(a, b); }
-  static __device__ float4 sum_first(float4 a, float4 b) { return {a.x + b.x, 0.0f, 0.0f, 0.0f}; }
 
-  // The row's totals from this block's (block_reduce's, `partial` still in use), up to four values
-  // combined by `combine` (whose identity is `identity`).
-  template <class Combine>
-  __device__ float4 across_blocks(float4 totals, float4 identity, Combine combine) {
+  // The row's totals from this block's (block_reduce's, `partial` still in use).
+  template <class CombineA, class CombineB>
+  __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
     if (!kShared || __clusterSizeInBlocks() == 1) {
       if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
       return totals;
     }
     const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     if (round_ == 0) cluster.barrier_wait();
-    float4* const slots = totals_->slots[round_ % 2];
+    float2* const slots = totals_->slots[round_ % 2];
     // Thread t stores into block t's slot for this block.
     if (threadIdx.x < cluster.num_blocks()) {
       *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = totals;
     }
     cluster.sync();  // also ends this block's use of partial
     ++round_;
-    float4 combined = identity;
-    for (unsigned k = 0; k < cluster.num_blocks(); ++k) combined = combine(combined, slots[k]);
+    float2 combined = identities;
+    for (unsigned k = 0; k < cluster.num_blocks(); ++k) {
+      combined.x = combine_a(combined.x, slots[k].x);
+      combined.y = combine_b(combined.y, slots[k].y);
+    }
     return combined;
   }
 
@@ -313,9 +257,9 @@ struct HeldRow {
   __device__ bool leads() const { return active && lane == 0; }
 };
 
-// Shared memory of for_each_held_row: the block stage's partials (up to three values a warp) and the
-// cluster's totals.
-constexpr int kHeldRowPartials = 3 * kMaxThreads / kWarp;
+// Shared memory of for_each_held_row: the block stage's partials (two values a warp) and the cluster's
+// totals.
+constexpr int kHeldRowPartials = 2 * kMaxThreads / kWarp;
 constexpr size_t kHeldRowSharedBytes = kHeldRowPartials * sizeof(float) + sizeof(ClusterTotals);
 
 // The reductions of a kernel holding kVecs vectors a thread.

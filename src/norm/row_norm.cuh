@@ -10,8 +10,8 @@
 // of the same row, GroupRMSNorm: of weight row m % G) before any arithmetic, so a block has all of
 // its row's loads in flight at once; where holding weight and bias would halve the blocks an SM,
 // they are read in the output pass instead (reads_affine_late).
-// Statistics run in f32; LayerNorm merges each thread's exact mean and sum of squared deviations
-// over the row (Moments: no E[x^2] - E[x]^2 cancellation). LayerNormQuant then takes a second pass
+// Statistics run in f32; LayerNorm takes the mean first and then the sum of squared deviations
+// from the held values (no E[x^2] - E[x]^2 cancellation). LayerNormQuant then takes a second pass
 // over the held row for its amax (the normalized values are recomputed rather than kept, which
 // would double the registers a thread needs) and a third that writes the fp8 codes; RMSNormQuant
 // takes its amax from x · weight in the first pass, beside the squares. Rows too long to hold
@@ -240,19 +240,8 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     // taking it from the output values (its code pass then computes them once).
     constexpr bool kAmaxFromProducts = kQuant && kKind == NormKind::rms;
     float mean = 0, inv_std, product_amax = 0;
-    if constexpr (kKind == NormKind::layer) {
-      // This thread's moments, exact over its held values, merged over the row in one round of
-      // barriers: the mean first and then the squared deviations took two (decode rows 0.2-0.8 µs
-      // and prefill rows 1-7 % slower, measured with the moments taken as E[x^2] - E[x]^2).
-      float count = 0;
-#pragma unroll
-      for (int i = 0; i < kVecs; ++i) count += r.holds(i) ? kVec : 0;
-      const float local_mean = count > 0 ? held_sum([](float v) { return v; }) / count : 0.0f;
-      const Moments row = reduce.moments(
-          {count, local_mean, held_sum([local_mean](float v) { return (v - local_mean) * (v - local_mean); })});
-      mean = row.mean;
-      inv_std = rsqrtf(row.m2 * s.inv_len + s.eps);
-    } else if constexpr (kAmaxFromProducts) {
+    if constexpr (kKind == NormKind::layer) mean = reduce.sum(held_sum([](float v) { return v; })) * s.inv_len;
+    if constexpr (kAmaxFromProducts) {
       float squares = 0;
       unsigned amax_bits = 0;
 #pragma unroll
@@ -271,7 +260,8 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
       inv_std = rsqrtf(reduced.x * s.inv_len + s.eps);
       product_amax = reduced.y;
     } else {
-      inv_std = rsqrtf(reduce.sum(held_sum([](float v) { return v * v; })) * s.inv_len + s.eps);
+      const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
+      inv_std = rsqrtf(reduce.sum(squares) * s.inv_len + s.eps);
     }
     if (r.leads()) write_stats(p, r.row, mean, inv_std);
 
