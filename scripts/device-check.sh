@@ -15,7 +15,8 @@
 # filter).
 # SOLOPS_VARIANTS="name=path/libsolops.so ..." also benchmarks each of those libraries, ours only,
 # on the same ops, into $OUT/variants/<name>.jsonl: an A/B of kernel variants in one call. Build
-# each from a tree that has every op's symbols (the runner binds them all on import).
+# each from a tree that has every op's symbols (the runner binds them all on import):
+# scripts/build-variants.sh builds them from branches and packs them into one file to carry.
 # The build folder with the wheels is more than one call carries: carrying $build/tests and the
 # library file alone works, and the library's links are made again here.
 set -uo pipefail
