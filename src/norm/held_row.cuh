@@ -383,7 +383,10 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
         return launch_in_registers<kVec, 1, 2, 4, 8>(shared, s.rows, cluster, in_registers);
       }
     }
-    const LaunchShape shape = choose_shape<1, 2, 4, 8>(units, kVec, many_rows);
+    // Few rows take two vectors a thread where that fits (256 threads on a row of 4096 half
+    // elements, as Liger runs its decode rows): half the warps in each reduction.
+    const LaunchShape shape =
+        many_rows ? choose_shape<1, 2, 4, 8>(units, kVec, true) : choose_shape<2, 1, 4, 8>(units, kVec, false);
     if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, 1, in_registers);
   }
   // Rows of single elements hold two or more a thread, so they are never shared.
