@@ -1,9 +1,9 @@
 """Runs solops once on every manifest row of a family, for a profiler to record its kernels.
 
     ncu --kernel-name regex:solops --section SpeedOfLight ... \\
-        python -m solops.bench.kernels --family pool [--ops OP ...]
+        python -m solops.bench.kernels --family pool [--ops OP ...] [--workloads ID ...] [--impls NAME ...]
 
-Each row's call runs twice: a warm-up (lazy loading, first-launch costs) and the call to profile
+Each row's call (ours, then each alternative named by --impls) runs twice: a warm-up (lazy loading, first-launch costs) and the call to profile
 (`ncu --launch-skip-before-match` is not needed: profile every second kernel, or all of them).
 Prints each row before its calls, so a profiler's report can be matched to the rows.
 """
@@ -23,20 +23,26 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--family", required=True)
     parser.add_argument("--ops", nargs="+")
+    parser.add_argument("--workloads", nargs="+", help="only the rows of these workload ids")
+    parser.add_argument("--impls", nargs="+", default=[], help="alternatives to run after ours")
     parser.add_argument("--manifest", type=Path, default=Path("manifest/workloads.json"))
     args = parser.parse_args(argv)
     module = importlib.import_module(f"solops.bench.{args.family}")
     manifest = json.loads(args.manifest.read_text())
     ops = run.choose_ops(module, manifest, args.family, args.ops)
-    for op, row in run.manifest_rows(manifest, args.family, ops, None):
+    alternatives = run.choose_alternatives(module, args.impls) if args.impls else []
+    for op, row in run.manifest_rows(manifest, args.family, ops, args.workloads):
         try:
-            case = module.build_case(op, row, alternatives=[])
+            case = module.build_case(op, row, alternatives=alternatives)
         except run.UnsupportedRow:
             continue
-        print(f"{op} {row['workload']} {row['dtype']}", flush=True)
-        for _ in range(2):
-            case.impls[0].fn()
-        torch.cuda.synchronize()
+        for impl in case.impls:
+            if impl.fn is None:
+                continue
+            print(f"{op} {row['workload']} {row['dtype']} {impl.name}", flush=True)
+            for _ in range(2):
+                impl.fn()
+            torch.cuda.synchronize()
     return 0
 
 
