@@ -228,8 +228,11 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     const auto weight_scale = [&](const P& w, float (&scale)[kVec]) {
       if (p.weight) {
         unpack<T, kVec>(w, scale);
+        // Only Gemma's (an RMS norm's) weight is offset.
+        if constexpr (kKind == NormKind::rms) {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
+          for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
+        }
       } else {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) scale[e] = 1;
