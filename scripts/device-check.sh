@@ -14,8 +14,8 @@
 # every alternative (tests and variants only). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
 # filter).
 # SOLOPS_VARIANTS="name=path/libsolops.so ..." also benchmarks each of those libraries, ours only,
-# on the same ops, into $OUT/variants/<name>.jsonl: an A/B of kernel variants in one call. Build
-# each from a tree that has every op's symbols (the runner binds them all on import):
+# on the same ops, into variants/<name>.jsonl of the bundle: an A/B of kernel variants in one
+# call. Build each from a tree that has every op's symbols (the runner binds them all on import):
 # scripts/build-variants.sh builds them from branches and packs them into one file to carry.
 # The build folder with the wheels is more than one call carries: carrying $build/tests and the
 # library file alone works, and the library's links are made again here.
@@ -23,8 +23,12 @@ set -uo pipefail
 family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
 gpu=${2:-h200}
 out=${OUT:-/tmp/solops-out}
-logs=$out/logs
-mkdir -p "$logs"
+# Logs and variant results gather in a scratch folder and leave in one archive, $out/bundle.tar.gz:
+# the device tool brings back only a few files from $OUT, and dropped loose logs and variants.
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+logs=$work/logs
+mkdir -p "$logs" "$out"
 build=${SOLOPS_BUILD_DIR:-build/release}
 for library in "$build"/libsolops.so.*.*.*; do
   [ -e "$library" ] || continue
@@ -90,14 +94,14 @@ if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
     --out "bench/results/$gpu/$family.jsonl"
 fi
 for variant in ${SOLOPS_VARIANTS:-}; do
-  mkdir -p "$out/variants"
+  mkdir -p "$work/variants"
   # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS and SOLOPS_BENCH_WORKLOADS are lists of names
   step "variant-${variant%%=*}" env SOLOPS_LIBRARY="$PWD/${variant#*=}" python3 -m solops.bench.run \
     --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
     ${SOLOPS_BENCH_WORKLOADS:+--workloads $SOLOPS_BENCH_WORKLOADS} --impls solops \
-    --out "$out/variants/${variant%%=*}.jsonl"
+    --out "$work/variants/${variant%%=*}.jsonl"
 done
 step report python3 -m solops.bench.report --results "bench/results/$gpu" --out docs
-tar czf "$out/bundle.tar.gz" "$logs" "bench/results/$gpu" docs/benchmarks.md docs/benchmarks.html \
-  $([ -d "$out/variants" ] && echo "$out/variants") 2>/dev/null
+tar czf "$out/bundle.tar.gz" -C "$work" . -C "$PWD" "bench/results/$gpu" docs/benchmarks.md docs/benchmarks.html \
+  2>/dev/null
 exit $status
