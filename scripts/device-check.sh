@@ -102,6 +102,6 @@ for variant in ${SOLOPS_VARIANTS:-}; do
     --out "$work/variants/${variant%%=*}.jsonl"
 done
 step report python3 -m solops.bench.report --results "bench/results/$gpu" --out docs
-tar czf "$out/bundle.tar.gz" -C "$work" . -C "$PWD" "bench/results/$gpu" docs/benchmarks.md docs/benchmarks.html \
-  2>/dev/null
+tar czf "$out/bundle.tar.gz" -C "$work" . -C "$PWD" "bench/results/$gpu" docs/benchmarks.md \
+  docs/benchmarks.html 2>/dev/null
 exit $status

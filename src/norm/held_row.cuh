@@ -294,9 +294,10 @@ __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) 
 }
 
 // Vectors per thread (0: the streaming kernel) and threads per block for rows of `units` vectors of
-// kVec elements (a block's share of them where blocks share a row). Few rows (decode) spread one row
-// over as many threads as registers allow, for the shortest latency; many rows keep blocks at most
-// kManyRowsThreads wide.
+// kVec elements (a block's share of them where blocks share a row): the first of kCandidates that
+// fits. Few rows (decode) spread one row over many threads, for the shortest latency
+// (launch_row_kernel lists two vectors a thread first, one where a cluster shares the row); many
+// rows keep blocks at most kManyRowsThreads wide.
 struct LaunchShape {
   int vecs = 0;
   int threads = 0;

@@ -1,10 +1,14 @@
 """Runs solops once on every manifest row of a family, for a profiler to record its kernels.
 
     ncu --kernel-name regex:solops --section SpeedOfLight ... \\
-        python -m solops.bench.kernels --family pool [--ops OP ...] [--workloads ID ...] [--impls NAME ...]
+        python -m solops.bench.kernels --family pool [--ops OP ...] [--workloads ID ...]
+        [--impls NAME ...]
 
-Each row's call (ours, then each alternative named by --impls) runs twice: a warm-up (lazy loading, first-launch costs) and the call to profile
-(`ncu --launch-skip-before-match` is not needed: profile every second kernel, or all of them).
+Each row's call (ours, then each alternative named by --impls) runs twice: a warm-up (lazy
+loading, first-launch costs) and the call to profile (`ncu --launch-skip-before-match` is not
+needed: profile every second kernel, or all of them). With --impls, drop --kernel-name so that
+the alternatives' kernels are profiled too, and leave torch-compile out: ncu would profile every
+kernel of its compilation's autotuning.
 Prints each row before its calls, so a profiler's report can be matched to the rows.
 """
 
