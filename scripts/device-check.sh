@@ -13,6 +13,8 @@
 # kept); SOLOPS_SKIP_BENCH=1 leaves out the benchmark of
 # every alternative (tests and variants only). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
 # filter).
+# SOLOPS_VARIANT_TESTS="name=FILTER ..." runs the GPU tests matching FILTER on each named variant's
+# library (its path from SOLOPS_VARIANTS), before any benchmark: a variant is kept only once they pass.
 # SOLOPS_VARIANTS="name=path/libsolops.so ..." also benchmarks each of those libraries, ours only,
 # on the same ops, into variants/<name>.jsonl of the bundle: an A/B of kernel variants in one
 # call. Build each from a tree that has every op's symbols (the runner binds them all on import):
@@ -58,21 +60,33 @@ diagnose() {  # like step, for tools some machines lack (ncu, compute-sanitizer)
   step "$@"
   status=$saved
 }
-gpu_tests() {  # in parallel shards: the tests' time is mostly their single-threaded CPU references
-  local shards=${SOLOPS_GPU_TEST_SHARDS:-$(nproc)} pids=() rc=0
+gpu_tests() {  # gpu_tests NAME FILTER, in parallel shards: the tests' time is mostly their
+  # single-threaded CPU references
+  local name=$1 filter=$2 shards=${SOLOPS_GPU_TEST_SHARDS:-$(nproc)} pids=() rc=0
   for ((i = 0; i < shards; i++)); do
     GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/tests/solops_gpu_tests" --gtest_brief=1 \
-      --gtest_filter="${SOLOPS_GPU_TEST_FILTER:-*}" >"$logs/gpu-tests.$i.log" 2>&1 &
+      --gtest_filter="$filter" >"$logs/$name.$i.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
-  cat "$logs"/gpu-tests.*.log
+  cat "$logs/$name".*.log
   return $rc
+}
+with_library() {  # with_library DIR COMMAND...: COMMAND with DIR's libsolops.so.0 first
+  (export LD_LIBRARY_PATH="$1:$LD_LIBRARY_PATH" && shift && "$@")
+}
+variant_library() {  # variant_library NAME: the library SOLOPS_VARIANTS gives NAME
+  local variant
+  for variant in ${SOLOPS_VARIANTS:-}; do
+    [ "${variant%%=*}" = "$1" ] && echo "$PWD/${variant#*=}" && return
+  done
+  echo "no library for variant $1 in SOLOPS_VARIANTS" >&2
+  return 1
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$logs/nvidia-smi.log" 2>&1
 if [ "${SOLOPS_SKIP_TESTS:-0}" != 1 ]; then
   step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
-  step gpu-tests gpu_tests
+  step gpu-tests gpu_tests gpu-tests "${SOLOPS_GPU_TEST_FILTER:-*}"
   # The manifest tests need ../shared, which only the CPU machines have; CI runs them there.
   step python-tests python3 -m pytest -q tests/python/test_pool_torch.py tests/python/test_norm_torch.py
 fi
@@ -85,6 +99,14 @@ if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
     --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
     --section MemoryWorkloadAnalysis python3 -m solops.bench.kernels --family "$family"
 fi
+for tests in ${SOLOPS_VARIANT_TESTS:-}; do
+  name=${tests%%=*}
+  # The test binary finds libsolops.so.0 through LD_LIBRARY_PATH before its run path: the
+  # variant's library stands in for the build's.
+  library=$(variant_library "$name") || { status=1; continue; }
+  mkdir -p "$work/$name-library" && ln -sf "$library" "$work/$name-library/libsolops.so.0"
+  step "variant-tests-$name" with_library "$work/$name-library" gpu_tests "variant-tests-$name.shard" "${tests#*=}"
+done
 mkdir -p "bench/results/$gpu"
 if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
   step calibrate python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
