@@ -255,6 +255,13 @@ struct HeldRow {
   __device__ bool holds(int i) const { return active && vector(i) < vectors; }
   // Whether this thread writes the row's own outputs (statistics, scale): one thread of the row.
   __device__ bool leads() const { return active && lane == 0; }
+  // This row counted from row `from` of the launch (the second tensor of a pair).
+  __device__ HeldRow counted_from(int64_t from) const {
+    HeldRow shifted = *this;
+    shifted.row = row - from;
+    shifted.first = shifted.row * vectors;
+    return shifted;
+  }
 };
 
 // Shared memory of for_each_held_row: the block stage's partials (two values a warp) and the cluster's

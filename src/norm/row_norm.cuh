@@ -31,6 +31,16 @@
 
 namespace solops::detail::row_norm {
 
+// QKNorm's k in the launch of its q (row_norm_in_registers' kPair): the launch's rows from `from`
+// on are k's rows 0, 1, ..., read from x with weight and written to y.
+template <class T>
+struct SecondRows {
+  int64_t from = INT64_MAX;
+  const T* x = nullptr;
+  const T* weight = nullptr;
+  T* y = nullptr;
+};
+
 template <class T>
 struct RowPointers {
   const T* x;
@@ -44,6 +54,16 @@ struct RowPointers {
   // The quantizing norms write codes and row_scale instead of y.
   __nv_fp8_storage_t* codes;
   float* row_scale;
+  SecondRows<T> second;
+
+  // These pointers with the second tensor's x, weight and y.
+  __host__ __device__ RowPointers with_second() const {
+    RowPointers other = *this;
+    other.x = second.x;
+    other.weight = second.weight;
+    other.y = second.y;
+    return other;
+  }
 };
 
 // |value|'s bits: as unsigned integers they order like the magnitudes, and every NaN's lie above
@@ -172,16 +192,20 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
   else return modulation ? first : 0;
 }
 
-template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, int kVec, int kVecs>
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kResidual, kQuant, kVec, kVecs>())
-    row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
+    row_norm_in_registers(const RowPointers<T> launch_pointers, const RowShape s) {
   using P = Pack<T, kVec>;
   constexpr bool kLateAffine = reads_affine_late<kKind, kResidual, kVecs>();
   constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
   // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
   // where a bias or the residual's registers leave no room for more without losing a block an SM.
   constexpr int kAffineBatch = !kLateAffine ? 1 : kKind == NormKind::layer || kResidual ? 2 : kVecs;
-  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) {
+  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& launch_row, HeldRowReduction<kVecs>& reduce) {
+    // kPair: rows from launch_pointers.second.from on are the second tensor's.
+    const bool second = kPair && launch_row.row >= launch_pointers.second.from;
+    const RowPointers<T> p = second ? launch_pointers.with_second() : launch_pointers;
+    const HeldRow r = second ? launch_row.counted_from(launch_pointers.second.from) : launch_row;
     const int64_t first = r.first;
     // The weight and bias vectors at held vector i's columns, read into w and b.
     const auto read_affine = [&](int i, P& w, P& b) {
@@ -390,7 +414,7 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, kForwardRowSharing,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-        launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, kVec, kVecs>, grid, block,
+        launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs>, grid, block,
                          cluster, 0, stream, p, s);
       },
       [&](unsigned grid) {
@@ -423,12 +447,52 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
     const RowPointers<T> p{data_of<T>(&t.x),      data_of<T>(t.residual), data_of<T>(t.weight),
                            data_of<T>(t.bias),    y,                      data_of<T>(t.residual_out),
                            data_of<float>(t.mean), data_of<float>(t.rstd), codes,
-                           data_of<float>(t.row_scale)};
+                           data_of<float>(t.row_scale), {}};
     if (quant) launch_typed<T, kKind, false, true>(p, s, multiprocessors, stream);
     else if (t.residual) launch_typed<T, kKind, true, false>(p, s, multiprocessors, stream);
     else if (kKind == NormKind::rms && t.affine == AffineRows::per_group)
       launch_typed<T, kKind, false, false, kKind == NormKind::rms>(p, s, multiprocessors, stream);
     else launch_typed<T, kKind, false, false>(p, s, multiprocessors, stream);
+  });
+  check_launch(op);
+}
+
+template <NormKind kKind>
+void launch_row_pair(std::string_view op, const RowGeometry& first_g, const RowGeometry& second_g,
+                     const NormMath& math, const RowNormTensors& first, const RowNormTensors& second,
+                     cudaStream_t stream) {
+  using namespace row_norm;
+  const int multiprocessors = multiprocessor_count(first.x.device);
+  // Many rows take a launch each: choosing a row's pointers costs the 2-vector kernel a block an SM
+  // (54 registers against 48), and the second launch is a small share of their time.
+  if (first_g.rows + second_g.rows >= multiprocessors) {
+    launch_rows<kKind>(op, first_g, math, first, stream);
+    launch_rows<kKind>(op, second_g, math, second, stream);
+    return;
+  }
+  if (first_g.rows + second_g.rows == 0) return;
+  const RowShape s = row_shape({first_g.rows + second_g.rows, first_g.row_len}, math);
+  dispatch_float(first.x.dtype, [&]<class T>() {
+    const RowPointers<T> p{data_of<T>(&first.x), nullptr, data_of<T>(first.weight), nullptr, data_of<T>(&first.y),
+                           nullptr, nullptr, nullptr, nullptr, nullptr,
+                           {first_g.rows, data_of<T>(&second.x), data_of<T>(second.weight), data_of<T>(&second.y)}};
+    launch_row_kernel<T>(
+        {p.x, p.weight, p.y, p.second.x, p.second.weight, p.second.y}, s, multiprocessors, kForwardRowSharing,
+        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+          launch_clustered(row_norm_in_registers<T, kKind, false, false, false, true, kVec, kVecs>, grid, block,
+                           cluster, 0, stream, p, s);
+        },
+        // Rows too long to hold: a streaming launch for each tensor.
+        [&](unsigned) {
+          const auto stream_rows = [&](const RowGeometry& g, const RowPointers<T>& rows) {
+            if (g.rows == 0) return;
+            row_norm_streaming<T, kKind, false, false, false>
+                <<<static_cast<unsigned>(std::min<int64_t>(g.rows, INT_MAX)), kStreamingThreads, 0, stream>>>(
+                    rows, row_shape(g, math));
+          };
+          stream_rows(first_g, p);
+          stream_rows(second_g, p.with_second());
+        });
   });
   check_launch(op);
 }

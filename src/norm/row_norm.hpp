@@ -143,6 +143,15 @@ extern template void launch_rows<NormKind::rms>(std::string_view, const RowGeome
                                                 const RowNormTensors&, cudaStream_t);
 extern template void launch_rows<NormKind::layer>(std::string_view, const RowGeometry&, const NormMath&,
                                                   const RowNormTensors&, cudaStream_t);
+// Two row norms of one statistic and row length (QKNorm's q and k), each with its own weight; no
+// bias, residual, statistics or quantization. Few rows run in one launch, first's rows then second's.
+template <NormKind kKind>
+void launch_row_pair(std::string_view op, const RowGeometry& first_g, const RowGeometry& second_g,
+                     const NormMath& math, const RowNormTensors& first, const RowNormTensors& second,
+                     cudaStream_t stream);
+extern template void launch_row_pair<NormKind::rms>(std::string_view, const RowGeometry&, const RowGeometry&,
+                                                    const NormMath&, const RowNormTensors&, const RowNormTensors&,
+                                                    cudaStream_t);
 template <NormKind kKind>
 void launch_rows_backward(std::string_view op, const RowGeometry& g, const RowNormBackwardTensors& t,
                           cudaStream_t stream);
