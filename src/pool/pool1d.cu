@@ -311,7 +311,8 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
       auto* y_data = static_cast<T*>(y.data);
       if (aligned_to(x_data, 16) && g.in_w % (16 / sizeof(T)) == 0) {
         if constexpr (kReduction != Reduction::avg && K == 3) {
-          if (g.stride_w == K && g.pad_w == 0 && g.dilation_w == 1) {
+          // Ceil mode can add a last window that hangs over the row's end: not a tiling.
+          if (g.stride_w == K && g.pad_w == 0 && g.dilation_w == 1 && int64_t{g.out_w} * K <= g.in_w) {
             return launch_tiling_windows<T, kReduction, K>(args, x_data, y_data, indices, stream);
           }
         }
