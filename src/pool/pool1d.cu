@@ -1,6 +1,6 @@
 // 1-D pooling ([N, C, L] rows). Three kernels, each reading each input byte from DRAM once:
-// - Max windows that tile an aligned row (kernel == stride, no padding or dilation): a thread pools
-//   one vector's worth of outputs from the vectors holding their taps (pool1d_tiling_windows_kernel).
+// - Max windows that tile the row (kernel == stride, no padding or dilation): one output a thread,
+//   its taps read straight from global memory (pool1d_tiling_windows_kernel).
 // - Rows of whole 16-byte vectors that start 16-byte aligned (every catalogue row): a warp pools a
 //   tile of consecutive outputs of one row from its own slice of shared memory, with no block
 //   barrier (pool1d_warp_tile_kernel).
@@ -186,54 +186,56 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
   }
 }
 
-// Windows that tile the row (kernel == stride, no padding or dilation: sincnet's k3 s3): a thread
-// pools kVector consecutive outputs from the K 16-byte vectors that hold exactly their taps, loaded
-// straight into registers, as torch.compile's kernel reads its taps (ncu of the warp tiles on
-// sincnet f32: L2 throughput 80 % at DRAM 57-65 %, 3.3 TB/s against torch.compile's 3.7). No
-// shared-memory pass, no tile split; the last group of a row loads only the row's own vectors.
+// Windows that tile the row (kernel == stride, no padding or dilation, every window inside the
+// row: sincnet's k3 s3) as torch.compile's pointwise kernel reads them: one output a thread, the
+// thread's kTilingOutputs outputs a block apart, all their taps loaded before any is pooled. A
+// warp's first tap loads cover its 32 windows' span and L1 serves the others; its stores are
+// consecutive. (One vector of outputs a thread, from the K 16-byte vectors of their taps, loaded
+// less but stored each output 16 bytes from its neighbour's: sincnet f16 positions 17.1 -> 64.5 µs
+// on the H200.)
+constexpr int kTilingOutputs = 4;
+
 template <class T, Reduction kReduction, int K>
 __global__ void __launch_bounds__(kThreads)
     pool1d_tiling_windows_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
-                                 const Pool1dArgs a, const FastDivisor groups_per_row, const int groups) {
-  constexpr int kVector = 16 / sizeof(T);
-  const int group = blockIdx.x * kThreads + threadIdx.x;
-  if (group >= groups) return;
-  const int row = groups_per_row.divide(group);
-  const int group_in_row = group - row * groups_per_row.divisor();
-  const uint4* const x_row = reinterpret_cast<const uint4*>(x + int64_t{row} * a.in_w) + group_in_row * K;
-  const int row_vectors = a.in_w / kVector - group_in_row * K;
-  uint4 vectors[K];
+                                 const Pool1dArgs a, const FastDivisor out_w, const int outputs) {
+  const int first = static_cast<int>(blockIdx.x) * kThreads * kTilingOutputs + static_cast<int>(threadIdx.x);
+  T taps[kTilingOutputs][K];
+  int column[kTilingOutputs];
 #pragma unroll
-  for (int j = 0; j < K; ++j) vectors[j] = j < row_vectors ? __ldg(x_row + j) : uint4{};
-  T taps[K * kVector];
-  memcpy(taps, vectors, sizeof taps);
-  const int o0 = group_in_row * kVector;
-  T* const y_row = y + int64_t{row} * a.out_w;
-  [[maybe_unused]] int64_t* const indices_row =
-      kReduction == Reduction::max_with_index ? indices + int64_t{row} * a.out_w : nullptr;
+  for (int j = 0; j < kTilingOutputs; ++j) {
+    const int o = first + j * kThreads;
+    const int row = out_w.divide(o);
+    column[j] = o - row * a.out_w;
+    if (o < outputs) {
+      const T* const window = x + int64_t{row} * a.in_w + column[j] * K;
 #pragma unroll
-  for (int i = 0; i < kVector; ++i) {
-    if (o0 + i >= a.out_w) break;
+      for (int k = 0; k < K; ++k) taps[j][k] = __ldg(window + k);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kTilingOutputs; ++j) {
+    const int o = first + j * kThreads;
+    if (o >= outputs) break;
     Accumulator<kReduction> acc;
 #pragma unroll
-    for (int k = 0; k < K; ++k) acc.add(to_float(taps[i * K + k]), (o0 + i) * K + k);
+    for (int k = 0; k < K; ++k) acc.add(to_float(taps[j][k]), column[j] * K + k);
     if constexpr (kReduction == Reduction::max_with_index) {
-      y_row[o0 + i] = from_float<T>(acc.best.value);
-      indices_row[o0 + i] = acc.best.at;
+      y[o] = from_float<T>(acc.best.value);
+      indices[o] = acc.best.at;
     } else {
-      y_row[o0 + i] = from_float<T>(acc.best);
+      y[o] = from_float<T>(acc.best);
     }
   }
 }
 
 template <class T, Reduction kReduction, int K>
 void launch_tiling_windows(const Pool1dArgs& args, const T* x, T* y, int64_t* indices, cudaStream_t stream) {
-  constexpr int kVector = 16 / sizeof(T);
-  const auto groups_per_row = static_cast<int>(ceil_div(args.out_w, kVector));
-  for_each_plane_group(args.rows, groups_per_row, kThreads, [&](int64_t first_row, int groups, unsigned blocks) {
+  for_each_plane_group(args.rows, args.out_w, kThreads * kTilingOutputs, [&](int64_t first_row, int outputs,
+                                                                            unsigned blocks) {
     pool1d_tiling_windows_kernel<T, kReduction, K><<<blocks, kThreads, 0, stream>>>(
-        x + first_row * args.in_w, y + first_row * args.out_w,
-        indices ? indices + first_row * args.out_w : nullptr, args, FastDivisor(groups_per_row), groups);
+        x + first_row * args.in_w, y + first_row * args.out_w, indices ? indices + first_row * args.out_w : nullptr,
+        args, FastDivisor(args.out_w), outputs);
   });
 }
 
@@ -309,13 +311,13 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
     const auto run = [&]<int K>() {
       const auto* x_data = static_cast<const T*>(x.data);
       auto* y_data = static_cast<T*>(y.data);
-      if (aligned_to(x_data, 16) && g.in_w % (16 / sizeof(T)) == 0) {
-        if constexpr (kReduction != Reduction::avg && K == 3) {
-          // Ceil mode can add a last window that hangs over the row's end: not a tiling.
-          if (g.stride_w == K && g.pad_w == 0 && g.dilation_w == 1 && int64_t{g.out_w} * K <= g.in_w) {
-            return launch_tiling_windows<T, kReduction, K>(args, x_data, y_data, indices, stream);
-          }
+      if constexpr (kReduction != Reduction::avg && K == 3) {
+        // Ceil mode can add a last window that hangs over the row's end: not a tiling.
+        if (g.stride_w == K && g.pad_w == 0 && g.dilation_w == 1 && int64_t{g.out_w} * K <= g.in_w) {
+          return launch_tiling_windows<T, kReduction, K>(args, x_data, y_data, indices, stream);
         }
+      }
+      if (aligned_to(x_data, 16) && g.in_w % (16 / sizeof(T)) == 0) {
         const int tile_outputs = warp_tile_outputs<T>(args, x.device);
         if (tile_outputs > 0) {
           return launch_warp_tiles<T, kReduction, K>(args, tile_outputs, x_data, y_data, indices, stream);
