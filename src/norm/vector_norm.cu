@@ -1,10 +1,14 @@
 // L1NormFwd, L2NormFwd and WeightNormFwd kernels. Memory-bound: x is read once. Each output's
-// reduction is split into plan.splits chunks of its reduced index range, one block a chunk. Where
-// every run of the innermost reduced dim is whole, aligned 16-byte vectors, a block loads its
-// chunk's vectors eight a thread at a time across runs (vector_runs_sum); otherwise it walks the
-// chunk run by run (walked_runs_sum: vectors within a contiguous run with a scalar head and tail,
-// or strided elements). f32 accumulation, then the block sum of row_norm's reduction. With more
-// than one split the partials meet at a grid-wide barrier in the same kernel (reduce_norms).
+// reduction is split into plan.splits chunks of its reduced index range, one block a chunk.
+// Where each output's reduced elements are one contiguous run of aligned 16-byte vectors (full
+// reductions, reductions over trailing dims), split_norms sums a chunk of two or four vectors a
+// thread and writes a partial, and add_partials adds each output's partials in split order: the
+// split reduction torch.compile runs. Other layouts: where every run of the innermost reduced dim
+// is whole, aligned 16-byte vectors, a block loads its chunk's vectors eight a thread at a time
+// across runs (vector_runs_sum); otherwise it walks the chunk run by run (walked_runs_sum: vectors
+// within a contiguous run with a scalar head and tail, or strided elements). f32 accumulation, then
+// the block sum of row_norm's reduction. There, with more than one split, the partials meet at a
+// grid-wide barrier in the same kernel (reduce_norms).
 // WeightNorm whose slices are contiguous rows (dim 0) holds each row in registers and writes its
 // f32 norm and the scaled row in one pass (weight_norm_rows); other dims write the norms the same
 // way as the vector norms, then one elementwise pass scales v by g / norm of its slice.
@@ -216,6 +220,108 @@ __global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVector
   }
 }
 
+// The 16-byte vector at `address` where `valid` (zeros elsewhere, no load issued: a predicated load,
+// not a branch between a thread's loads), read once: marked first to leave L2 (an evict_first cache
+// policy, as torch.compile's split reductions load x) and not kept in L1. x's lines then make room
+// for each other instead of evicting other data's lines, which after the benchmark's L2 flush are
+// dirty and would be written back to DRAM while the reads wait.
+__device__ __forceinline__ uint4 load_evict_first(const uint4* address, bool valid, uint64_t policy) {
+  uint4 bits{0, 0, 0, 0};
+  asm("{\n"
+      "  .reg .pred p;\n"
+      "  setp.ne.b32 p, %5, 0;\n"
+      "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n"
+      "}"
+      : "+r"(bits.x), "+r"(bits.y), "+r"(bits.z), "+r"(bits.w)
+      : "l"(address), "r"(static_cast<int>(valid)), "l"(policy));
+  return bits;
+}
+
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// split_norms' blocks: 512 threads, four an SM (at most 32 registers), so that the plan's chunk of
+// 8192 elements is one round of loads, two 16-byte vectors a thread of half types, four of f32.
+constexpr int kSplitThreads = 512;
+constexpr int kSplitBlocksPerSm = 4;
+template <class T>
+constexpr int kSplitLoads = 8192 * static_cast<int>(sizeof(T)) / kVectorBytes / kSplitThreads;
+
+// Output o's run: vectors [0, vectors) from element o * output_stride of x, split into chunks of
+// chunk_vectors (the last of a run may have fewer), `splits` an output.
+struct SplitShape {
+  int vectors;
+  int chunk_vectors;
+  int64_t output_stride;
+  FastDivisor splits;
+};
+
+// Block b sums chunk b % splits of output b / splits into partial[b], or with one split writes the
+// output. A thread's vectors lie blockDim apart, so each load of a warp covers 512 contiguous bytes;
+// all of a round's loads are issued before any is summed. Indices are 32-bit (the launcher checks):
+// the block's prologue is a multiply-high, and its loads wait on no other arithmetic.
+template <class T, class Y, int kOrd>
+__global__ void __launch_bounds__(kSplitThreads, kSplitBlocksPerSm)
+    split_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const SplitShape s) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  constexpr int kLoads = kSplitLoads<T>;
+  __shared__ float warp_sums[kSplitThreads / kWarp];
+  const int output = s.splits.divide(static_cast<int>(blockIdx.x));
+  const int split = static_cast<int>(blockIdx.x) - output * s.splits.divisor();
+  const uint4* const run = reinterpret_cast<const uint4*>(x + output * s.output_stride);
+  const int begin = split * s.chunk_vectors, end = ::min(begin + s.chunk_vectors, s.vectors);
+  const int step = static_cast<int>(blockDim.x);
+  const uint64_t policy = evict_first_policy();
+  float sum = 0;
+  for (int first = begin + static_cast<int>(threadIdx.x); first < end; first += kLoads * step) {
+    uint4 bits[kLoads];
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) bits[k] = load_evict_first(run + first + k * step, first + k * step < end, policy);
+    // Vectors past the chunk's end are zeros, which add nothing.
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) {
+      float values[kVec];
+      row_norm::unpack<T, kVec>(bits[k], values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += term<kOrd>(values[e]);
+    }
+  }
+  sum = row_sum(sum, warp_sums);
+  if (threadIdx.x == 0) {
+    if (s.splits.divisor() == 1) y[output] = from_float<Y>(finish<kOrd>(sum));
+    else partial[blockIdx.x] = sum;
+  }
+}
+
+// add_partials: a block an output, each thread loading up to kPartialsPerThread of its partials at
+// once (1024 partials: 256 threads, one round trip; one small block adding them serially waited on
+// one round trip each).
+constexpr int kPartialsPerThread = 4;
+
+// Output blockIdx.x's `splits` partials added in a fixed order (thread t adds partials t,
+// t + blockDim, ... in turn, then the block's shuffle tree), so the result is the same bits on
+// every run.
+template <class Y, int kOrd>
+__global__ void __launch_bounds__(kMaxThreads)
+    add_partials(const float* __restrict__ partial, Y* __restrict__ y, int splits) {
+  __shared__ float warp_sums[kMaxThreads / kWarp];
+  const float* const partials = partial + int64_t{blockIdx.x} * splits;
+  float values[kPartialsPerThread];
+#pragma unroll
+  for (int k = 0; k < kPartialsPerThread; ++k) {
+    const int i = static_cast<int>(threadIdx.x + k * blockDim.x);
+    values[k] = i < splits ? partials[i] : 0.0f;
+  }
+  float sum = 0;
+#pragma unroll
+  for (int k = 0; k < kPartialsPerThread; ++k) sum += values[k];
+  sum = row_sum(sum, warp_sums);
+  if (threadIdx.x == 0) y[blockIdx.x] = from_float<Y>(finish<kOrd>(sum));
+}
+
 // y = x * (g[k] / norm[k]) for slice k = (i / inner) % slices of element i. kVec elements a step:
 // inner a multiple of kVec keeps a vector within one slice.
 template <class T, int kVec>
@@ -314,16 +420,48 @@ std::optional<VectorRuns> vector_runs_of(const ReductionPlan& plan, const T* x) 
   return runs;
 }
 
+// split_norms' shape of x's reduction, when each output's reduced elements are one run of whole
+// 16-byte vectors starting on a 16-byte boundary and every index fits its 32 bits.
+template <class T>
+std::optional<SplitShape> split_shape_of(const ReductionPlan& plan, const T* x) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  const int64_t output_stride = plan.kept_rank == 1 ? plan.kept_strides[0] : 0;
+  // The last round's indices run up to a round of a block's loads past the run's end.
+  const int64_t last_index = plan.inner / kVec + int64_t{kSplitLoads<T>} * kSplitThreads;
+  if (!plan.one_run_an_output() || plan.kept_rank > 1 || plan.inner % kVec != 0 || output_stride % kVec != 0 ||
+      reinterpret_cast<uintptr_t>(x) % kVectorBytes != 0 || last_index > INT_MAX ||
+      plan.outputs * plan.splits > INT_MAX || plan.splits > kPartialsPerThread * kMaxThreads) {
+    return std::nullopt;
+  }
+  return SplitShape{static_cast<int>(plan.inner / kVec), static_cast<int>(plan.chunk / kVec), output_stride,
+                    FastDivisor(static_cast<int>(plan.splits))};
+}
+
 // The launch of the reduction over `plan` into y of type Y.
 template <class T, class Y>
 void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial, int multiprocessors,
             cudaStream_t stream) {
+  const int64_t blocks = plan.outputs * plan.splits;
+  if (const std::optional<SplitShape> split = split_shape_of(plan, x)) {
+    const auto run = [&]<int kOrd>() {
+      // Whole warps of kSplitLoads vectors a thread over a chunk, at most kSplitThreads.
+      const int64_t warps = ceil_div(split->chunk_vectors, int64_t{kSplitLoads<T>} * kWarp);
+      const int threads = static_cast<int>(std::min<int64_t>(warps * kWarp, kSplitThreads));
+      split_norms<T, Y, kOrd><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(x, y, partial, *split);
+      if (plan.splits == 1) return;
+      const int64_t adding_warps = ceil_div(plan.splits, int64_t{kPartialsPerThread} * kWarp);
+      add_partials<Y, kOrd><<<static_cast<unsigned>(plan.outputs), static_cast<unsigned>(adding_warps * kWarp), 0,
+                              stream>>>(partial, y, static_cast<int>(plan.splits));
+    };
+    if (ord == 1) run.template operator()<1>();
+    else run.template operator()<2>();
+    return;
+  }
   const Dims kept = dims_of(plan.kept_rank, plan.kept_sizes, plan.kept_strides);
   const Dims reduced = dims_of(plan.reduced_rank, plan.reduced_sizes, plan.reduced_strides);
   const Shape s{plan.outputs, plan.reduced, plan.inner, plan.inner_stride, plan.splits, plan.chunk};
   const std::optional<VectorRuns> vector_runs = vector_runs_of(plan, x);
   const VectorRuns runs = vector_runs.value_or(VectorRuns{});
-  const int64_t blocks = plan.outputs * plan.splits;
   const auto run = [&]<int kOrd, bool kVectorRuns>() {
     const auto kernel = reduce_norms<T, Y, kOrd, kVectorRuns>;
     const dim3 block(threads_for(plan.chunk));
