@@ -1205,6 +1205,26 @@ TEST_F(VectorNormGpu, SplitReductions) {
   }
 }
 
+// Outputs of one block whose runs are loaded all at once (run_norms): two loads a run (f32 runs of
+// 4096), runs shorter than the block's threads, runs over two outer reduced dims, and nine runs,
+// more than a thread's eight loads (the run walk instead).
+TEST_F(VectorNormGpu, RunsLoadedAtOnce) {
+  std::mt19937_64 rng(48);
+  const std::pair<Shape, VectorNorm> cases[] = {
+      {{4, 16, 4096}, {2, {0, 2}}},
+      {{3, 7, 1000}, {1, {0, 2}}},
+      {{2, 3, 2, 5, 64}, {2, {0, 2, 4}}},
+      {{9, 2, 512}, {1, {0, 2}}},
+  };
+  for (const auto& [shape, p] : cases) {
+    ASSERT_EQ(vector_norm_workspace_elements(shape, p), 0) << detail::shape_string(shape);
+    for (DType dtype : kRandomDtypes) {
+      HostTensor x = random_x(shape, dtype, rng);
+      EXPECT_EQ(compare(x, p), "") << describe(x, p);
+    }
+  }
+}
+
 TEST_F(VectorNormGpu, CapturedInACudaGraph) {
   std::mt19937_64 rng(46);
   HostTensor x = random_x({2048, 4096}, DType::bf16, rng);
