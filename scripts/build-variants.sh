@@ -14,7 +14,7 @@ cd "$(dirname "$0")/.."
 git diff --quiet HEAD -- src include || { echo "src/ or include/ has uncommitted changes" >&2; exit 1; }
 preset=${SOLOPS_PRESET:-release}
 library=build/$preset/libsolops.so.0.1.0
-restore() { git checkout -q HEAD -- src include; }
+restore() { git checkout -q HEAD -- src include && git clean -fq -- src include; }  # also files a variant added
 trap restore EXIT
 rm -rf build/variants
 for variant in "$@"; do

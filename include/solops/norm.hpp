@@ -200,8 +200,9 @@ void group_rms_norm(const TensorRef& x, const TensorRef* weight, const TensorRef
 // The vector norm: y of x's dtype and vector_norm_output_shape. workspace: a contiguous f32 CUDA
 // tensor of at least vector_norm_workspace_elements elements, or null when that is 0; the call
 // allocates nothing, so it is capture-safe. Deterministic: per-block partial sums in a fixed
-// order, then each output's partials added in order; with a workspace, one kernel does both,
-// meeting at a grid-wide barrier (a cooperative launch of at most four blocks an SM). y and the
+// order, then each output's partials added in order: by a second kernel where each output reduces
+// one contiguous run (a full reduction, or one over trailing dims), elsewhere in the same kernel
+// after a grid-wide barrier (a cooperative launch of at most four blocks an SM). y and the
 // workspace may not overlap each other or x.
 void vector_norm(const TensorRef& x, const TensorRef& y, const TensorRef* workspace, const VectorNorm& p,
                  cudaStream_t stream = nullptr);

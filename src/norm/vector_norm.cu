@@ -1,16 +1,24 @@
 // L1NormFwd, L2NormFwd and WeightNormFwd kernels. Memory-bound: x is read once. Each output's
-// reduction is split into plan.splits chunks of its reduced index range, one block a chunk. Where
-// every run of the innermost reduced dim is whole, aligned 16-byte vectors, a block loads its
-// chunk's vectors eight a thread at a time across runs (vector_runs_sum); otherwise it walks the
-// chunk run by run (walked_runs_sum: vectors within a contiguous run with a scalar head and tail,
-// or strided elements). f32 accumulation, then the block sum of row_norm's reduction. With more
-// than one split the partials meet at a grid-wide barrier in the same kernel (reduce_norms).
+// reduction is split into plan.splits chunks of its reduced index range, one block a chunk.
+// Where each output's reduced elements are one contiguous run of aligned 16-byte vectors (full
+// reductions, reductions over trailing dims), split_norms sums a chunk of two or four vectors a
+// thread and writes a partial, and add_partials adds each output's partials in split order: the
+// split reduction torch.compile runs. Other layouts with one split, where the output's runs are
+// whole, aligned 16-byte vectors that a block loads in one round of at most eight a thread:
+// run_norms loads them all at once with no index arithmetic but an add (as [4, 128, 4096] over
+// dims 0 and 2: four runs of 4096, one load a run a thread). Otherwise, where every run of the
+// innermost reduced dim is whole, aligned 16-byte vectors, a block loads its chunk's vectors eight
+// a thread at a time across runs (vector_runs_sum); else it walks the chunk run by run
+// (walked_runs_sum: vectors within a contiguous run with a scalar head and tail, or strided
+// elements). f32 accumulation, then the block sum of row_norm's reduction. There, with more than
+// one split, the partials meet at a grid-wide barrier in the same kernel (reduce_norms).
 // WeightNorm whose slices are contiguous rows (dim 0) holds each row in registers and writes its
 // f32 norm and the scaled row in one pass (weight_norm_rows); other dims write the norms the same
 // way as the vector norms, then one elementwise pass scales v by g / norm of its slice.
 #include <algorithm>
 #include <climits>
 #include <optional>
+#include <utility>
 
 #include <cooperative_groups.h>
 
@@ -41,14 +49,17 @@ struct Dims {
   int64_t strides[kMaxRank];
 };
 
-// The offset of flat index `index` over dims[0, rank), the last one innermost.
+// The offset of flat index `index` (< the product of their sizes) over dims[0, rank), the last one
+// innermost. The outermost dim takes what is left of the index without a division: one output dim
+// (kept_rank 1) costs a multiply, not a 64-bit division before the block's first load.
 __device__ __forceinline__ int64_t offset_of(int64_t index, const Dims& dims, int rank) {
+  if (rank == 0) return 0;
   int64_t offset = 0;
-  for (int d = rank - 1; d >= 0; --d) {
+  for (int d = rank - 1; d > 0; --d) {
     offset += index % dims.sizes[d] * dims.strides[d];
     index /= dims.sizes[d];
   }
-  return offset;
+  return offset + index * dims.strides[0];
 }
 
 struct Shape {
@@ -216,6 +227,158 @@ __global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVector
   }
 }
 
+// The 16-byte vector at `address` where `valid` (zeros elsewhere, no load issued: a predicated load,
+// not a branch between a thread's loads), read once: marked first to leave L2 (an evict_first cache
+// policy, as torch.compile's reductions load x) and not kept in L1. x's lines then make room for
+// each other instead of evicting other data's lines, which after the benchmark's L2 flush are dirty
+// and would be written back to DRAM while the reads wait.
+__device__ __forceinline__ uint4 load_evict_first(const uint4* address, bool valid, uint64_t policy) {
+  uint4 bits{0, 0, 0, 0};
+  asm("{\n"
+      "  .reg .pred p;\n"
+      "  setp.ne.b32 p, %5, 0;\n"
+      "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n"
+      "}"
+      : "+r"(bits.x), "+r"(bits.y), "+r"(bits.z), "+r"(bits.w)
+      : "l"(address), "r"(static_cast<int>(valid)), "l"(policy));
+  return bits;
+}
+
+__device__ __forceinline__ uint64_t evict_first_policy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// split_norms' blocks: 512 threads, four an SM (at most 32 registers), so that the plan's chunk of
+// 8192 elements is one round of loads, two 16-byte vectors a thread of half types, four of f32.
+constexpr int kSplitThreads = 512;
+constexpr int kSplitBlocksPerSm = 4;
+template <class T>
+constexpr int kSplitLoads = 8192 * static_cast<int>(sizeof(T)) / kVectorBytes / kSplitThreads;
+
+// Output o's run: vectors [0, vectors) from element o * output_stride of x, split into chunks of
+// chunk_vectors (the last of a run may have fewer), `splits` an output.
+struct SplitShape {
+  int vectors;
+  int chunk_vectors;
+  int64_t output_stride;
+  FastDivisor splits;
+};
+
+// Block b sums chunk b % splits of output b / splits into partial[b], or with one split writes the
+// output. A thread's vectors lie blockDim apart, so each load of a warp covers 512 contiguous bytes;
+// all of a round's loads are issued before any is summed. Indices are 32-bit (the launcher checks):
+// the block's prologue is a multiply-high, and its loads wait on no other arithmetic.
+template <class T, class Y, int kOrd>
+__global__ void __launch_bounds__(kSplitThreads, kSplitBlocksPerSm)
+    split_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const SplitShape s) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  constexpr int kLoads = kSplitLoads<T>;
+  __shared__ float warp_sums[kSplitThreads / kWarp];
+  const int output = s.splits.divide(static_cast<int>(blockIdx.x));
+  const int split = static_cast<int>(blockIdx.x) - output * s.splits.divisor();
+  const uint4* const run = reinterpret_cast<const uint4*>(x + output * s.output_stride);
+  const int begin = split * s.chunk_vectors, end = ::min(begin + s.chunk_vectors, s.vectors);
+  const int step = static_cast<int>(blockDim.x);
+  const uint64_t policy = evict_first_policy();
+  float sum = 0;
+  for (int first = begin + static_cast<int>(threadIdx.x); first < end; first += kLoads * step) {
+    uint4 bits[kLoads];
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) bits[k] = load_evict_first(run + first + k * step, first + k * step < end, policy);
+    // Vectors past the chunk's end are zeros, which add nothing.
+#pragma unroll
+    for (int k = 0; k < kLoads; ++k) {
+      float values[kVec];
+      row_norm::unpack<T, kVec>(bits[k], values);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) sum += term<kOrd>(values[e]);
+    }
+  }
+  sum = row_sum(sum, warp_sums);
+  if (threadIdx.x == 0) {
+    if (s.splits.divisor() == 1) y[output] = from_float<Y>(finish<kOrd>(sum));
+    else partial[blockIdx.x] = sum;
+  }
+}
+
+// add_partials: a block an output, each thread loading up to kPartialsPerThread of its partials at
+// once (1024 partials: 256 threads, one round trip; one small block adding them serially waited on
+// one round trip each).
+constexpr int kPartialsPerThread = 4;
+
+// Output blockIdx.x's `splits` partials added in a fixed order (thread t adds partials t,
+// t + blockDim, ... in turn, then the block's shuffle tree), so the result is the same bits on
+// every run.
+template <class Y, int kOrd>
+__global__ void __launch_bounds__(kMaxThreads)
+    add_partials(const float* __restrict__ partial, Y* __restrict__ y, int splits) {
+  __shared__ float warp_sums[kMaxThreads / kWarp];
+  const float* const partials = partial + int64_t{blockIdx.x} * splits;
+  float values[kPartialsPerThread];
+#pragma unroll
+  for (int k = 0; k < kPartialsPerThread; ++k) {
+    const int i = static_cast<int>(threadIdx.x + k * blockDim.x);
+    values[k] = i < splits ? partials[i] : 0.0f;
+  }
+  float sum = 0;
+#pragma unroll
+  for (int k = 0; k < kPartialsPerThread; ++k) sum += values[k];
+  sum = row_sum(sum, warp_sums);
+  if (threadIdx.x == 0) y[blockIdx.x] = from_float<Y>(finish<kOrd>(sum));
+}
+
+// run_norms' blocks: at most 512 threads of at most kRunSlots loads each.
+constexpr int kRunThreads = 512;
+constexpr int kRunSlots = 8;
+
+// An output's reduced elements as run_norms' block loads them, laid out by the launcher: thread t's
+// load i is vector first_vector[i] + t of the run that starts run_offset[i] elements after the
+// output's first element, dropped where i >= slots or the vector is past the run's run_vectors.
+struct RunSlots {
+  int slots;
+  int run_vectors;
+  int first_vector[kRunSlots];
+  int64_t run_offset[kRunSlots];
+};
+
+// Output blockIdx.x's norm, its runs' vectors all loaded before any is summed. A slot's vectors are
+// consecutive across the block's threads, so each load of a warp covers 512 contiguous bytes. The
+// vector walk (vector_runs_sum) maps each of a thread's eight vectors to its run with a division and
+// a loop over the reduced dims before issuing its load: eight loads one after another, each behind
+// about thirty dependent instructions ([4, 128, 4096] over dims 0 and 2 in 4.7 us at 44690a3,
+// torch.compile 4.2).
+template <class T, class Y, int kOrd>
+__global__ void __launch_bounds__(kRunThreads, 2)
+    run_norms(const T* __restrict__ x, Y* __restrict__ y, const Dims kept, const RunSlots s) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  __shared__ float warp_sums[kRunThreads / kWarp];
+  const T* const first = x + offset_of(blockIdx.x, kept, kept.rank);
+  const int lane = static_cast<int>(threadIdx.x);
+  const uint64_t policy = evict_first_policy();
+  uint4 bits[kRunSlots];
+#pragma unroll
+  for (int i = 0; i < kRunSlots; ++i) {
+    const int vector = s.first_vector[i] + lane;
+    const auto* run = reinterpret_cast<const uint4*>(first + s.run_offset[i]);
+    bits[i] = load_evict_first(run + vector, i < s.slots && vector < s.run_vectors, policy);
+  }
+  // Dropped loads are zeros, which add nothing; slots past s.slots are skipped (the same for the
+  // whole block).
+  float sum = 0;
+#pragma unroll
+  for (int i = 0; i < kRunSlots; ++i) {
+    if (i >= s.slots) break;
+    float values[kVec];
+    row_norm::unpack<T, kVec>(bits[i], values);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) sum += term<kOrd>(values[e]);
+  }
+  sum = row_sum(sum, warp_sums);
+  if (threadIdx.x == 0) y[blockIdx.x] = from_float<Y>(finish<kOrd>(sum));
+}
+
 // y = x * (g[k] / norm[k]) for slice k = (i / inner) % slices of element i. kVec elements a step:
 // inner a multiple of kVec keeps a vector within one slice.
 template <class T, int kVec>
@@ -314,16 +477,90 @@ std::optional<VectorRuns> vector_runs_of(const ReductionPlan& plan, const T* x) 
   return runs;
 }
 
+// split_norms' shape of x's reduction, when each output's reduced elements are one run of whole
+// 16-byte vectors starting on a 16-byte boundary and every index fits its 32 bits.
+template <class T>
+std::optional<SplitShape> split_shape_of(const ReductionPlan& plan, const T* x) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  const int64_t output_stride = plan.kept_rank == 1 ? plan.kept_strides[0] : 0;
+  // The last round's indices run up to a round of a block's loads past the run's end.
+  const int64_t last_index = plan.inner / kVec + int64_t{kSplitLoads<T>} * kSplitThreads;
+  if (!plan.one_run_an_output() || plan.kept_rank > 1 || plan.inner % kVec != 0 || output_stride % kVec != 0 ||
+      reinterpret_cast<uintptr_t>(x) % kVectorBytes != 0 || last_index > INT_MAX ||
+      plan.outputs * plan.splits > INT_MAX || plan.splits > kPartialsPerThread * kMaxThreads) {
+    return std::nullopt;
+  }
+  return SplitShape{static_cast<int>(plan.inner / kVec), static_cast<int>(plan.chunk / kVec), output_stride,
+                    FastDivisor(static_cast<int>(plan.splits))};
+}
+
+// run_norms' loads of x's reduction and its threads a block, when each output is one block's (one
+// split), every run is whole 16-byte vectors starting on a 16-byte boundary, and the runs fit one
+// round of kRunSlots loads a thread: each run takes ceil(vectors / kRunThreads) slots.
+template <class T>
+std::optional<std::pair<RunSlots, int>> run_slots_of(const ReductionPlan& plan, const T* x) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  const auto aligned = [](int64_t stride) { return stride % kVec == 0; };
+  const int outer_rank = plan.reduced_rank - 1;
+  if (plan.splits != 1 || plan.reduced_rank == 0 || plan.inner_stride != 1 || plan.inner % kVec != 0 ||
+      plan.outputs > INT_MAX || reinterpret_cast<uintptr_t>(x) % kVectorBytes != 0 ||
+      !std::all_of(plan.kept_strides.begin(), plan.kept_strides.begin() + plan.kept_rank, aligned) ||
+      !std::all_of(plan.reduced_strides.begin(), plan.reduced_strides.begin() + outer_rank, aligned)) {
+    return std::nullopt;
+  }
+  const int64_t runs = plan.reduced / plan.inner, run_vectors = plan.inner / kVec;
+  const int64_t slots_a_run = ceil_div(run_vectors, kRunThreads);
+  if (runs * slots_a_run > kRunSlots) return std::nullopt;
+  const int threads = static_cast<int>(ceil_div(ceil_div(run_vectors, slots_a_run), kWarp) * kWarp);
+  RunSlots s{static_cast<int>(runs * slots_a_run), static_cast<int>(run_vectors), {}, {}};
+  for (int64_t run = 0; run < runs; ++run) {
+    // The run's offset over the reduced dims outside the innermost, the last of them innermost.
+    int64_t offset = 0;
+    for (int64_t d = outer_rank - 1, rest = run; d >= 0; --d) {
+      offset += rest % plan.reduced_sizes[static_cast<size_t>(d)] * plan.reduced_strides[static_cast<size_t>(d)];
+      rest /= plan.reduced_sizes[static_cast<size_t>(d)];
+    }
+    for (int64_t k = 0; k < slots_a_run; ++k) {
+      const auto slot = static_cast<size_t>(run * slots_a_run + k);
+      s.first_vector[slot] = static_cast<int>(k * threads);
+      s.run_offset[slot] = offset;
+    }
+  }
+  return std::pair{s, threads};
+}
+
 // The launch of the reduction over `plan` into y of type Y.
 template <class T, class Y>
 void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial, int multiprocessors,
             cudaStream_t stream) {
+  const int64_t blocks = plan.outputs * plan.splits;
+  if (const std::optional<SplitShape> split = split_shape_of(plan, x)) {
+    const auto run = [&]<int kOrd>() {
+      // Whole warps of kSplitLoads vectors a thread over a chunk, at most kSplitThreads.
+      const int64_t warps = ceil_div(split->chunk_vectors, int64_t{kSplitLoads<T>} * kWarp);
+      const int threads = static_cast<int>(std::min<int64_t>(warps * kWarp, kSplitThreads));
+      split_norms<T, Y, kOrd><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(x, y, partial, *split);
+      if (plan.splits == 1) return;
+      const int64_t adding_warps = ceil_div(plan.splits, int64_t{kPartialsPerThread} * kWarp);
+      add_partials<Y, kOrd><<<static_cast<unsigned>(plan.outputs), static_cast<unsigned>(adding_warps * kWarp), 0,
+                              stream>>>(partial, y, static_cast<int>(plan.splits));
+    };
+    if (ord == 1) run.template operator()<1>();
+    else run.template operator()<2>();
+    return;
+  }
   const Dims kept = dims_of(plan.kept_rank, plan.kept_sizes, plan.kept_strides);
+  if (const auto run_slots = run_slots_of(plan, x)) {
+    const auto& [slots, threads] = *run_slots;
+    const auto grid = static_cast<unsigned>(plan.outputs);
+    if (ord == 1) run_norms<T, Y, 1><<<grid, threads, 0, stream>>>(x, y, kept, slots);
+    else run_norms<T, Y, 2><<<grid, threads, 0, stream>>>(x, y, kept, slots);
+    return;
+  }
   const Dims reduced = dims_of(plan.reduced_rank, plan.reduced_sizes, plan.reduced_strides);
   const Shape s{plan.outputs, plan.reduced, plan.inner, plan.inner_stride, plan.splits, plan.chunk};
   const std::optional<VectorRuns> vector_runs = vector_runs_of(plan, x);
   const VectorRuns runs = vector_runs.value_or(VectorRuns{});
-  const int64_t blocks = plan.outputs * plan.splits;
   const auto run = [&]<int kOrd, bool kVectorRuns>() {
     const auto kernel = reduce_norms<T, Y, kOrd, kVectorRuns>;
     const dim3 block(threads_for(plan.chunk));

@@ -33,6 +33,9 @@ struct ReductionPlan {
   int64_t chunk = 1;   // reduced elements a split covers (the last split may cover fewer)
 
   int64_t workspace_elements() const { return splits > 1 ? outputs * splits : 0; }
+  // Whether each output's reduced elements are one contiguous run (a full reduction of x, or one
+  // over its trailing dims): such reductions split into more, smaller chunks (plan_vector_norm).
+  bool one_run_an_output() const { return reduced_rank <= 1 && inner_stride == 1; }
 };
 
 // The dims rule (in range, wrapped, no duplicates; none = all), ord 1 or 2, and the split of each

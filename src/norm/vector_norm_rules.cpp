@@ -9,12 +9,18 @@ namespace solops {
 namespace detail {
 namespace {
 
-// The split of each output's reduction: about kTargetBlocks blocks in all (four 256-thread blocks
+// The split of each output's reduction, a function of the shape alone. Outputs that each reduce
+// one contiguous run (full reductions, reductions over trailing dims) split as torch.compile splits
+// them: about kRunTargetBlocks blocks in all, none with fewer than kRunMinChunk elements (8192 half
+// elements: 512 threads of two 16-byte loads), in two waves of four blocks an SM whose partials a
+// second kernel adds. Other layouts split over about kTargetBlocks blocks (four 256-thread blocks
 // on each of the H200's 132 SMs, all resident at once, so that the split reductions can meet at a
 // grid-wide barrier and no partial wave of short blocks trails the rest), none with fewer than
-// kMinChunk elements: a chunk of 16384 half elements is eight 16-byte loads a thread of 256, all
-// in flight together. Chunks are whole multiples of kChunkAlign elements, so that every chunk of a
-// run that starts on a 16-byte boundary does too.
+// kMinChunk elements: a chunk of 16384 half elements is eight 16-byte loads a thread of 256, all in
+// flight together. Chunks are whole multiples of kChunkAlign elements, so that every chunk of a run
+// that starts on a 16-byte boundary does too.
+constexpr int64_t kRunTargetBlocks = 1024;
+constexpr int64_t kRunMinChunk = 8192;
 constexpr int64_t kTargetBlocks = 4 * 132;
 constexpr int64_t kMinChunk = 16384;
 constexpr int64_t kChunkAlign = 64;
@@ -64,8 +70,10 @@ ReductionPlan plan_vector_norm(std::string_view op, std::span<const int64_t> x_s
     plan.inner = plan.reduced_sizes[static_cast<size_t>(plan.reduced_rank - 1)];
     plan.inner_stride = plan.reduced_strides[static_cast<size_t>(plan.reduced_rank - 1)];
   }
+  const int64_t target_blocks = plan.one_run_an_output() ? kRunTargetBlocks : kTargetBlocks;
+  const int64_t min_chunk = plan.one_run_an_output() ? kRunMinChunk : kMinChunk;
   const int64_t wanted_splits = std::max<int64_t>(
-      1, std::min(ceil_div(kTargetBlocks, std::max<int64_t>(plan.outputs, 1)), ceil_div(plan.reduced, kMinChunk)));
+      1, std::min(ceil_div(target_blocks, std::max<int64_t>(plan.outputs, 1)), ceil_div(plan.reduced, min_chunk)));
   plan.chunk = std::max(kChunkAlign, ceil_div(ceil_div(plan.reduced, wanted_splits), kChunkAlign) * kChunkAlign);
   plan.splits = std::max<int64_t>(1, ceil_div(plan.reduced, plan.chunk));
   return plan;

@@ -1,4 +1,6 @@
-// 1-D pooling ([N, C, L] rows). Three kernels, each reading each input byte from DRAM once:
+// 1-D pooling ([N, C, L] rows). Four kernels, each reading each input byte from DRAM once:
+// - Small averages of the catalogue's windows (k3/k4, stride 2, padding 1): a lean pointwise
+//   kernel, several outputs a thread from registers (launch_small_avg_rows).
 // - Max windows that tile the row (kernel == stride, no padding or dilation): one output a thread,
 //   its taps read straight from global memory (pool1d_tiling_windows_kernel).
 // - Rows of whole 16-byte vectors that start 16-byte aligned (every catalogue row): a warp pools a
@@ -17,6 +19,7 @@
 #include "core/stage.cuh"
 #include "pool/pool2d_kernel_common.cuh"
 #include "pool/pool_launch.hpp"
+#include "pool/pool_small_avg.cuh"
 
 namespace solops::detail {
 namespace {
@@ -300,6 +303,29 @@ void launch_rows(Pool1dArgs args, int device, const T* x, T* y, int64_t* indices
   }
 }
 
+// Averages of the catalogue's small windows (k3 s2 p1: audio-downsample; k4 s2 p1: ceil) on
+// aligned rows whose threads fit one wave run small_avg_pool_kernel (pool_small_avg.cuh): a thread
+// pools the 4 outputs of 8 input elements (one 16-byte vector of f16 / bf16, two of f32) and the
+// halo columns around them straight from global memory, with no shared-memory pass, every load
+// issued at its start. A second wave would wait a DRAM round trip for the first; larger calls keep
+// the warp tiles. Returns whether it ran the call.
+template <class T>
+bool launch_small_avg_rows(std::string_view op, const PoolGeometry& g, const T* x, T* y, int device,
+                           cudaStream_t stream) {
+  const auto run = [&]<int K>() {
+    using Window = Pool3dWindow<T, 1, 1, K, 1, 1, 2, 1, 16, 8 * sizeof(T) / 16>;
+    if (!aligned_to(x, 16) || g.in_w % Window::kChunk != 0) return false;
+    const int64_t threads = g.planes * ceil_div(g.out_w, Window::kCols);
+    if (threads > int64_t{kThreadsPerSm} * multiprocessor_count(device)) return false;
+    launch_small_avg<T, Window, false, true>(op, g, x, y, stream);
+    return true;
+  };
+  if (g.stride_w != 2 || g.pad_w != 1) return false;
+  if (g.kernel_w == 3) return run.template operator()<3>();
+  if (g.kernel_w == 4) return run.template operator()<4>();
+  return false;
+}
+
 template <Reduction kReduction>
 void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
             int64_t* indices, cudaStream_t stream) {
@@ -308,9 +334,12 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
   const Pool1dArgs args{g.in_w,       g.out_w,           g.kernel_w,         g.stride_w,     g.pad_w, g.dilation_w,
                         g.count_include_pad, g.divisor_override, interior_scale, 0,       g.planes};
   dispatch_float(x.dtype, [&]<class T>() {
+    const auto* x_data = static_cast<const T*>(x.data);
+    auto* y_data = static_cast<T*>(y.data);
+    if constexpr (kReduction == Reduction::avg) {
+      if (launch_small_avg_rows<T>(op, g, x_data, y_data, x.device, stream)) return;
+    }
     const auto run = [&]<int K>() {
-      const auto* x_data = static_cast<const T*>(x.data);
-      auto* y_data = static_cast<T*>(y.data);
       if constexpr (kReduction != Reduction::avg && K == 3) {
         // Ceil mode can add a last window that hangs over the row's end: not a tiling.
         if (g.stride_w == K && g.pad_w == 0 && g.dilation_w == 1 && int64_t{g.out_w} * K <= g.in_w) {

@@ -13,7 +13,8 @@
 //
 // The static-window kernel (pool3d_separable.cuh) reads D and H padding, ceil mode,
 // count_include_pad and divisor at run time; averages under two waves of outputs run it with one
-// output a thread (launch_window); the general kernel computes one output per thread
+// output a thread (launch_window), or, for the video-2x2x2 and divisor windows on aligned rows,
+// the small-average kernel (pool_small_avg.cuh); the general kernel computes one output per thread
 // with run-time loops over the window.
 #include <algorithm>
 
@@ -21,6 +22,7 @@
 #include "core/integer.hpp"
 #include "pool/pool3d_separable.cuh"
 #include "pool/pool_launch.hpp"
+#include "pool/pool_small_avg.cuh"
 
 namespace solops::detail {
 namespace {
@@ -152,12 +154,27 @@ void launch_static(std::string_view op, const PoolGeometry& g, const TensorRef& 
 // stride_w elements per row: 4 bytes for half types, 8 for f32), so that four times the threads
 // each run a quarter of the chain. Max kernels are not compiled with one output a thread: the
 // catalogue's max rows are large.
+//
+// Of those small averages, the windows of video-2x2x2 (without edges, as the catalogue runs it) and
+// of the divisor rows run small_avg_pool_kernel where rows are aligned to the vector: the same
+// loads, with a third of the instructions before they leave (pool_small_avg.cuh).
 template <class T, Reduction kReduction, int KD, int KH, int KW, int SD, int SH, int SW, int PW>
 void launch_window(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
                    int64_t* indices, cudaStream_t stream) {
   if constexpr (kReduction == Reduction::avg) {
     if (g.outputs() <= int64_t{2} * kThreadsPerSm * multiprocessor_count(x.device)) {
       using Narrow = Pool3dWindow<T, KD, KH, KW, SD, SH, SW, PW, SW * sizeof(T)>;
+      constexpr bool kVideoWindow = KD == 2 && KH == 2 && KW == 2 && PW == 0;
+      constexpr bool kDivisorWindow = KD == 2 && KH == 2 && KW == 3 && PW == 1;
+      const auto* x_data = static_cast<const T*>(x.data);
+      auto* y_data = static_cast<T*>(y.data);
+      if (aligned_to(x_data, sizeof(typename Narrow::Vector)) && g.in_w % Narrow::kChunk == 0) {
+        if constexpr (kVideoWindow) {
+          if (!has_edges(g)) return launch_small_avg<T, Narrow, true, false>(op, g, x_data, y_data, stream);
+        } else if constexpr (kDivisorWindow) {
+          return launch_small_avg<T, Narrow, true, true>(op, g, x_data, y_data, stream);
+        }
+      }
       return launch_static<T, kReduction, Narrow>(op, g, x, y, indices, stream);
     }
   }

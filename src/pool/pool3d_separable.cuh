@@ -35,10 +35,10 @@ struct Pool3dArgs {
 };
 
 // A compile-time 3-D window: the 2-D window's rows and columns (kCols outputs of one output row a
-// thread, row loads of kVectorBytes) with a kernel and stride along depth. Depth and row padding
-// are read at run time; column padding is part of the window.
-template <class T, int KD, int KH, int KW, int SD, int SH, int SW, int PW, int kVectorBytes>
-struct Pool3dWindow : SeparableWindow<T, KH, KW, SH, SW, PW, 1, kVectorBytes> {
+// thread, row loads of kChunkVectors vectors of kVectorBytes) with a kernel and stride along depth.
+// Depth and row padding are read at run time; column padding is part of the window.
+template <class T, int KD, int KH, int KW, int SD, int SH, int SW, int PW, int kVectorBytes, int kChunkVectors = 1>
+struct Pool3dWindow : SeparableWindow<T, KH, KW, SH, SW, PW, 1, kVectorBytes, kChunkVectors> {
   static constexpr int kernel_d = KD, stride_d = SD;
   // Depth taps of an output depth that the next output depth shares.
   static constexpr int kCarried = KD > SD ? KD - SD : 0;

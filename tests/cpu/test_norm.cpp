@@ -378,13 +378,16 @@ TEST(VectorNormShapeRule, NegativeSizesAreRejected) {
 }
 
 TEST(VectorNormWorkspace, OnlySplitReductionsNeedOne) {
-  // Full reductions split over at most 528 blocks of >= 16384 elements; [4, 128, 4096] over dims 0
-  // and 2 gives each of the 128 outputs 16384 elements, one block; [5, 40000] over dim 1 splits
-  // each row in three chunks of 13376 (whole multiples of 64).
-  EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {}), 512);
-  EXPECT_EQ(vector_norm_workspace_elements(Shape{64, 32768}, {}), 128);
+  // Outputs of one contiguous run (full reductions, trailing dims) split over at most 1024 blocks
+  // of >= 8192 elements: [5, 40000] over dim 1 splits each row in five chunks of 8000 (whole
+  // multiples of 64). Other layouts split over at most 528 blocks of >= 16384 elements:
+  // [4, 128, 4096] over dims 0 and 2 gives each of the 128 outputs 16384 elements, one block;
+  // [3, 5, 40000] over dims 0 and 2 splits each output's 120000 in eight chunks of 15040.
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {}), 1024);
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{64, 32768}, {}), 256);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{4, 128, 4096}, {.dim = {0, 2}}), 0);
-  EXPECT_EQ(vector_norm_workspace_elements(Shape{5, 40000}, {.dim = {1}}), 15);
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{3, 5, 40000}, {.dim = {0, 2}}), 40);
+  EXPECT_EQ(vector_norm_workspace_elements(Shape{5, 40000}, {.dim = {1}}), 25);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{2048, 4096}, {.dim = {1}}), 0);
   EXPECT_EQ(vector_norm_workspace_elements(Shape{0, 5}, {}), 0);
 }
@@ -479,9 +482,9 @@ TEST(WeightNormShapeRule, DimMustBeInRangeOrMinusOne) {
 
 TEST(WeightNormWorkspace, OnlySplitNormsNeedOne) {
   EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 16384}, {}), 0);
-  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 16384}, {}), 0);
-  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 40000}, {}), 3);
-  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 4096}, {.dim = -1}), 512);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 16384}, {}), 2);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{1, 40000}, {}), 5);
+  EXPECT_EQ(weight_norm_workspace_elements(Shape{2048, 4096}, {.dim = -1}), 1024);
   EXPECT_EQ(weight_norm_workspace_elements(Shape{5}, {}), 0);
 }
 
@@ -1403,7 +1406,7 @@ TEST(VectorNormCApi, ReferenceShapeWorkspaceAndCost) {
   const int64_t big[] = {2048, 4096};
   p.dim_count = 0;
   ASSERT_EQ(solops_vector_norm_workspace_elements(2, big, &p, &elements), SOLOPS_OK);
-  EXPECT_EQ(elements, 512);
+  EXPECT_EQ(elements, 1024);
   solops_cost cost{};
   ASSERT_EQ(solops_vector_norm_cost(2, x.shape.data(), SOLOPS_F16, &p, &cost), SOLOPS_OK);
   EXPECT_DOUBLE_EQ(cost.bytes, 5 * 2.0);
@@ -1424,7 +1427,7 @@ TEST(WeightNormCApi, ReferenceWorkspaceAndCost) {
   int64_t elements = -1;
   const int64_t decode[] = {1, 40000};
   ASSERT_EQ(solops_weight_norm_workspace_elements(2, decode, &p, &elements), SOLOPS_OK);
-  EXPECT_EQ(elements, 3);
+  EXPECT_EQ(elements, 5);
   solops_cost cost{};
   ASSERT_EQ(solops_weight_norm_cost(2, v.shape.data(), SOLOPS_F32, &p, &cost), SOLOPS_OK);
   EXPECT_DOUBLE_EQ(cost.flops, 16);

@@ -1185,10 +1185,11 @@ TEST_F(VectorNormGpu, UnalignedAndDeterministic) {
   }
 }
 
-// Reductions split over several blocks an output, whose partials meet at the grid-wide barrier:
-// chunks that cross run boundaries (vector walk over three runs of 40000), rows whose length is no
-// multiple of the vector (run walk), and more splits than the grid has resident blocks (each
-// block takes several).
+// Reductions split over several blocks an output: outputs of several runs, whose partials meet at
+// the grid-wide barrier, with chunks that cross run boundaries (vector walk over three runs of
+// 40000) and more splits than the grid has resident blocks (each block takes several); rows whose
+// length is no multiple of the vector (run walk); outputs of one aligned run, whose partials the
+// second kernel adds (100 rows of 11 splits, a full reduction of 48).
 TEST_F(VectorNormGpu, SplitReductions) {
   std::mt19937_64 rng(47);
   const std::pair<Shape, VectorNorm> cases[] = {
@@ -1197,6 +1198,26 @@ TEST_F(VectorNormGpu, SplitReductions) {
   };
   for (const auto& [shape, p] : cases) {
     ASSERT_GT(vector_norm_workspace_elements(shape, p), 0) << detail::shape_string(shape);
+    for (DType dtype : kRandomDtypes) {
+      HostTensor x = random_x(shape, dtype, rng);
+      EXPECT_EQ(compare(x, p), "") << describe(x, p);
+    }
+  }
+}
+
+// Outputs of one block whose runs are loaded all at once (run_norms): two loads a run (f32 runs of
+// 4096), runs shorter than the block's threads, runs over two outer reduced dims, and nine runs,
+// more than a thread's eight loads (the run walk instead).
+TEST_F(VectorNormGpu, RunsLoadedAtOnce) {
+  std::mt19937_64 rng(48);
+  const std::pair<Shape, VectorNorm> cases[] = {
+      {{4, 16, 4096}, {2, {0, 2}}},
+      {{3, 7, 1000}, {1, {0, 2}}},
+      {{2, 3, 2, 5, 64}, {2, {0, 2, 4}}},
+      {{9, 2, 512}, {1, {0, 2}}},
+  };
+  for (const auto& [shape, p] : cases) {
+    ASSERT_EQ(vector_norm_workspace_elements(shape, p), 0) << detail::shape_string(shape);
     for (DType dtype : kRandomDtypes) {
       HostTensor x = random_x(shape, dtype, rng);
       EXPECT_EQ(compare(x, p), "") << describe(x, p);
@@ -1217,8 +1238,8 @@ TEST_F(VectorNormGpu, WorkspaceRulesOnTheDevice) {
   const TensorRef x_ref = device_ref(x.data(), DType::bf16, shape), y_ref = device_ref(y.data(), DType::bf16, {});
   const TensorRef small_ref = device_ref(small.data(), DType::f32, Shape{16});
   expect_message([&] { vector_norm(x_ref, y_ref, nullptr, {}); },
-                 "vector_norm: workspace is null but this call needs 512 f32 elements");
-  expect_message([&] { vector_norm(x_ref, y_ref, &small_ref, {}); }, "workspace has 16 elements, fewer than the 512");
+                 "vector_norm: workspace is null but this call needs 1024 f32 elements");
+  expect_message([&] { vector_norm(x_ref, y_ref, &small_ref, {}); }, "workspace has 16 elements, fewer than the 1024");
   const TensorRef in_x = device_ref(x.data(), DType::f32, Shape{1024});
   expect_message([&] { vector_norm(x_ref, y_ref, &in_x, {}); }, "x and workspace overlap in memory");
   HostTensor host({4}, DType::f32), host_y({}, DType::f32);
@@ -1423,9 +1444,9 @@ TEST_F(WeightNormGpu, DeviceRules) {
   const TensorRef y_ref = device_ref(y.data(), DType::bf16, shape), norm_ref = device_ref(norm.data(), DType::f32, {1});
   const TensorRef small_ref = device_ref(small.data(), DType::f32, Shape{16});
   expect_message([&] { weight_norm(v_ref, g_ref, y_ref, norm_ref, nullptr, {-1}); },
-                 "weight_norm: workspace is null but this call needs 512 f32 elements");
+                 "weight_norm: workspace is null but this call needs 1024 f32 elements");
   expect_message([&] { weight_norm(v_ref, g_ref, y_ref, norm_ref, &small_ref, {-1}); },
-                 "workspace has 16 elements, fewer than the 512");
+                 "workspace has 16 elements, fewer than the 1024");
   const TensorRef in_y = device_ref(y.data(), DType::f32, Shape{1024});
   expect_message([&] { weight_norm(v_ref, g_ref, y_ref, norm_ref, &in_y, {-1}); }, "output and workspace overlap");
   expect_message([&] { weight_norm(v_ref, g_ref, v_ref, norm_ref, &small_ref, {0}); }, "g [1] must hold 2048");

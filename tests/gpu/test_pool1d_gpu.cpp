@@ -143,6 +143,26 @@ TEST_P(Pool1dGpu, WarpTilesOnAlignedRows) {
   }
 }
 
+// Averages of the windows k3 s2 p1 and k4 s2 p1 on aligned rows, in calls of at most one wave of
+// threads, run small_avg_pool_kernel (src/pool/pool1d.cu): lengths that are multiples of 8
+// elements, from one chunk up, so that output rows end inside a thread's 4 outputs and (k3, ceil
+// mode) a thread's chunk can lie past the row's end; ceil mode and count_include_pad either way.
+TEST_P(Pool1dGpu, SmallAveragesOfCompiledWindows) {
+  std::mt19937_64 rng(53 + static_cast<int>(GetParam()));
+  auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  testing::compare_random_cases(GetParam(), 60, 3, rng, [&] {
+    Pool1d p;
+    p.kernel_size = uniform(3, 4);
+    p.stride = 2;
+    p.padding = 1;
+    p.ceil_mode = uniform(0, 1) == 1;
+    p.count_include_pad = uniform(0, 1) == 1;
+    std::vector<int64_t> shape = {uniform(1, 3), uniform(1, 40), 8 * uniform(1, 80)};
+    if (uniform(0, 4) == 0) shape.erase(shape.begin());
+    return std::pair{shape, p};
+  });
+}
+
 // Max windows of 3 with stride 3 and no padding take the tiling kernel (src/pool/pool1d.cu), whatever
 // the row's alignment: lengths a multiple of 3 or not, tensors that start one element into their
 // allocation, and ceil mode, whose last window hangs over the row's end where the length is not a

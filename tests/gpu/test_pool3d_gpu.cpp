@@ -87,8 +87,10 @@ std::vector<Pool3d> static_windows(Op op) {
 }
 
 // Each compiled window on random shapes: widths that take the vector path (multiples of 8; the
-// averages here are all under two waves, so they run one output a thread) and widths that do not, output widths that leave a thread's column group partial, every D and H
-// padding the window allows, ceil mode, count_include_pad, divisors, and NaN / -inf / ties.
+// averages here are all under two waves, so they run one output a thread, the video and divisor
+// windows on small_avg_pool_kernel) and widths that do not, output widths that leave a thread's
+// column group partial, every D and H padding the window allows, ceil mode, count_include_pad,
+// divisors, and NaN / -inf / ties.
 TEST_P(Pool3dGpu, StaticWindowsOnRandomShapes) {
   std::mt19937_64 rng(41 + static_cast<int>(GetParam()));
   auto uniform = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
