@@ -163,10 +163,10 @@ TEST_P(Pool1dGpu, SmallAveragesOfCompiledWindows) {
   });
 }
 
-// Max windows of 3 with stride 3 and no padding take the tiling kernel (src/pool/pool1d.cu), whatever
-// the row's alignment: lengths a multiple of 3 or not, tensors that start one element into their
-// allocation, and ceil mode, whose last window hangs over the row's end where the length is not a
-// multiple of 3 (the general kernels take those).
+// Max windows of 3 with stride 3 and no padding take the tiling kernel (src/pool/pool1d.cu) with
+// positions or in f32, whatever the row's alignment: lengths a multiple of 3 or not, tensors that
+// start one element into their allocation, and ceil mode, whose last window hangs over the row's
+// end where the length is not a multiple of 3 (the general kernels take those).
 TEST_P(Pool1dGpu, WindowsThatTileTheRow) {
   std::mt19937_64 rng(59 + static_cast<int>(GetParam()));
   for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
