@@ -201,6 +201,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
   // where a bias or the residual's registers leave no room for more without losing a block an SM.
   constexpr int kAffineBatch = !kLateAffine ? 1 : kKind == NormKind::layer || kResidual ? 2 : kVecs;
+  [[maybe_unused]] const uint64_t policy = evict_first_policy();
   for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& launch_row, HeldRowReduction<kVecs>& reduce) {
     // kPair: rows from launch_pointers.second.from on are the second tensor's.
     const bool second = kPair && launch_row.row >= launch_pointers.second.from;
@@ -218,7 +219,12 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
       const int v = r.vector(i);
-      held[i] = reinterpret_cast<const P*>(p.x)[first + v];
+      // x without a residual is read once and never aliased (validate_row_norm): an evict-first load.
+      if constexpr (!kResidual && kVec > 1) {
+        held[i] = load_evict_first(reinterpret_cast<const P*>(p.x) + first + v, true, policy);
+      } else {
+        held[i] = reinterpret_cast<const P*>(p.x)[first + v];
+      }
       if constexpr (kResidual) residual[i] = reinterpret_cast<const P*>(p.residual)[first + v];
       if constexpr (!kLateAffine) read_affine(i, weight[i], bias[i]);
     }

@@ -227,29 +227,6 @@ __global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVector
   }
 }
 
-// The 16-byte vector at `address` where `valid` (zeros elsewhere, no load issued: a predicated load,
-// not a branch between a thread's loads), read once: marked first to leave L2 (an evict_first cache
-// policy, as torch.compile's reductions load x) and not kept in L1. x's lines then make room for
-// each other instead of evicting other data's lines, which after the benchmark's L2 flush are dirty
-// and would be written back to DRAM while the reads wait.
-__device__ __forceinline__ uint4 load_evict_first(const uint4* address, bool valid, uint64_t policy) {
-  uint4 bits{0, 0, 0, 0};
-  asm("{\n"
-      "  .reg .pred p;\n"
-      "  setp.ne.b32 p, %5, 0;\n"
-      "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n"
-      "}"
-      : "+r"(bits.x), "+r"(bits.y), "+r"(bits.z), "+r"(bits.w)
-      : "l"(address), "r"(static_cast<int>(valid)), "l"(policy));
-  return bits;
-}
-
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
-
 // split_norms' blocks: 512 threads, four an SM (at most 32 registers), so that the plan's chunk of
 // 8192 elements is one round of loads, two 16-byte vectors a thread of half types, four of f32.
 constexpr int kSplitThreads = 512;
@@ -281,12 +258,14 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitBlocksPerSm)
   const uint4* const run = reinterpret_cast<const uint4*>(x + output * s.output_stride);
   const int begin = split * s.chunk_vectors, end = ::min(begin + s.chunk_vectors, s.vectors);
   const int step = static_cast<int>(blockDim.x);
-  const uint64_t policy = evict_first_policy();
+  const uint64_t policy = row_norm::evict_first_policy();
   float sum = 0;
   for (int first = begin + static_cast<int>(threadIdx.x); first < end; first += kLoads * step) {
     uint4 bits[kLoads];
 #pragma unroll
-    for (int k = 0; k < kLoads; ++k) bits[k] = load_evict_first(run + first + k * step, first + k * step < end, policy);
+    for (int k = 0; k < kLoads; ++k) {
+      bits[k] = row_norm::load_evict_first(run + first + k * step, first + k * step < end, policy);
+    }
     // Vectors past the chunk's end are zeros, which add nothing.
 #pragma unroll
     for (int k = 0; k < kLoads; ++k) {
@@ -356,13 +335,13 @@ __global__ void __launch_bounds__(kRunThreads, 2)
   __shared__ float warp_sums[kRunThreads / kWarp];
   const T* const first = x + offset_of(blockIdx.x, kept, kept.rank);
   const int lane = static_cast<int>(threadIdx.x);
-  const uint64_t policy = evict_first_policy();
+  const uint64_t policy = row_norm::evict_first_policy();
   uint4 bits[kRunSlots];
 #pragma unroll
   for (int i = 0; i < kRunSlots; ++i) {
     const int vector = s.first_vector[i] + lane;
     const auto* run = reinterpret_cast<const uint4*>(first + s.run_offset[i]);
-    bits[i] = load_evict_first(run + vector, i < s.slots && vector < s.run_vectors, policy);
+    bits[i] = row_norm::load_evict_first(run + vector, i < s.slots && vector < s.run_vectors, policy);
   }
   // Dropped loads are zeros, which add nothing; slots past s.slots are skipped (the same for the
   // whole block).
