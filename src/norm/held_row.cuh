@@ -15,6 +15,7 @@
 #include <cooperative_groups.h>
 
 #include "core/dispatch.cuh"
+#include "core/evict_first.cuh"
 #include "core/integer.hpp"
 #include "norm/row_norm.hpp"
 
@@ -47,29 +48,6 @@ struct RowShape {
 // kVec elements move as one 16-byte access, a single element as itself.
 template <class T, int kVec>
 using Pack = std::conditional_t<kVec == 1, T, uint4>;
-
-// The 16-byte vector at `address` where `valid` (zeros elsewhere, no load issued: a predicated load,
-// not a branch between a thread's loads), read once: marked first to leave L2 (an evict_first cache
-// policy, as torch.compile's reductions load x) and not kept in L1. x's lines then make room for
-// each other instead of evicting other data's lines, which after the benchmark's L2 flush are dirty
-// and would be written back to DRAM while the reads wait.
-__device__ __forceinline__ uint4 load_evict_first(const uint4* address, bool valid, uint64_t policy) {
-  uint4 bits{0, 0, 0, 0};
-  asm("{\n"
-      "  .reg .pred p;\n"
-      "  setp.ne.b32 p, %5, 0;\n"
-      "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n"
-      "}"
-      : "+r"(bits.x), "+r"(bits.y), "+r"(bits.z), "+r"(bits.w)
-      : "l"(address), "r"(static_cast<int>(valid)), "l"(policy));
-  return bits;
-}
-
-__device__ __forceinline__ uint64_t evict_first_policy() {
-  uint64_t policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
-  return policy;
-}
 
 // `bits` by value: bound by reference to global or shared memory, the memcpy below read it a byte or
 // two at a time (16 LDG.U8 a vector in the fused add-norms, LDS.U16 in 3fe6b67's staged kernel).

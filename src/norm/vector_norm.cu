@@ -258,13 +258,13 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitBlocksPerSm)
   const uint4* const run = reinterpret_cast<const uint4*>(x + output * s.output_stride);
   const int begin = split * s.chunk_vectors, end = ::min(begin + s.chunk_vectors, s.vectors);
   const int step = static_cast<int>(blockDim.x);
-  const uint64_t policy = row_norm::evict_first_policy();
+  const uint64_t policy = evict_first_policy();
   float sum = 0;
   for (int first = begin + static_cast<int>(threadIdx.x); first < end; first += kLoads * step) {
     uint4 bits[kLoads];
 #pragma unroll
     for (int k = 0; k < kLoads; ++k) {
-      bits[k] = row_norm::load_evict_first(run + first + k * step, first + k * step < end, policy);
+      bits[k] = load_evict_first(run + first + k * step, first + k * step < end, policy);
     }
     // Vectors past the chunk's end are zeros, which add nothing.
 #pragma unroll
@@ -335,13 +335,13 @@ __global__ void __launch_bounds__(kRunThreads, 2)
   __shared__ float warp_sums[kRunThreads / kWarp];
   const T* const first = x + offset_of(blockIdx.x, kept, kept.rank);
   const int lane = static_cast<int>(threadIdx.x);
-  const uint64_t policy = row_norm::evict_first_policy();
+  const uint64_t policy = evict_first_policy();
   uint4 bits[kRunSlots];
 #pragma unroll
   for (int i = 0; i < kRunSlots; ++i) {
     const int vector = s.first_vector[i] + lane;
     const auto* run = reinterpret_cast<const uint4*>(first + s.run_offset[i]);
-    bits[i] = row_norm::load_evict_first(run + vector, i < s.slots && vector < s.run_vectors, policy);
+    bits[i] = load_evict_first(run + vector, i < s.slots && vector < s.run_vectors, policy);
   }
   // Dropped loads are zeros, which add nothing; slots past s.slots are skipped (the same for the
   // whole block).
