@@ -313,6 +313,37 @@ __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) 
   }
 }
 
+// for_each_held_row for kernels that walk several rows a block and are not launched in clusters,
+// with the next row's loads in flight while body works on this one: load(HeldRow) issues a row's
+// loads and returns them, body(HeldRow, HeldRowReduction&, loads) uses them. Without it a block's
+// loads wait on its reductions and stores, and a few blocks an SM leave DRAM idle between rows.
+template <int kVec, int kVecs, class Load, class Body>
+__device__ __forceinline__ void for_each_held_row_prefetched(const RowShape& s, Load load, Body body) {
+  __shared__ float partial[kHeldRowPartials];
+  __shared__ ClusterTotals totals;
+  const int vectors = s.row_len / kVec;
+  const int64_t step = int64_t{gridDim.x} * blockDim.y;
+  const auto held = [&](int64_t group_row) {
+    const int64_t row = group_row + threadIdx.y;
+    return HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(threadIdx.x),
+                   static_cast<int>(blockDim.x)};
+  };
+  int64_t group_row = int64_t{blockIdx.x} * blockDim.y;
+  if (group_row >= s.rows) return;
+  HeldRow r = held(group_row);
+  auto next_loads = load(r);
+  for (;;) {
+    const auto loads = next_loads;
+    const HeldRow next = held(group_row + step);
+    if (group_row + step < s.rows) next_loads = load(next);
+    HeldRowReduction<kVecs> reduce(partial, &totals);
+    body(r, reduce, loads);
+    group_row += step;
+    if (group_row >= s.rows) return;
+    r = next;
+  }
+}
+
 // Vectors per thread (0: the streaming kernel) and threads per block for rows of `units` vectors of
 // kVec elements (a block's share of them where blocks share a row): the first of kCandidates that
 // fits. Few rows (decode) spread one row over many threads, for the shortest latency

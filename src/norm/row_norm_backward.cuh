@@ -74,9 +74,13 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
 
 // grad_weight and grad_bias as `parameters` says (ParameterGradients). With partials, the dynamic
 // shared memory holds this block's column sums: blockDim.y rows of N floats for the weight terms,
-// then as many for the bias terms, each thread touching only its own columns.
-template <class T, NormKind kKind, int kVec, int kVecs>
-__global__ void __launch_bounds__(max_threads(kVec, kVecs))
+// then as many for the bias terms, each thread touching only its own columns. The parameter terms
+// need only the saved statistics, so they are taken in the pass of the row sums, before the
+// reduction: the row's values are unpacked twice, not three times.
+// kPrefetch (many rows, partials; at most kManyRowsThreads a block): the next row's x, grad_out and
+// statistics are loaded while the block reduces and writes this one (for_each_held_row_prefetched).
+template <class T, NormKind kKind, int kVec, int kVecs, bool kPrefetch>
+__global__ void __launch_bounds__(kPrefetch ? kManyRowsThreads : max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
   extern __shared__ float4 column_storage[];
@@ -99,23 +103,35 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       }
     }
   }
-  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) {
-    P x[kVecs], dy[kVecs], weight[kVecs];
+  struct RowLoads {
+    P x[kVecs], dy[kVecs];
+    float mean, rstd;
+  };
+  const auto load = [&](const HeldRow& r) {
+    RowLoads l;
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
-      const int v = r.vector(i);
-      x[i] = __ldg(reinterpret_cast<const P*>(p.x) + r.first + v);
-      dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + r.first + v);
-      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + v);
+      l.x[i] = __ldg(reinterpret_cast<const P*>(p.x) + r.first + r.vector(i));
+      l.dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + r.first + r.vector(i));
     }
-    const float mean = kKind == NormKind::layer && r.active ? p.mean[r.row] : 0.0f;
-    const float rstd = r.active ? p.rstd[r.row] : 0.0f;
+    l.mean = kKind == NormKind::layer && r.active ? p.mean[r.row] : 0.0f;
+    l.rstd = r.active ? p.rstd[r.row] : 0.0f;
+    return l;
+  };
+  const auto body = [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce, const RowLoads& l) {
+    P weight[kVecs];
+    if (p.weight) {
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (r.holds(i)) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + r.vector(i));
+      }
+    }
     // Calls term(e, x_hat, h, dy) for each element e of the held vector i.
     const auto for_terms = [&](int i, auto term) {
       float xs[kVec], dys[kVec], ws[kVec];
-      unpack<T, kVec>(x[i], xs);
-      unpack<T, kVec>(dy[i], dys);
+      unpack<T, kVec>(l.x[i], xs);
+      unpack<T, kVec>(l.dy[i], dys);
       if (p.weight) {
         unpack<T, kVec>(weight[i], ws);
       } else {
@@ -125,7 +141,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         float x_hat, h;
-        element_terms<kKind>(xs[e], dys[e], ws[e], mean, rstd, x_hat, h);
+        element_terms<kKind>(xs[e], dys[e], ws[e], l.mean, l.rstd, x_hat, h);
         term(e, x_hat, h, dys[e]);
       }
     };
@@ -134,10 +150,20 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
-      for_terms(i, [&](int, float x_hat, float h, float) {
+      float weight_terms[kVec], bias_terms[kVec];
+      for_terms(i, [&](int e, float x_hat, float h, float dy) {
         h_sum += h;
         projection += h * x_hat;
+        weight_terms[e] = dy * x_hat;
+        bias_terms[e] = dy;
       });
+      if (partials) {
+        if (p.grad_weight) add_terms<kVec>(column_terms(i), weight_terms);
+        if (p.grad_bias) add_terms<kVec>(column_terms(i) + terms_per_gradient, bias_terms);
+      } else if (parameters == ParameterGradients::own_row) {
+        if (p.grad_weight) reinterpret_cast<P*>(p.grad_weight)[r.vector(i)] = pack<T, kVec>(weight_terms);
+        if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = l.dy[i];
+      }
     }
     // LayerNorm's two sums in one round of barriers.
     float h_mean = 0;
@@ -155,28 +181,17 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       if (!r.holds(i)) continue;
       float out[kVec];
       for_terms(i, [&](int e, float x_hat, float h, float) {
-        out[e] = input_gradient(x_hat, h, rstd, h_mean, projection);
+        out[e] = input_gradient(x_hat, h, l.rstd, h_mean, projection);
       });
       reinterpret_cast<P*>(p.grad_x)[r.first + r.vector(i)] = pack<T, kVec>(out);
     }
-    if (parameters == ParameterGradients::none) return;
-#pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
-      float weight_terms[kVec], bias_terms[kVec];
-      for_terms(i, [&](int e, float x_hat, float, float dy_e) {
-        weight_terms[e] = dy_e * x_hat;
-        bias_terms[e] = dy_e;
-      });
-      if (partials) {
-        if (p.grad_weight) add_terms<kVec>(column_terms(i), weight_terms);
-        if (p.grad_bias) add_terms<kVec>(column_terms(i) + terms_per_gradient, bias_terms);
-      } else {
-        if (p.grad_weight) reinterpret_cast<P*>(p.grad_weight)[r.vector(i)] = pack<T, kVec>(weight_terms);
-        if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = dy[i];
-      }
-    }
-  });
+  };
+  if constexpr (kPrefetch) {
+    for_each_held_row_prefetched<kVec, kVecs>(s, load, body);
+  } else {
+    for_each_held_row<kVec, kVecs>(
+        s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) { body(r, reduce, load(r)); });
+  }
   if (!partials) return;
   // The block's sums (its rows of threadIdx.y added in order) as row blockIdx.x of the partials.
   __syncthreads();
@@ -321,29 +336,37 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
         // The partials' column sums index the block's own threads: rows are shared only without them.
         partials ? kNoRowSharing : kHeavyRowSharing,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-          const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
           ParameterGradients mode = !parameters ? ParameterGradients::none
                                     : partials  ? ParameterGradients::partials
                                                 : ParameterGradients::own_row;
-          size_t shared_bytes = 0;
-          if (partials) {
-            shared_bytes = size_t{block.y} * s.row_len * sizeof(float) * (p.grad_bias ? 2 : 1);
-            if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
-              check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(shared_bytes)),
-                         op, "cudaFuncSetAttribute");
+          const auto launch = [&](auto kernel) {
+            size_t shared_bytes = 0;
+            if (partials) {
+              shared_bytes = size_t{block.y} * s.row_len * sizeof(float) * (p.grad_bias ? 2 : 1);
+              if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
+                check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                static_cast<int>(shared_bytes)),
+                           op, "cudaFuncSetAttribute");
+              }
+              int resident = 0;
+              check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+                             &resident, kernel, static_cast<int>(block.x * block.y), shared_bytes),
+                         op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+              const int64_t most = std::min(backward_partial_blocks({s.rows, s.row_len}),
+                                            int64_t{std::max(resident, 1)} * multiprocessors);
+              grid.x = static_cast<unsigned>(std::min<int64_t>(grid.x, most));
+              blocks = grid.x;
             }
-            int resident = 0;
-            check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel,
-                                                                     static_cast<int>(block.x * block.y), shared_bytes),
-                       op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-            const int64_t most = std::min(backward_partial_blocks({s.rows, s.row_len}),
-                                          int64_t{std::max(resident, 1)} * multiprocessors);
-            grid.x = static_cast<unsigned>(std::min<int64_t>(grid.x, most));
-            blocks = grid.x;
+            column_kernel = false;
+            launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
+          };
+          // Many rows take the many-rows shape (at most kManyRowsThreads, never a cluster).
+          if constexpr (kVec > 1) {
+            if (partials && s.rows >= multiprocessors) {
+              return launch(row_norm_backward_in_registers<T, kKind, kVec, kVecs, true>);
+            }
           }
-          column_kernel = false;
-          launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
+          launch(row_norm_backward_in_registers<T, kKind, kVec, kVecs, false>);
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
   }
