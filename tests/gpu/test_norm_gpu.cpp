@@ -942,6 +942,22 @@ TEST_P(NormBackwardGpu, NaNPropagatesToItsRowAndTheParameterGradients) {
   }
 }
 
+// Many rows (at least one a multiprocessor), where each block loads its next row while it works on
+// the one before: blocks of several short rows with the last group part empty, rows that do not
+// divide among the blocks, one row a block, and every vector width.
+TEST_P(NormBackwardGpu, ManyRowsWithTheNextRowInFlight) {
+  std::mt19937_64 rng(22);
+  const struct {
+    Shape shape;
+    DType dtype;
+  } cases[] = {{{1001, 64}, DType::bf16},  {{133, 4096}, DType::f16},  {{2049, 4096}, DType::bf16},
+               {{700, 8192}, DType::f32},  {{301, 12288}, DType::f16}, {{531, 2056}, DType::bf16}};
+  for (const auto& c : cases) {
+    BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng);
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+  }
+}
+
 // Rows shared by the blocks of a cluster: one row (its parameter gradients written directly), and
 // several rows without a weight (no partials); with a weight, several rows stay a block's own.
 TEST_P(NormBackwardGpu, RowsSharedByClusters) {
