@@ -91,8 +91,21 @@ __device__ __forceinline__ float warp_reduce(float value, Combine combine) {
   return value;
 }
 
+// Rows that share a block without sharing barriers: each row of a block of several (blockDim.y)
+// syncs its own threads on named barrier threadIdx.y + 1, so that a row does not wait on the
+// others' loads and stores. At most kMaxRowBarriers rows a block; one row syncs the whole block.
+constexpr int kMaxRowBarriers = 15;
+
+__device__ __forceinline__ void row_sync() {
+  if (blockDim.y == 1) {
+    __syncthreads();
+  } else {
+    asm volatile("bar.sync %0, %1;" ::"r"(threadIdx.y + 1), "r"(blockDim.x) : "memory");
+  }
+}
+
 // The reduction by `combine` (whose identity is `identity`) over the threads of this thread's row
-// (threadIdx.y); rows are whole warps. Every thread of the block must call it. Each warp reduces
+// (threadIdx.y); rows are whole warps. Every thread of the row must call it. Each warp reduces
 // the row's warp partials itself, in the same butterfly, so every thread gets the same bits: one
 // shared-memory load and five shuffles, where a loop over the partials waited on one load a warp
 // (32 at 1024 threads, ~0.4 µs on a decode row's critical path, for every reduction).
@@ -104,14 +117,14 @@ __device__ __forceinline__ float block_reduce(float value, float* partial, float
   if (warps == 1) return value;
   float* row_partial = partial + threadIdx.y * warps;
   if (lane == 0) row_partial[threadIdx.x / kWarp] = value;
-  __syncthreads();
+  row_sync();
   return warp_reduce(lane < warps ? row_partial[lane] : identity, combine);
 }
 
 template <class Combine>
 __device__ __forceinline__ float row_reduce(float value, float* partial, float identity, Combine combine) {
   const float total = block_reduce(value, partial, identity, combine);
-  if (blockDim.x > kWarp) __syncthreads();  // the next call overwrites partial
+  if (blockDim.x > kWarp) row_sync();  // the next call overwrites partial
   return total;
 }
 
@@ -138,7 +151,7 @@ __device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* par
     row_partial[threadIdx.x / kWarp] = a;
     row_partial[warps + threadIdx.x / kWarp] = b;
   }
-  __syncthreads();
+  row_sync();
   a = warp_reduce(lane < warps ? row_partial[lane] : identity_a, combine_a);
   b = warp_reduce(lane < warps ? row_partial[warps + lane] : identity_b, combine_b);
   return {a, b};
@@ -208,7 +221,7 @@ class RowReduction {
   template <class CombineA, class CombineB>
   __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
     if (!kShared || __clusterSizeInBlocks() == 1) {
-      if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
+      if (blockDim.x > kWarp) row_sync();  // the next reduction overwrites partial
       return totals;
     }
     const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
@@ -310,37 +323,6 @@ __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) 
     body(HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(rank * blockDim.x + threadIdx.x),
                  static_cast<int>(blocks * blockDim.x)},
          reduce);
-  }
-}
-
-// for_each_held_row for kernels that walk several rows a block and are not launched in clusters,
-// with the next row's loads in flight while body works on this one: load(HeldRow) issues a row's
-// loads and returns them, body(HeldRow, HeldRowReduction&, loads) uses them. Without it a block's
-// loads wait on its reductions and stores, and a few blocks an SM leave DRAM idle between rows.
-template <int kVec, int kVecs, class Load, class Body>
-__device__ __forceinline__ void for_each_held_row_prefetched(const RowShape& s, Load load, Body body) {
-  __shared__ float partial[kHeldRowPartials];
-  __shared__ ClusterTotals totals;
-  const int vectors = s.row_len / kVec;
-  const int64_t step = int64_t{gridDim.x} * blockDim.y;
-  const auto held = [&](int64_t group_row) {
-    const int64_t row = group_row + threadIdx.y;
-    return HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(threadIdx.x),
-                   static_cast<int>(blockDim.x)};
-  };
-  int64_t group_row = int64_t{blockIdx.x} * blockDim.y;
-  if (group_row >= s.rows) return;
-  HeldRow r = held(group_row);
-  auto next_loads = load(r);
-  for (;;) {
-    const auto loads = next_loads;
-    const HeldRow next = held(group_row + step);
-    if (group_row + step < s.rows) next_loads = load(next);
-    HeldRowReduction<kVecs> reduce(partial, &totals);
-    body(r, reduce, loads);
-    group_row += step;
-    if (group_row >= s.rows) return;
-    r = next;
   }
 }
 

@@ -77,10 +77,8 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
 // then as many for the bias terms, each thread touching only its own columns. The parameter terms
 // need only the saved statistics, so they are taken in the pass of the row sums, before the
 // reduction: the row's values are unpacked twice, not three times.
-// kPrefetch (many rows, partials; at most kManyRowsThreads a block): the next row's x, grad_out and
-// statistics are loaded while the block reduces and writes this one (for_each_held_row_prefetched).
-template <class T, NormKind kKind, int kVec, int kVecs, bool kPrefetch>
-__global__ void __launch_bounds__(kPrefetch ? kManyRowsThreads : max_threads(kVec, kVecs))
+template <class T, NormKind kKind, int kVec, int kVecs>
+__global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
   extern __shared__ float4 column_storage[];
@@ -103,35 +101,23 @@ __global__ void __launch_bounds__(kPrefetch ? kManyRowsThreads : max_threads(kVe
       }
     }
   }
-  struct RowLoads {
-    P x[kVecs], dy[kVecs];
-    float mean, rstd;
-  };
-  const auto load = [&](const HeldRow& r) {
-    RowLoads l;
+  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) {
+    P x[kVecs], dy[kVecs], weight[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
-      l.x[i] = __ldg(reinterpret_cast<const P*>(p.x) + r.first + r.vector(i));
-      l.dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + r.first + r.vector(i));
+      const int v = r.vector(i);
+      x[i] = __ldg(reinterpret_cast<const P*>(p.x) + r.first + v);
+      dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + r.first + v);
+      if (p.weight) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + v);
     }
-    l.mean = kKind == NormKind::layer && r.active ? p.mean[r.row] : 0.0f;
-    l.rstd = r.active ? p.rstd[r.row] : 0.0f;
-    return l;
-  };
-  const auto body = [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce, const RowLoads& l) {
-    P weight[kVecs];
-    if (p.weight) {
-#pragma unroll
-      for (int i = 0; i < kVecs; ++i) {
-        if (r.holds(i)) weight[i] = __ldg(reinterpret_cast<const P*>(p.weight) + r.vector(i));
-      }
-    }
+    const float mean = kKind == NormKind::layer && r.active ? p.mean[r.row] : 0.0f;
+    const float rstd = r.active ? p.rstd[r.row] : 0.0f;
     // Calls term(e, x_hat, h, dy) for each element e of the held vector i.
     const auto for_terms = [&](int i, auto term) {
       float xs[kVec], dys[kVec], ws[kVec];
-      unpack<T, kVec>(l.x[i], xs);
-      unpack<T, kVec>(l.dy[i], dys);
+      unpack<T, kVec>(x[i], xs);
+      unpack<T, kVec>(dy[i], dys);
       if (p.weight) {
         unpack<T, kVec>(weight[i], ws);
       } else {
@@ -141,7 +127,7 @@ __global__ void __launch_bounds__(kPrefetch ? kManyRowsThreads : max_threads(kVe
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         float x_hat, h;
-        element_terms<kKind>(xs[e], dys[e], ws[e], l.mean, l.rstd, x_hat, h);
+        element_terms<kKind>(xs[e], dys[e], ws[e], mean, rstd, x_hat, h);
         term(e, x_hat, h, dys[e]);
       }
     };
@@ -151,18 +137,18 @@ __global__ void __launch_bounds__(kPrefetch ? kManyRowsThreads : max_threads(kVe
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
       float weight_terms[kVec], bias_terms[kVec];
-      for_terms(i, [&](int e, float x_hat, float h, float dy) {
+      for_terms(i, [&](int e, float x_hat, float h, float dy_e) {
         h_sum += h;
         projection += h * x_hat;
-        weight_terms[e] = dy * x_hat;
-        bias_terms[e] = dy;
+        weight_terms[e] = dy_e * x_hat;
+        bias_terms[e] = dy_e;
       });
       if (partials) {
         if (p.grad_weight) add_terms<kVec>(column_terms(i), weight_terms);
         if (p.grad_bias) add_terms<kVec>(column_terms(i) + terms_per_gradient, bias_terms);
       } else if (parameters == ParameterGradients::own_row) {
         if (p.grad_weight) reinterpret_cast<P*>(p.grad_weight)[r.vector(i)] = pack<T, kVec>(weight_terms);
-        if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = l.dy[i];
+        if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = dy[i];
       }
     }
     // LayerNorm's two sums in one round of barriers.
@@ -181,17 +167,11 @@ __global__ void __launch_bounds__(kPrefetch ? kManyRowsThreads : max_threads(kVe
       if (!r.holds(i)) continue;
       float out[kVec];
       for_terms(i, [&](int e, float x_hat, float h, float) {
-        out[e] = input_gradient(x_hat, h, l.rstd, h_mean, projection);
+        out[e] = input_gradient(x_hat, h, rstd, h_mean, projection);
       });
       reinterpret_cast<P*>(p.grad_x)[r.first + r.vector(i)] = pack<T, kVec>(out);
     }
-  };
-  if constexpr (kPrefetch) {
-    for_each_held_row_prefetched<kVec, kVecs>(s, load, body);
-  } else {
-    for_each_held_row<kVec, kVecs>(
-        s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) { body(r, reduce, load(r)); });
-  }
+  });
   if (!partials) return;
   // The block's sums (its rows of threadIdx.y added in order) as row blockIdx.x of the partials.
   __syncthreads();
@@ -318,55 +298,88 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
 // (cudaFuncSetAttribute).
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
-// With partials, the row kernel's blocks are few (each writes a row of N floats a gradient) and
-// loop over the rows: at most as many as stay resident, since a second wave would only add partial
-// rows. They keep the forward's many-rows shape (256 threads a row): whole rows of up to 1024
-// threads, one block an SM, were slower (H200, 0ff3e0d against this: RMSNormBwd 2048 x 8192
-// 46.9 -> 62.1 µs, LayerNormBwd 2048 x 16384 122 -> 137 µs).
+// Column sums a block of the partials kernel keeps in shared memory, at most (rows of N floats a
+// gradient).
+constexpr size_t kMaxColumnSumBytes = 160 * 1024;
+
+// The row kernel with partials, over rows of vectors (at most two a thread at 1024 threads): its
+// blocks are few, since each writes a row of N floats a gradient, and loop over the rows. Two
+// vectors a thread keep it at 64 registers, and each block holds as many rows as fill 1024 threads
+// within kMaxColumnSumBytes, each row on its own barriers (row_sync): 32 warps an SM, where one
+// row a 256-thread block (8 warps a block, 264 blocks for the partials' sake) left the SMs at 0.37
+// instructions a cycle a scheduler, DRAM at 25-35 %, with the row's loads, reductions, stores and
+// column sums in one chain (ncu, H200, LayerNormBwd 2048 x 4096: 34 µs). Returns the blocks, the
+// rows of the partials.
+template <class T, NormKind kKind>
+int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
+                                 int multiprocessors, cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  constexpr int kVecs = 2;
+  const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
+  const auto threads = static_cast<int>(ceil_div(s.row_len / kVec, kVecs * kWarp) * kWarp);
+  const size_t row_bytes = static_cast<size_t>(s.row_len) * sizeof(float) * (p.grad_bias ? 2 : 1);
+  const int64_t rows_per_block =
+      std::min<int64_t>({kMaxThreads / threads, kMaxRowBarriers, static_cast<int64_t>(kMaxColumnSumBytes / row_bytes),
+                         ceil_div(s.rows, int64_t{multiprocessors})});
+  const size_t shared_bytes = rows_per_block * row_bytes;
+  if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+               op, "cudaFuncSetAttribute");
+  }
+  const dim3 block(threads, static_cast<unsigned>(rows_per_block));
+  int resident = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, static_cast<int>(block.x * block.y),
+                                                           shared_bytes),
+             op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t blocks = std::min({ceil_div(s.rows, rows_per_block), int64_t{std::max(resident, 1)} * multiprocessors,
+                                   backward_partial_blocks({s.rows, s.row_len})});
+  kernel<<<static_cast<unsigned>(blocks), block, shared_bytes, stream>>>(p, s, ParameterGradients::partials);
+  return blocks;
+}
+
+// The rest: one row a block (or short rows sharing one), with partials only over rows of single
+// elements.
 template <class T, NormKind kKind>
 void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, int multiprocessors,
                            cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
   const bool parameters = p.grad_weight || p.grad_bias;
   const bool partials = parameters && s.rows > 1;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
-  if (s.rows > 0) {
+  if (partials && s.row_len % kVec == 0 && s.row_len / kVec <= 2 * kMaxThreads &&
+      std::ranges::all_of(std::initializer_list<const void*>{p.grad_out, p.x, p.weight, p.grad_x}, aligned_to_vector)) {
+    blocks = launch_backward_partials<T, kKind>(op, p, s, multiprocessors, stream);
+    column_kernel = false;
+  } else if (s.rows > 0) {
     launch_row_kernel<T>(
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
         // The partials' column sums index the block's own threads: rows are shared only without them.
         partials ? kNoRowSharing : kHeavyRowSharing,
-        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+        [&]<int kRowVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+          const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs>;
           ParameterGradients mode = !parameters ? ParameterGradients::none
                                     : partials  ? ParameterGradients::partials
                                                 : ParameterGradients::own_row;
-          const auto launch = [&](auto kernel) {
-            size_t shared_bytes = 0;
-            if (partials) {
-              shared_bytes = size_t{block.y} * s.row_len * sizeof(float) * (p.grad_bias ? 2 : 1);
-              if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
-                check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                                static_cast<int>(shared_bytes)),
-                           op, "cudaFuncSetAttribute");
-              }
-              int resident = 0;
-              check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-                             &resident, kernel, static_cast<int>(block.x * block.y), shared_bytes),
-                         op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-              const int64_t most = std::min(backward_partial_blocks({s.rows, s.row_len}),
-                                            int64_t{std::max(resident, 1)} * multiprocessors);
-              grid.x = static_cast<unsigned>(std::min<int64_t>(grid.x, most));
-              blocks = grid.x;
+          size_t shared_bytes = 0;
+          if (partials) {
+            shared_bytes = size_t{block.y} * s.row_len * sizeof(float) * (p.grad_bias ? 2 : 1);
+            if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
+              check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                              static_cast<int>(shared_bytes)),
+                         op, "cudaFuncSetAttribute");
             }
-            column_kernel = false;
-            launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
-          };
-          // Many rows take the many-rows shape (at most kManyRowsThreads, never a cluster).
-          if constexpr (kVec > 1) {
-            if (partials && s.rows >= multiprocessors) {
-              return launch(row_norm_backward_in_registers<T, kKind, kVec, kVecs, true>);
-            }
+            int resident = 0;
+            check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel,
+                                                                     static_cast<int>(block.x * block.y), shared_bytes),
+                       op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+            const int64_t most = std::min(backward_partial_blocks({s.rows, s.row_len}),
+                                          int64_t{std::max(resident, 1)} * multiprocessors);
+            grid.x = static_cast<unsigned>(std::min<int64_t>(grid.x, most));
+            blocks = grid.x;
           }
-          launch(row_norm_backward_in_registers<T, kKind, kVec, kVecs, false>);
+          column_kernel = false;
+          launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
   }
