@@ -77,7 +77,8 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
 // then as many for the bias terms, each thread touching only its own columns. The parameter terms
 // need only the saved statistics, so they are taken in the pass of the row sums, before the
 // reduction: the row's values are unpacked twice, not three times.
-template <class T, NormKind kKind, int kVec, int kVecs>
+// kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync).
+template <class T, NormKind kKind, int kVec, int kVecs, bool kRowBarriers = false>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
@@ -101,7 +102,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       }
     }
   }
-  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) {
+  for_each_held_row<kVec, kVecs, kRowBarriers>(s, [&](const HeldRow& r, HeldRowReduction<kVecs, kRowBarriers>& reduce) {
     P x[kVecs], dy[kVecs], weight[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
@@ -302,24 +303,29 @@ constexpr size_t kDefaultSharedBytes = 48 * 1024;
 // gradient).
 constexpr size_t kMaxColumnSumBytes = 160 * 1024;
 
-// The row kernel with partials, over rows of vectors (at most two a thread at 1024 threads): its
-// blocks are few, since each writes a row of N floats a gradient, and loop over the rows. Two
-// vectors a thread keep it at 64 registers, and each block holds as many rows as fill 1024 threads
-// within kMaxColumnSumBytes, each row on its own barriers (row_sync): 32 warps an SM, where one
-// row a 256-thread block (8 warps a block, 264 blocks for the partials' sake) left the SMs at 0.37
-// instructions a cycle a scheduler, DRAM at 25-35 %, with the row's loads, reductions, stores and
-// column sums in one chain (ncu, H200, LayerNormBwd 2048 x 4096: 34 µs). Returns the blocks, the
-// rows of the partials.
+// The row kernel with partials over rows of up to 512 threads at two vectors a thread (N <= 4096
+// f32, 8192 f16/bf16): its blocks are few, since each writes a row of N floats a gradient, and loop
+// over the rows. Two vectors a thread keep it at 64 registers, and each block holds several rows,
+// each reducing on its own barriers (row_sync), so that an SM runs 32 warps. One row a 256-thread
+// block, 8 warps, two blocks an SM, had left the schedulers issuing 0.37 instructions a cycle and
+// DRAM at 25-35 % of its peak (ncu, H200, LayerNormBwd 2048 x 4096: 34 µs); with the next row's
+// loads in flight it was no faster. Measured (H200, µs, 2048 rows, bf16): RMSNormBwd N = 4096
+// 28.8 -> 22.8 at two rows a 512-thread block (24.4 at four a 1024-thread block), N = 8192 44.2 ->
+// 42.0 at two rows a 1024-thread block (48.4 at one a 512-thread block). Longer rows keep eight
+// vectors at 256 threads: one 1024-thread row a block was slower (LayerNormBwd N = 16384 117.7 ->
+// 129.3). Returns the blocks, the rows of the partials.
 template <class T, NormKind kKind>
 int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
                                  int multiprocessors, cudaStream_t stream) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   constexpr int kVecs = 2;
-  const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
+  const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs, true>;
   const auto threads = static_cast<int>(ceil_div(s.row_len / kVec, kVecs * kWarp) * kWarp);
+  // Rows of up to 256 threads in blocks of 512 (two an SM), longer ones in blocks of 1024.
+  const int block_threads = threads <= kManyRowsThreads ? kMaxThreads / 2 : kMaxThreads;
   const size_t row_bytes = static_cast<size_t>(s.row_len) * sizeof(float) * (p.grad_bias ? 2 : 1);
   const int64_t rows_per_block =
-      std::min<int64_t>({kMaxThreads / threads, kMaxRowBarriers, static_cast<int64_t>(kMaxColumnSumBytes / row_bytes),
+      std::min<int64_t>({block_threads / threads, kMaxRowBarriers, static_cast<int64_t>(kMaxColumnSumBytes / row_bytes),
                          ceil_div(s.rows, int64_t{multiprocessors})});
   const size_t shared_bytes = rows_per_block * row_bytes;
   if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
@@ -347,7 +353,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
   const bool partials = parameters && s.rows > 1;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
-  if (partials && s.row_len % kVec == 0 && s.row_len / kVec <= 2 * kMaxThreads &&
+  if (partials && s.row_len % kVec == 0 && s.row_len / kVec <= kMaxThreads &&
       std::ranges::all_of(std::initializer_list<const void*>{p.grad_out, p.x, p.weight, p.grad_x}, aligned_to_vector)) {
     blocks = launch_backward_partials<T, kKind>(op, p, s, multiprocessors, stream);
     column_kernel = false;

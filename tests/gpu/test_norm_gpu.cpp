@@ -942,10 +942,10 @@ TEST_P(NormBackwardGpu, NaNPropagatesToItsRowAndTheParameterGradients) {
   }
 }
 
-// Many rows (at least one a multiprocessor), where each block loads its next row while it works on
-// the one before: blocks of several short rows with the last group part empty, rows that do not
-// divide among the blocks, one row a block, and every vector width.
-TEST_P(NormBackwardGpu, ManyRowsWithTheNextRowInFlight) {
+// Parameter gradients of many rows, taken by blocks of several rows on their own barriers: short
+// rows many to a block with the last group part empty, rows that do not divide among the blocks,
+// rows of 256 and 512 threads, rows just past a warp's multiple, and longer rows (one a block).
+TEST_P(NormBackwardGpu, ManyRowsInBlocksOfSeveralRows) {
   std::mt19937_64 rng(22);
   const struct {
     Shape shape;
