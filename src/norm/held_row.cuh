@@ -91,27 +91,42 @@ __device__ __forceinline__ float warp_reduce(float value, Combine combine) {
   return value;
 }
 
+// The barrier of a row's reduction: the whole block's, or with kRowBarriers (kernels whose blocks
+// hold several rows, blockDim.y) named barrier threadIdx.y + 1 for the row's threads alone, so that
+// a row does not wait on the others' loads and stores. At most kMaxRowBarriers rows a block. A
+// compile-time choice: the branch on blockDim.y cost the forward kernels 5-25 % (H200).
+constexpr int kMaxRowBarriers = 15;
+
+template <bool kRowBarriers>
+__device__ __forceinline__ void row_sync() {
+  if constexpr (kRowBarriers) {
+    asm volatile("bar.sync %0, %1;" ::"r"(threadIdx.y + 1), "r"(blockDim.x) : "memory");
+  } else {
+    __syncthreads();
+  }
+}
+
 // The reduction by `combine` (whose identity is `identity`) over the threads of this thread's row
-// (threadIdx.y); rows are whole warps. Every thread of the block must call it. Each warp reduces
+// (threadIdx.y); rows are whole warps. Every thread of the row must call it. Each warp reduces
 // the row's warp partials itself, in the same butterfly, so every thread gets the same bits: one
 // shared-memory load and five shuffles, where a loop over the partials waited on one load a warp
 // (32 at 1024 threads, ~0.4 µs on a decode row's critical path, for every reduction).
 // block_reduce leaves `partial` in use until the caller's next barrier; row_reduce ends it.
-template <class Combine>
+template <bool kRowBarriers = false, class Combine>
 __device__ __forceinline__ float block_reduce(float value, float* partial, float identity, Combine combine) {
   value = warp_reduce(value, combine);
   const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
   if (warps == 1) return value;
   float* row_partial = partial + threadIdx.y * warps;
   if (lane == 0) row_partial[threadIdx.x / kWarp] = value;
-  __syncthreads();
+  row_sync<kRowBarriers>();
   return warp_reduce(lane < warps ? row_partial[lane] : identity, combine);
 }
 
-template <class Combine>
+template <bool kRowBarriers = false, class Combine>
 __device__ __forceinline__ float row_reduce(float value, float* partial, float identity, Combine combine) {
-  const float total = block_reduce(value, partial, identity, combine);
-  if (blockDim.x > kWarp) __syncthreads();  // the next call overwrites partial
+  const float total = block_reduce<kRowBarriers>(value, partial, identity, combine);
+  if (blockDim.x > kWarp) row_sync<kRowBarriers>();  // the next call overwrites partial
   return total;
 }
 
@@ -126,7 +141,7 @@ __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a !
 // The reductions of a by combine_a and of b by combine_b (identities identity_a, identity_b) over this
 // thread's row of the block, in every thread, both in one round of barriers; `partial` (two values a
 // warp) stays in use until the caller's next barrier.
-template <class CombineA, class CombineB>
+template <bool kRowBarriers = false, class CombineA, class CombineB>
 __device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* partial, float identity_a,
                                                     float identity_b, CombineA combine_a, CombineB combine_b) {
   a = warp_reduce(a, combine_a);
@@ -138,7 +153,7 @@ __device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* par
     row_partial[threadIdx.x / kWarp] = a;
     row_partial[warps + threadIdx.x / kWarp] = b;
   }
-  __syncthreads();
+  row_sync<kRowBarriers>();
   a = warp_reduce(lane < warps ? row_partial[lane] : identity_a, combine_a);
   b = warp_reduce(lane < warps ? row_partial[warps + lane] : identity_b, combine_b);
   return {a, b};
@@ -172,7 +187,7 @@ struct ClusterTotals {
 // to 65536 half-type elements is one vector a thread; rows of single elements are not shared.
 constexpr int kSharedRowVecs = 1;
 
-template <bool kShared>
+template <bool kShared, bool kRowBarriers = false>
 class RowReduction {
  public:
   // `partial`: two values a warp of the block; `totals`: this block's slots.
@@ -182,18 +197,18 @@ class RowReduction {
 
   template <class CombineA, class CombineB>
   __device__ float2 pair(float a, float b, float identity_a, float identity_b, CombineA combine_a, CombineB combine_b) {
-    const float2 totals = block_reduce_pair(a, b, partial_, identity_a, identity_b, combine_a, combine_b);
+    const float2 totals = block_reduce_pair<kRowBarriers>(a, b, partial_, identity_a, identity_b, combine_a, combine_b);
     return across_blocks(totals, {identity_a, identity_b}, combine_a, combine_b);
   }
 
   __device__ float sum(float value) {
-    const float total = block_reduce(value, partial_, 0.0f, plus);
+    const float total = block_reduce<kRowBarriers>(value, partial_, 0.0f, plus);
     return across_blocks({total, 0.0f}, {0.0f, 0.0f}, plus, plus).x;
   }
 
   // The largest (nan_max) of the row's values.
   __device__ float max(float value) {
-    const float total = block_reduce(value, partial_, -INFINITY, larger);
+    const float total = block_reduce<kRowBarriers>(value, partial_, -INFINITY, larger);
     return across_blocks({total, -INFINITY}, {-INFINITY, -INFINITY}, larger, larger).x;
   }
 
@@ -208,7 +223,7 @@ class RowReduction {
   template <class CombineA, class CombineB>
   __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
     if (!kShared || __clusterSizeInBlocks() == 1) {
-      if (blockDim.x > kWarp) __syncthreads();  // the next reduction overwrites partial
+      if (blockDim.x > kWarp) row_sync<kRowBarriers>();  // the next reduction overwrites partial
       return totals;
     }
     const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
@@ -283,8 +298,8 @@ constexpr int kHeldRowPartials = 2 * kMaxThreads / kWarp;
 constexpr size_t kHeldRowSharedBytes = kHeldRowPartials * sizeof(float) + sizeof(ClusterTotals);
 
 // The reductions of a kernel holding kVecs vectors a thread.
-template <int kVecs>
-using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs>;
+template <int kVecs, bool kRowBarriers = false>
+using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs, kRowBarriers>;
 
 // Calls body(HeldRow, HeldRowReduction&) for each row of this thread: row threadIdx.y of each group
 // of blockDim.y rows, the groups strided over the grid, or, for kernels of kSharedRowVecs vectors a
@@ -294,7 +309,7 @@ using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs>;
 // group's first row exists, the same test for every thread of the cluster; counting the groups
 // instead took a 64-bit division before the first load (about 20 dependent instructions, on every
 // decode row's critical path).
-template <int kVec, int kVecs, class Body>
+template <int kVec, int kVecs, bool kRowBarriers = false, class Body>
 __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
   constexpr bool kShared = kVecs == kSharedRowVecs;
   __shared__ float partial[kHeldRowPartials];
@@ -306,7 +321,7 @@ __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) 
        group_row += int64_t{groups} * blockDim.y) {
     const int64_t row = group_row + threadIdx.y;
     const unsigned rank = kShared ? __clusterRelativeBlockRank() : 0, blocks = kShared ? __clusterSizeInBlocks() : 1;
-    HeldRowReduction<kVecs> reduce(partial, &totals);
+    HeldRowReduction<kVecs, kRowBarriers> reduce(partial, &totals);
     body(HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(rank * blockDim.x + threadIdx.x),
                  static_cast<int>(blocks * blockDim.x)},
          reduce);

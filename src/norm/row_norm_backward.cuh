@@ -74,8 +74,11 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
 
 // grad_weight and grad_bias as `parameters` says (ParameterGradients). With partials, the dynamic
 // shared memory holds this block's column sums: blockDim.y rows of N floats for the weight terms,
-// then as many for the bias terms, each thread touching only its own columns.
-template <class T, NormKind kKind, int kVec, int kVecs>
+// then as many for the bias terms, each thread touching only its own columns. The parameter terms
+// need only the saved statistics, so they are taken in the pass of the row sums, before the
+// reduction: the row's values are unpacked twice, not three times.
+// kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync).
+template <class T, NormKind kKind, int kVec, int kVecs, bool kRowBarriers = false>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
@@ -99,7 +102,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       }
     }
   }
-  for_each_held_row<kVec, kVecs>(s, [&](const HeldRow& r, HeldRowReduction<kVecs>& reduce) {
+  for_each_held_row<kVec, kVecs, kRowBarriers>(s, [&](const HeldRow& r, HeldRowReduction<kVecs, kRowBarriers>& reduce) {
     P x[kVecs], dy[kVecs], weight[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
@@ -134,10 +137,20 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds(i)) continue;
-      for_terms(i, [&](int, float x_hat, float h, float) {
+      float weight_terms[kVec], bias_terms[kVec];
+      for_terms(i, [&](int e, float x_hat, float h, float dy_e) {
         h_sum += h;
         projection += h * x_hat;
+        weight_terms[e] = dy_e * x_hat;
+        bias_terms[e] = dy_e;
       });
+      if (partials) {
+        if (p.grad_weight) add_terms<kVec>(column_terms(i), weight_terms);
+        if (p.grad_bias) add_terms<kVec>(column_terms(i) + terms_per_gradient, bias_terms);
+      } else if (parameters == ParameterGradients::own_row) {
+        if (p.grad_weight) reinterpret_cast<P*>(p.grad_weight)[r.vector(i)] = pack<T, kVec>(weight_terms);
+        if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = dy[i];
+      }
     }
     // LayerNorm's two sums in one round of barriers.
     float h_mean = 0;
@@ -158,23 +171,6 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
         out[e] = input_gradient(x_hat, h, rstd, h_mean, projection);
       });
       reinterpret_cast<P*>(p.grad_x)[r.first + r.vector(i)] = pack<T, kVec>(out);
-    }
-    if (parameters == ParameterGradients::none) return;
-#pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
-      float weight_terms[kVec], bias_terms[kVec];
-      for_terms(i, [&](int e, float x_hat, float, float dy_e) {
-        weight_terms[e] = dy_e * x_hat;
-        bias_terms[e] = dy_e;
-      });
-      if (partials) {
-        if (p.grad_weight) add_terms<kVec>(column_terms(i), weight_terms);
-        if (p.grad_bias) add_terms<kVec>(column_terms(i) + terms_per_gradient, bias_terms);
-      } else {
-        if (p.grad_weight) reinterpret_cast<P*>(p.grad_weight)[r.vector(i)] = pack<T, kVec>(weight_terms);
-        if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = dy[i];
-      }
     }
   });
   if (!partials) return;
@@ -303,25 +299,71 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
 // (cudaFuncSetAttribute).
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
-// With partials, the row kernel's blocks are few (each writes a row of N floats a gradient) and
-// loop over the rows: at most as many as stay resident, since a second wave would only add partial
-// rows. They keep the forward's many-rows shape (256 threads a row): whole rows of up to 1024
-// threads, one block an SM, were slower (H200, 0ff3e0d against this: RMSNormBwd 2048 x 8192
-// 46.9 -> 62.1 µs, LayerNormBwd 2048 x 16384 122 -> 137 µs).
+// Column sums a block of the partials kernel keeps in shared memory, at most (rows of N floats a
+// gradient).
+constexpr size_t kMaxColumnSumBytes = 160 * 1024;
+
+// The row kernel with partials over rows of up to 512 threads at two vectors a thread (N <= 4096
+// f32, 8192 f16/bf16): its blocks are few, since each writes a row of N floats a gradient, and loop
+// over the rows. Two vectors a thread keep it at 64 registers, and each block holds several rows,
+// each reducing on its own barriers (row_sync), so that an SM runs 32 warps. One row a 256-thread
+// block, 8 warps, two blocks an SM, had left the schedulers issuing 0.37 instructions a cycle and
+// DRAM at 25-35 % of its peak (ncu, H200, LayerNormBwd 2048 x 4096: 34 µs); with the next row's
+// loads in flight it was no faster. Measured (H200, µs, 2048 rows, bf16): RMSNormBwd N = 4096
+// 28.8 -> 22.8 at two rows a 512-thread block (24.4 at four a 1024-thread block), N = 8192 44.2 ->
+// 42.0 at two rows a 1024-thread block (48.4 at one a 512-thread block). Longer rows keep eight
+// vectors at 256 threads: one 1024-thread row a block was slower (LayerNormBwd N = 16384 117.7 ->
+// 129.3). Returns the blocks, the rows of the partials.
+template <class T, NormKind kKind>
+int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
+                                 int multiprocessors, cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  constexpr int kVecs = 2;
+  const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs, true>;
+  const auto threads = static_cast<int>(ceil_div(s.row_len / kVec, kVecs * kWarp) * kWarp);
+  // Rows of up to 256 threads in blocks of 512 (two an SM), longer ones in blocks of 1024.
+  const int block_threads = threads <= kManyRowsThreads ? kMaxThreads / 2 : kMaxThreads;
+  const size_t row_bytes = static_cast<size_t>(s.row_len) * sizeof(float) * (p.grad_bias ? 2 : 1);
+  const int64_t rows_per_block =
+      std::min<int64_t>({block_threads / threads, kMaxRowBarriers, static_cast<int64_t>(kMaxColumnSumBytes / row_bytes),
+                         ceil_div(s.rows, int64_t{multiprocessors})});
+  const size_t shared_bytes = rows_per_block * row_bytes;
+  if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+               op, "cudaFuncSetAttribute");
+  }
+  const dim3 block(threads, static_cast<unsigned>(rows_per_block));
+  int resident = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, static_cast<int>(block.x * block.y),
+                                                           shared_bytes),
+             op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t blocks = std::min({ceil_div(s.rows, rows_per_block), int64_t{std::max(resident, 1)} * multiprocessors,
+                                   backward_partial_blocks({s.rows, s.row_len})});
+  kernel<<<static_cast<unsigned>(blocks), block, shared_bytes, stream>>>(p, s, ParameterGradients::partials);
+  return blocks;
+}
+
+// The rest: one row a block (or short rows sharing one), with partials only over rows of single
+// elements.
 template <class T, NormKind kKind>
 void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, int multiprocessors,
                            cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
   const bool parameters = p.grad_weight || p.grad_bias;
   const bool partials = parameters && s.rows > 1;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
-  if (s.rows > 0) {
+  if (partials && s.row_len % kVec == 0 && s.row_len / kVec <= kMaxThreads &&
+      std::ranges::all_of(std::initializer_list<const void*>{p.grad_out, p.x, p.weight, p.grad_x}, aligned_to_vector)) {
+    blocks = launch_backward_partials<T, kKind>(op, p, s, multiprocessors, stream);
+    column_kernel = false;
+  } else if (s.rows > 0) {
     launch_row_kernel<T>(
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
         // The partials' column sums index the block's own threads: rows are shared only without them.
         partials ? kNoRowSharing : kHeavyRowSharing,
-        [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-          const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs>;
+        [&]<int kRowVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+          const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs>;
           ParameterGradients mode = !parameters ? ParameterGradients::none
                                     : partials  ? ParameterGradients::partials
                                                 : ParameterGradients::own_row;

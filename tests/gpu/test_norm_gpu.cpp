@@ -942,6 +942,22 @@ TEST_P(NormBackwardGpu, NaNPropagatesToItsRowAndTheParameterGradients) {
   }
 }
 
+// Parameter gradients of many rows, taken by blocks of several rows on their own barriers: short
+// rows many to a block with the last group part empty, rows that do not divide among the blocks,
+// rows of 256 and 512 threads, rows just past a warp's multiple, and longer rows (one a block).
+TEST_P(NormBackwardGpu, ManyRowsInBlocksOfSeveralRows) {
+  std::mt19937_64 rng(22);
+  const struct {
+    Shape shape;
+    DType dtype;
+  } cases[] = {{{1001, 64}, DType::bf16},  {{133, 4096}, DType::f16},  {{2049, 4096}, DType::bf16},
+               {{700, 8192}, DType::f32},  {{301, 12288}, DType::f16}, {{531, 2056}, DType::bf16}};
+  for (const auto& c : cases) {
+    BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng);
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+  }
+}
+
 // Rows shared by the blocks of a cluster: one row (its parameter gradients written directly), and
 // several rows without a weight (no partials); with a weight, several rows stay a block's own.
 TEST_P(NormBackwardGpu, RowsSharedByClusters) {
