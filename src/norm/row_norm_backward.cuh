@@ -8,7 +8,8 @@
 // over the rows of each column, taken from the same held values: each block of the row kernel adds
 // its rows' terms per column in shared memory (each thread its own columns, in row order), writes
 // them as one f32 row of the caller's workspace, and add_partials sums each column's block rows in
-// block order. x and grad_out are read once (the measured version read them again in a column
+// block order (blocks of several rows where the rows are short enough: launch_backward_partials).
+// x and grad_out are read once (the measured version read them again in a column
 // kernel: 2·M·N more bytes, RMSNormBwd 2048 x 16384 at 117 µs against a 47 µs floor); the block
 // count, and so the order of the sums, is a function of the shape and the device, so the result is
 // the same on every run. A single row (decode) has no sum to take: the row kernel writes its
@@ -343,8 +344,9 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
   return blocks;
 }
 
-// The rest: one row a block (or short rows sharing one), with partials only over rows of single
-// elements.
+// The partials kernel where it applies, else the row kernel of the forward's shapes: one row a
+// block (or short rows sharing one), with partials over rows of single elements or of more than
+// 512 threads' vectors, and the streaming kernel with the column kernel beyond.
 template <class T, NormKind kKind>
 void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, int multiprocessors,
                            cudaStream_t stream) {
