@@ -330,8 +330,9 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
                          ceil_div(s.rows, int64_t{multiprocessors})});
   const size_t shared_bytes = rows_per_block * row_bytes;
   if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-               op, "cudaFuncSetAttribute");
+    check_cuda(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), op,
+        "cudaFuncSetAttribute");
   }
   const dim3 block(threads, static_cast<unsigned>(rows_per_block));
   int resident = 0;
