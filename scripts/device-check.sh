@@ -32,19 +32,8 @@ trap 'rm -rf "$work"' EXIT
 logs=$work/logs
 mkdir -p "$logs" "$out"
 build=${SOLOPS_BUILD_DIR:-build/release}
-for library in "$build"/libsolops.so.*.*.*; do
-  [ -e "$library" ] || continue
-  soname=${library%.*.*}
-  [ -e "$soname" ] || ln -s "$(basename "$library")" "$soname"
-  [ -e "$build/libsolops.so" ] || ln -s "$(basename "$soname")" "$build/libsolops.so"
-done
-export LD_LIBRARY_PATH="$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-export SOLOPS_SOURCE_DIR=$PWD PYTHONUNBUFFERED=1
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
+# shellcheck source=scripts/device-env.sh
+. "$(dirname "$0")/device-env.sh"
 status=0
 step() {  # step NAME COMMAND...: runs, logs, remembers failure, keeps going
   local name=$1; shift

@@ -16,18 +16,8 @@ family=${1:?usage: scripts/ncu-stalls.sh FAMILY OUT.csv --ops OP ... [--workload
 out=${2:?usage: scripts/ncu-stalls.sh FAMILY OUT.csv --ops OP ...}
 shift 2
 build=${SOLOPS_BUILD_DIR:-build/release}
-for library in "$build"/libsolops.so.*.*.*; do
-  [ -e "$library" ] || continue
-  soname=${library%.*.*}
-  [ -e "$soname" ] || ln -s "$(basename "$library")" "$soname"
-  [ -e "$build/libsolops.so" ] || ln -s "$(basename "$soname")" "$build/libsolops.so"
-done
-export LD_LIBRARY_PATH="$PWD/$build${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" SOLOPS_SOURCE_DIR=$PWD
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-if ls .whl/*.whl >/dev/null 2>&1; then
-  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
-fi
+# shellcheck source=scripts/device-env.sh
+. "$(dirname "$0")/device-env.sh"
 metrics='regex:smsp__average_warps_issue_stalled_.*_per_issue_active\.ratio'
 metrics+=',gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed'
 metrics+=',smsp__issue_active.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active'
