@@ -386,6 +386,14 @@ inline bool aligned_to_vector(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % kVectorBytes == 0;
 }
 
+// Whether rows of T can be moved as 16-byte vectors: row_len a multiple of the vector width and
+// every tensor of `pointers` aligned to one.
+template <class T>
+bool rows_of_vectors(std::initializer_list<const void*> pointers, int row_len) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  return row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector);
+}
+
 // The rows a row kernel shares among the blocks of a cluster (RowReduction, HeldRow): those of few
 // rows whose x takes at least min_row_bytes. Measured on the decode rows (H200, 16223e4 against
 // 6434209), a cluster launch cost about 0.3 µs and each reduction over a cluster about 0.25 µs more
@@ -409,7 +417,7 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
                        RowSharing sharing, InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   const bool many_rows = s.rows >= multiprocessors;
-  if (s.row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector)) {
+  if (rows_of_vectors<T>(pointers, s.row_len)) {
     const int units = s.row_len / kVec;
     // Each row split over a cluster where that leaves kSharedRowVecs vectors a thread.
     if (s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes) {

@@ -300,6 +300,38 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
 // (cudaFuncSetAttribute).
 constexpr size_t kDefaultSharedBytes = 48 * 1024;
 
+// The column sums' bytes a row of a block: N floats a gradient.
+template <class T>
+size_t column_sum_bytes(const BackwardPointers<T>& p, const RowShape& s) {
+  return static_cast<size_t>(s.row_len) * sizeof(float) * (p.grad_bias ? 2 : 1);
+}
+
+// A row kernel's launch with partials: the dynamic shared memory of its column sums, blockDim.y
+// rows of N floats a gradient (asked for beyond the default), and its blocks, each writing a row
+// of the partials: at most `groups` (its groups of rows), every one resident, since a second wave
+// would only add partial rows, and at most the workspace's rows.
+struct PartialsLaunch {
+  size_t shared_bytes;
+  int64_t blocks;
+};
+
+template <class T, class Kernel>
+PartialsLaunch partials_launch(std::string_view op, Kernel kernel, const BackwardPointers<T>& p, const RowShape& s,
+                               dim3 block, int64_t groups, int multiprocessors) {
+  const size_t shared_bytes = block.y * column_sum_bytes(p, s);
+  if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
+    check_cuda(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), op,
+        "cudaFuncSetAttribute");
+  }
+  int resident = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, static_cast<int>(block.x * block.y),
+                                                           shared_bytes),
+             op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  return {shared_bytes, std::min({groups, int64_t{std::max(resident, 1)} * multiprocessors,
+                                  backward_partial_blocks({s.rows, s.row_len})})};
+}
+
 // Column sums a block of the partials kernel keeps in shared memory, at most (rows of N floats a
 // gradient).
 constexpr size_t kMaxColumnSumBytes = 160 * 1024;
@@ -324,23 +356,13 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
   const auto threads = static_cast<int>(ceil_div(s.row_len / kVec, kVecs * kWarp) * kWarp);
   // Rows of up to 256 threads in blocks of 512 (two an SM), longer ones in blocks of 1024.
   const int block_threads = threads <= kManyRowsThreads ? kMaxThreads / 2 : kMaxThreads;
-  const size_t row_bytes = static_cast<size_t>(s.row_len) * sizeof(float) * (p.grad_bias ? 2 : 1);
+  const size_t row_bytes = column_sum_bytes(p, s);
   const int64_t rows_per_block =
       std::min<int64_t>({block_threads / threads, kMaxRowBarriers, static_cast<int64_t>(kMaxColumnSumBytes / row_bytes),
                          ceil_div(s.rows, int64_t{multiprocessors})});
-  const size_t shared_bytes = rows_per_block * row_bytes;
-  if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
-    check_cuda(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), op,
-        "cudaFuncSetAttribute");
-  }
   const dim3 block(threads, static_cast<unsigned>(rows_per_block));
-  int resident = 0;
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, static_cast<int>(block.x * block.y),
-                                                           shared_bytes),
-             op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-  const int64_t blocks = std::min({ceil_div(s.rows, rows_per_block), int64_t{std::max(resident, 1)} * multiprocessors,
-                                   backward_partial_blocks({s.rows, s.row_len})});
+  const auto [shared_bytes, blocks] =
+      partials_launch(op, kernel, p, s, block, ceil_div(s.rows, rows_per_block), multiprocessors);
   kernel<<<static_cast<unsigned>(blocks), block, shared_bytes, stream>>>(p, s, ParameterGradients::partials);
   return blocks;
 }
@@ -356,8 +378,8 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
   const bool partials = parameters && s.rows > 1;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
-  if (partials && s.row_len % kVec == 0 && s.row_len / kVec <= kMaxThreads &&
-      std::ranges::all_of(std::initializer_list<const void*>{p.grad_out, p.x, p.weight, p.grad_x}, aligned_to_vector)) {
+  if (partials && s.row_len / kVec <= kMaxThreads &&
+      rows_of_vectors<T>({p.grad_out, p.x, p.weight, p.grad_x}, s.row_len)) {
     blocks = launch_backward_partials<T, kKind>(op, p, s, multiprocessors, stream);
     column_kernel = false;
   } else if (s.rows > 0) {
@@ -372,20 +394,10 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
                                                 : ParameterGradients::own_row;
           size_t shared_bytes = 0;
           if (partials) {
-            shared_bytes = size_t{block.y} * s.row_len * sizeof(float) * (p.grad_bias ? 2 : 1);
-            if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
-              check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                              static_cast<int>(shared_bytes)),
-                         op, "cudaFuncSetAttribute");
-            }
-            int resident = 0;
-            check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel,
-                                                                     static_cast<int>(block.x * block.y), shared_bytes),
-                       op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-            const int64_t most = std::min(backward_partial_blocks({s.rows, s.row_len}),
-                                          int64_t{std::max(resident, 1)} * multiprocessors);
-            grid.x = static_cast<unsigned>(std::min<int64_t>(grid.x, most));
-            blocks = grid.x;
+            const PartialsLaunch launch = partials_launch(op, kernel, p, s, block, grid.x, multiprocessors);
+            shared_bytes = launch.shared_bytes;
+            grid.x = static_cast<unsigned>(launch.blocks);
+            blocks = launch.blocks;
           }
           column_kernel = false;
           launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);

@@ -52,7 +52,7 @@ struct Dims {
 // The offset of flat index `index` (< the product of their sizes) over dims[0, rank), the last one
 // innermost. The outermost dim takes what is left of the index without a division: one output dim
 // (kept_rank 1) costs a multiply, not a 64-bit division before the block's first load.
-__device__ __forceinline__ int64_t offset_of(int64_t index, const Dims& dims, int rank) {
+__host__ __device__ __forceinline__ int64_t offset_of(int64_t index, const Dims& dims, int rank) {
   if (rank == 0) return 0;
   int64_t offset = 0;
   for (int d = rank - 1; d > 0; --d) {
@@ -492,13 +492,10 @@ std::optional<std::pair<RunSlots, int>> run_slots_of(const ReductionPlan& plan, 
   if (runs * slots_a_run > kRunSlots) return std::nullopt;
   const int threads = static_cast<int>(ceil_div(ceil_div(run_vectors, slots_a_run), kWarp) * kWarp);
   RunSlots s{static_cast<int>(runs * slots_a_run), static_cast<int>(run_vectors), {}, {}};
+  const Dims reduced = dims_of(plan.reduced_rank, plan.reduced_sizes, plan.reduced_strides);
   for (int64_t run = 0; run < runs; ++run) {
-    // The run's offset over the reduced dims outside the innermost, the last of them innermost.
-    int64_t offset = 0;
-    for (int64_t d = outer_rank - 1, rest = run; d >= 0; --d) {
-      offset += rest % plan.reduced_sizes[static_cast<size_t>(d)] * plan.reduced_strides[static_cast<size_t>(d)];
-      rest /= plan.reduced_sizes[static_cast<size_t>(d)];
-    }
+    // The run's offset over the reduced dims outside the innermost, as walked_runs_sum finds it.
+    const int64_t offset = offset_of(run, reduced, outer_rank);
     for (int64_t k = 0; k < slots_a_run; ++k) {
       const auto slot = static_cast<size_t>(run * slots_a_run + k);
       s.first_vector[slot] = static_cast<int>(k * threads);
