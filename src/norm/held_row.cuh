@@ -106,21 +106,56 @@ __device__ __forceinline__ void row_sync() {
   }
 }
 
+// Warp partials of a row in shared memory: one float a warp, padded with the identity to 8, 16 or 32
+// floats (and 16-byte aligned), which combine_partials reads as float4s.
+__host__ __device__ constexpr int padded_warps(int warps) { return warps <= 8 ? 8 : warps <= 16 ? 16 : 32; }
+
+// kQuads float4s of partials combined in one fixed order: all loads issued first, then the adds.
+template <int kQuads, class Combine>
+__device__ __forceinline__ float combine_quads(const float* row_partial, Combine combine) {
+  float4 q[kQuads];
+#pragma unroll
+  for (int k = 0; k < kQuads; ++k) q[k] = reinterpret_cast<const float4*>(row_partial)[k];
+  const auto quad = [&](const float4& v) { return combine(combine(v.x, v.y), combine(v.z, v.w)); };
+  float total = quad(q[0]);
+#pragma unroll
+  for (int k = 1; k < kQuads; ++k) total = combine(total, quad(q[k]));
+  return total;
+}
+
+// The row's warp partials (`padded` floats from row_partial) combined by every thread in one fixed
+// order, so every thread gets the same bits. A butterfly of shuffles over them took five dependent
+// shuffles (~30 cycles each) on the critical path of every reduction, where this takes one
+// shared-memory round trip and a few adds.
+template <class Combine>
+__device__ __forceinline__ float combine_partials(const float* row_partial, int padded, Combine combine) {
+  if (padded == 8) return combine_quads<2>(row_partial, combine);
+  if (padded == 16) return combine_quads<4>(row_partial, combine);
+  return combine_quads<8>(row_partial, combine);
+}
+
+// Stores this warp's partial `value` (lane 0) at row_partial[warp]; warp 0's other lanes fill the
+// padding up to padded_warps(warps) with `identity`.
+__device__ __forceinline__ void store_partial(float* row_partial, float value, float identity) {
+  const int warps = blockDim.x / kWarp, warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  if (lane == 0) row_partial[warp] = value;
+  else if (warp == 0 && warps + lane - 1 < padded_warps(warps)) row_partial[warps + lane - 1] = identity;
+}
+
 // The reduction by `combine` (whose identity is `identity`) over the threads of this thread's row
-// (threadIdx.y); rows are whole warps. Every thread of the row must call it. Each warp reduces
-// the row's warp partials itself, in the same butterfly, so every thread gets the same bits: one
-// shared-memory load and five shuffles, where a loop over the partials waited on one load a warp
-// (32 at 1024 threads, ~0.4 µs on a decode row's critical path, for every reduction).
+// (threadIdx.y); rows are whole warps. Every thread of the row must call it. `partial`: 16-byte
+// aligned, padded_warps(blockDim.x / kWarp) floats a row of the block.
 // block_reduce leaves `partial` in use until the caller's next barrier; row_reduce ends it.
 template <bool kRowBarriers = false, class Combine>
 __device__ __forceinline__ float block_reduce(float value, float* partial, float identity, Combine combine) {
   value = warp_reduce(value, combine);
-  const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
+  const int warps = blockDim.x / kWarp;
   if (warps == 1) return value;
-  float* row_partial = partial + threadIdx.y * warps;
-  if (lane == 0) row_partial[threadIdx.x / kWarp] = value;
+  const int padded = padded_warps(warps);
+  float* const row_partial = partial + threadIdx.y * padded;
+  store_partial(row_partial, value, identity);
   row_sync<kRowBarriers>();
-  return warp_reduce(lane < warps ? row_partial[lane] : identity, combine);
+  return combine_partials(row_partial, padded, combine);
 }
 
 template <bool kRowBarriers = false, class Combine>
@@ -139,24 +174,21 @@ __device__ __forceinline__ float row_sum(float value, float* partial) {
 __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
 
 // The reductions of a by combine_a and of b by combine_b (identities identity_a, identity_b) over this
-// thread's row of the block, in every thread, both in one round of barriers; `partial` (two values a
-// warp) stays in use until the caller's next barrier.
+// thread's row of the block, in every thread, both in one round of barriers; `partial` (twice
+// block_reduce's) stays in use until the caller's next barrier.
 template <bool kRowBarriers = false, class CombineA, class CombineB>
 __device__ __forceinline__ float2 block_reduce_pair(float a, float b, float* partial, float identity_a,
                                                     float identity_b, CombineA combine_a, CombineB combine_b) {
   a = warp_reduce(a, combine_a);
   b = warp_reduce(b, combine_b);
-  const int warps = blockDim.x / kWarp, lane = threadIdx.x % kWarp;
+  const int warps = blockDim.x / kWarp;
   if (warps == 1) return {a, b};
-  float* row_partial = partial + threadIdx.y * 2 * warps;
-  if (lane == 0) {
-    row_partial[threadIdx.x / kWarp] = a;
-    row_partial[warps + threadIdx.x / kWarp] = b;
-  }
+  const int padded = padded_warps(warps);
+  float* const row_partial = partial + threadIdx.y * 2 * padded;
+  store_partial(row_partial, a, identity_a);
+  store_partial(row_partial + padded, b, identity_b);
   row_sync<kRowBarriers>();
-  a = warp_reduce(lane < warps ? row_partial[lane] : identity_a, combine_a);
-  b = warp_reduce(lane < warps ? row_partial[warps + lane] : identity_b, combine_b);
-  return {a, b};
+  return {combine_partials(row_partial, padded, combine_a), combine_partials(row_partial + padded, padded, combine_b)};
 }
 
 // Blocks a row may be split over (the portable cluster size).
@@ -180,6 +212,11 @@ struct ClusterTotals {
 // other pair from the previous one's: a block may store the next totals before a slower block has
 // read these, but not the ones after, which wait for the next barrier and so for every block to
 // have read. Every thread of the block must take part in each reduction.
+// The block stage's successive reductions take the two buffers of `partials` in turn (`reductions`
+// counts them over the kernel's rows), so none needs a barrier after it: a thread stores into a
+// buffer two reductions after its last use, past the barrier of the reduction between, which every
+// thread of the row reaches only after reading that buffer (a barrier a reduction fewer: LayerNorm
+// takes two a row).
 // kShared compiles the cluster stage in: only into kernels that hold one vector a thread
 // (for_each_held_row), since its registers made some of the others, compiled at their register bound,
 // spill (RMSNormQuant at 4 vectors a thread), and took a block an SM from others (the fused RMSNorm at
@@ -187,28 +224,43 @@ struct ClusterTotals {
 // to 65536 half-type elements is one vector a thread; rows of single elements are not shared.
 constexpr int kSharedRowVecs = 1;
 
+// Floats of one buffer of a block's partials (RowReduction): a pair (block_reduce_pair) for each
+// padded warp of each of the block's rows, as many as rows of two or more warps take at most (rows of
+// one warp store none).
+constexpr int row_partials_bound() {
+  int most = 0;
+  for (int warps = 2; warps <= kMaxThreads / kWarp; ++warps) {
+    const int floats = 2 * (kMaxThreads / kWarp / warps) * padded_warps(warps);
+    most = floats > most ? floats : most;
+  }
+  return most;
+}
+constexpr int kHeldRowPartials = row_partials_bound();
+
 template <bool kShared, bool kRowBarriers = false>
 class RowReduction {
  public:
-  // `partial`: two values a warp of the block; `totals`: this block's slots.
-  __device__ RowReduction(float* partial, ClusterTotals* totals) : partial_(partial), totals_(totals) {
+  // `partials`: two buffers of kHeldRowPartials floats; `totals`: this block's slots.
+  __device__ RowReduction(float* partials, unsigned& reductions, ClusterTotals* totals)
+      : partials_(partials), reductions_(reductions), totals_(totals) {
     if (kShared && __clusterSizeInBlocks() > 1) cooperative_groups::this_cluster().barrier_arrive();
   }
 
   template <class CombineA, class CombineB>
   __device__ float2 pair(float a, float b, float identity_a, float identity_b, CombineA combine_a, CombineB combine_b) {
-    const float2 totals = block_reduce_pair<kRowBarriers>(a, b, partial_, identity_a, identity_b, combine_a, combine_b);
+    const float2 totals =
+        block_reduce_pair<kRowBarriers>(a, b, next_partials(), identity_a, identity_b, combine_a, combine_b);
     return across_blocks(totals, {identity_a, identity_b}, combine_a, combine_b);
   }
 
   __device__ float sum(float value) {
-    const float total = block_reduce<kRowBarriers>(value, partial_, 0.0f, plus);
+    const float total = block_reduce<kRowBarriers>(value, next_partials(), 0.0f, plus);
     return across_blocks({total, 0.0f}, {0.0f, 0.0f}, plus, plus).x;
   }
 
   // The largest (nan_max) of the row's values.
   __device__ float max(float value) {
-    const float total = block_reduce<kRowBarriers>(value, partial_, -INFINITY, larger);
+    const float total = block_reduce<kRowBarriers>(value, next_partials(), -INFINITY, larger);
     return across_blocks({total, -INFINITY}, {-INFINITY, -INFINITY}, larger, larger).x;
   }
 
@@ -219,13 +271,12 @@ class RowReduction {
   static __device__ float plus(float a, float b) { return a + b; }
   static __device__ float larger(float a, float b) { return nan_max(a, b); }
 
-  // The row's totals from this block's (block_reduce's, `partial` still in use).
+  __device__ float* next_partials() { return partials_ + (reductions_++ % 2) * kHeldRowPartials; }
+
+  // The row's totals from this block's.
   template <class CombineA, class CombineB>
   __device__ float2 across_blocks(float2 totals, float2 identities, CombineA combine_a, CombineB combine_b) {
-    if (!kShared || __clusterSizeInBlocks() == 1) {
-      if (blockDim.x > kWarp) row_sync<kRowBarriers>();  // the next reduction overwrites partial
-      return totals;
-    }
+    if (!kShared || __clusterSizeInBlocks() == 1) return totals;
     const cooperative_groups::cluster_group cluster = cooperative_groups::this_cluster();
     if (round_ == 0) cluster.barrier_wait();
     float2* const slots = totals_->slots[round_ % 2];
@@ -233,7 +284,7 @@ class RowReduction {
     if (threadIdx.x < cluster.num_blocks()) {
       *cluster.map_shared_rank(slots + cluster.block_rank(), threadIdx.x) = totals;
     }
-    cluster.sync();  // also ends this block's use of partial
+    cluster.sync();
     ++round_;
     float2 combined = identities;
     for (unsigned k = 0; k < cluster.num_blocks(); ++k) {
@@ -243,7 +294,8 @@ class RowReduction {
     return combined;
   }
 
-  float* partial_;
+  float* partials_;
+  unsigned& reductions_;
   ClusterTotals* totals_;
   int round_ = 0;
 };
@@ -292,10 +344,9 @@ struct HeldRow {
   }
 };
 
-// Shared memory of for_each_held_row: the block stage's partials (two values a warp) and the cluster's
+// Shared memory of for_each_held_row: the block stage's two buffers of partials and the cluster's
 // totals.
-constexpr int kHeldRowPartials = 2 * kMaxThreads / kWarp;
-constexpr size_t kHeldRowSharedBytes = kHeldRowPartials * sizeof(float) + sizeof(ClusterTotals);
+constexpr size_t kHeldRowSharedBytes = 2 * kHeldRowPartials * sizeof(float) + sizeof(ClusterTotals);
 
 // The reductions of a kernel holding kVecs vectors a thread.
 template <int kVecs, bool kRowBarriers = false>
@@ -312,8 +363,9 @@ using HeldRowReduction = RowReduction<kVecs == kSharedRowVecs, kRowBarriers>;
 template <int kVec, int kVecs, bool kRowBarriers = false, class Body>
 __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) {
   constexpr bool kShared = kVecs == kSharedRowVecs;
-  __shared__ float partial[kHeldRowPartials];
+  __shared__ alignas(16) float partials[2 * kHeldRowPartials];
   __shared__ ClusterTotals totals;
+  unsigned reductions = 0;
   const int vectors = s.row_len / kVec;
   const unsigned first_group = kShared ? __clusterIdx().x : blockIdx.x;
   const unsigned groups = kShared ? __clusterGridDimInClusters().x : gridDim.x;
@@ -321,7 +373,7 @@ __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) 
        group_row += int64_t{groups} * blockDim.y) {
     const int64_t row = group_row + threadIdx.y;
     const unsigned rank = kShared ? __clusterRelativeBlockRank() : 0, blocks = kShared ? __clusterSizeInBlocks() : 1;
-    HeldRowReduction<kVecs, kRowBarriers> reduce(partial, &totals);
+    HeldRowReduction<kVecs, kRowBarriers> reduce(partials, reductions, &totals);
     body(HeldRow{row, row * vectors, vectors, row < s.rows, static_cast<int>(rank * blockDim.x + threadIdx.x),
                  static_cast<int>(blocks * blockDim.x)},
          reduce);

@@ -205,7 +205,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 template <class T, NormKind kKind>
 __global__ void __launch_bounds__(kStreamingThreads)
     row_norm_backward_streaming(const BackwardPointers<T> p, const RowShape s) {
-  __shared__ float partial[kStreamingThreads / kWarp];
+  __shared__ alignas(16) float partial[padded_warps(kStreamingThreads / kWarp)];
   for (int64_t row = blockIdx.x; row < s.rows; row += gridDim.x) {
     const int64_t first = row * s.row_len;
     const float mean = kKind == NormKind::layer ? p.mean[row] : 0.0f;

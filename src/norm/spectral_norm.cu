@@ -109,7 +109,7 @@ __device__ __forceinline__ void load_floats(const float* at, float (&values)[kVe
 template <class T, int kVec>
 __global__ void __launch_bounds__(kRowThreads)
     row_dots(const T* __restrict__ w, const float* __restrict__ v, float* __restrict__ out, const Matrix m) {
-  __shared__ float warp_sums[kRowThreads / kWarp];
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kRowThreads / kWarp)];
   const int vectors = m.cols / kVec;
   for (int64_t row = blockIdx.x; row < m.rows; row += gridDim.x) {
     const auto* w_row = reinterpret_cast<const Pack<T, kVec>*>(w + row * m.cols);
@@ -134,7 +134,7 @@ __global__ void __launch_bounds__(kRowThreads)
 // Each pass keeps eight loads a thread in flight: one at a time, a 16384-element vector took 16
 // dependent round trips a pass (ncu: 9.7 µs for 64 KB).
 __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n, float eps, float* sigma) {
-  __shared__ float warp_sums[kVectorThreads / kWarp];
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kVectorThreads / kWarp)];
   const auto load = [a](int64_t i) { return a[i]; };
   float squares = 0;
   for_each_strided<kInFlight>(n, load, [&](float value, int64_t) { squares += value * value; });
@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n,
 // out = sum of a[i] * b[i], in a fixed order.
 __global__ void __launch_bounds__(kVectorThreads)
     dot(const float* __restrict__ a, const float* __restrict__ b, int64_t n, float* __restrict__ out) {
-  __shared__ float warp_sums[kVectorThreads / kWarp];
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kVectorThreads / kWarp)];
   float sum = 0;
   for_each_strided<kInFlight>(n, [a, b](int64_t i) { return a[i] * b[i]; },
                               [&sum](float product, int64_t) { sum += product; });

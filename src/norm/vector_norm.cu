@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVector
     reduce_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const Dims kept,
                  const Dims reduced, const VectorRuns runs, const Shape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
-  __shared__ float warp_sums[kMaxThreads / kWarp];
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kMaxThreads / kWarp)];
   for (int64_t block = blockIdx.x; block < s.outputs * s.splits; block += gridDim.x) {
     const int64_t output = block / s.splits, split = block % s.splits;
     const int64_t begin = split * s.chunk, end = ::min(begin + s.chunk, s.reduced);
@@ -252,7 +252,7 @@ __global__ void __launch_bounds__(kSplitThreads, kSplitBlocksPerSm)
     split_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const SplitShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   constexpr int kLoads = kSplitLoads<T>;
-  __shared__ float warp_sums[kSplitThreads / kWarp];
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kSplitThreads / kWarp)];
   const int output = s.splits.divide(static_cast<int>(blockIdx.x));
   const int split = static_cast<int>(blockIdx.x) - output * s.splits.divisor();
   const uint4* const run = reinterpret_cast<const uint4*>(x + output * s.output_stride);
@@ -293,7 +293,7 @@ constexpr int kPartialsPerThread = 4;
 template <class Y, int kOrd>
 __global__ void __launch_bounds__(kMaxThreads)
     add_partials(const float* __restrict__ partial, Y* __restrict__ y, int splits) {
-  __shared__ float warp_sums[kMaxThreads / kWarp];
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kMaxThreads / kWarp)];
   const float* const partials = partial + int64_t{blockIdx.x} * splits;
   float values[kPartialsPerThread];
 #pragma unroll
@@ -332,7 +332,7 @@ template <class T, class Y, int kOrd>
 __global__ void __launch_bounds__(kRunThreads, 2)
     run_norms(const T* __restrict__ x, Y* __restrict__ y, const Dims kept, const RunSlots s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
-  __shared__ float warp_sums[kRunThreads / kWarp];
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kRunThreads / kWarp)];
   const T* const first = x + offset_of(blockIdx.x, kept, kept.rank);
   const int lane = static_cast<int>(threadIdx.x);
   const uint64_t policy = evict_first_policy();
