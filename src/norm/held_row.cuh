@@ -110,16 +110,21 @@ __device__ __forceinline__ void row_sync() {
 // floats (and 16-byte aligned), which combine_partials reads as float4s.
 __host__ __device__ constexpr int padded_warps(int warps) { return warps <= 8 ? 8 : warps <= 16 ? 16 : 32; }
 
-// kQuads float4s of partials combined in one fixed order: all loads issued first, then the adds.
+// kQuads float4s of partials combined in one fixed order: the loads of two issued together,
+// then their adds (four or eight at once made kernels at their register bound spill).
 template <int kQuads, class Combine>
 __device__ __forceinline__ float combine_quads(const float* row_partial, Combine combine) {
-  float4 q[kQuads];
-#pragma unroll
-  for (int k = 0; k < kQuads; ++k) q[k] = reinterpret_cast<const float4*>(row_partial)[k];
+  constexpr int kBatch = 2;
   const auto quad = [&](const float4& v) { return combine(combine(v.x, v.y), combine(v.z, v.w)); };
-  float total = quad(q[0]);
+  float total = 0;
 #pragma unroll
-  for (int k = 1; k < kQuads; ++k) total = combine(total, quad(q[k]));
+  for (int first = 0; first < kQuads; first += kBatch) {
+    float4 q[kBatch];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) q[k] = reinterpret_cast<const float4*>(row_partial)[first + k];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) total = first + k == 0 ? quad(q[k]) : combine(total, quad(q[k]));
+  }
   return total;
 }
 
