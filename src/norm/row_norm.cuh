@@ -192,7 +192,13 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
   else return modulation ? first : 0;
 }
 
-template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs>
+// kWhole: every row of the launch exists and fills its threads' kVecs vectors (N a multiple of the
+// vectors a row's threads hold, rows a multiple of the block's, as every catalogue row), so the
+// kernel takes no per-vector tests: their branches were about a quarter of the instructions of the
+// LayerNorm 2-vector kernel (624 against 472), on decode rows whose 8 warps leave each scheduler
+// two to issue. Compiled for the kernels of up to two vectors a thread that decode rows take.
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs,
+          bool kWhole = false>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kResidual, kQuant, kVec, kVecs>())
     row_norm_in_registers(const RowPointers<T> launch_pointers, const RowShape s) {
   using P = Pack<T, kVec>;
@@ -208,6 +214,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     const RowPointers<T> p = second ? launch_pointers.with_second() : launch_pointers;
     const HeldRow r = second ? launch_row.counted_from(launch_pointers.second.from) : launch_row;
     const int64_t first = r.first;
+    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     // The weight and bias vectors at held vector i's columns, read into w and b.
     const auto read_affine = [&](int i, P& w, P& b) {
       const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + r.vector(i);
@@ -217,7 +224,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     P held[kVecs], residual[kResidual ? kVecs : 1], weight[kHeldAffine], bias[kHeldAffine];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
+      if (!holds(i)) continue;
       const int v = r.vector(i);
       // x without a residual is read once and never aliased (validate_row_norm): an evict-first load
       // where that measured faster (H200, 2048 rows: 2-4 % at 2 vectors a thread and in the
@@ -236,7 +243,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
     if constexpr (kResidual) {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!r.holds(i)) continue;
+        if (!holds(i)) continue;
         P* const residual_out = reinterpret_cast<P*>(p.residual_out) + first + r.vector(i);
         held[i] = add_residual<T, kVec>(held[i], residual[i], residual_out);
       }
@@ -249,7 +256,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
       float totals[2] = {0, 0};
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!r.holds(i)) continue;
+        if (!holds(i)) continue;
         float values[kVec];
         held_values(i, values);
 #pragma unroll
@@ -282,7 +289,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
       unsigned amax_bits = 0;
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!r.holds(i)) continue;
+        if (!holds(i)) continue;
         float values[kVec], scale[kVec];
         held_values(i, values);
         weight_scale(weight[i], scale);
@@ -328,13 +335,13 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
         if constexpr (kLateAffine) {
 #pragma unroll
           for (int k = 0; k < kAffineBatch; ++k) {
-            if (r.holds(first_of_batch + k)) read_affine(first_of_batch + k, late_weight[k], late_bias[k]);
+            if (holds(first_of_batch + k)) read_affine(first_of_batch + k, late_weight[k], late_bias[k]);
           }
         }
 #pragma unroll
         for (int k = 0; k < kAffineBatch; ++k) {
           const int i = first_of_batch + k;
-          if (!r.holds(i)) continue;
+          if (!holds(i)) continue;
           float values[kVec];
           if constexpr (kLateAffine) output_values(i, late_weight[k], late_bias[k], values);
           else output_values(i, weight[i], bias[i], values);
@@ -423,6 +430,13 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, kForwardRowSharing,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+        if constexpr (kVec > 1 && kVecs <= 2) {
+          if (int64_t{s.row_len / kVec} == int64_t{kVecs} * block.x * cluster && s.rows % block.y == 0) {
+            return launch_clustered(
+                row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, true>, grid, block,
+                cluster, 0, stream, p, s);
+          }
+        }
         launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs>, grid, block,
                          cluster, 0, stream, p, s);
       },
