@@ -196,11 +196,11 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
 // vectors a row's threads hold, rows a multiple of the block's, as every catalogue row), so the
 // kernel takes no per-vector tests: their branches were about a quarter of the instructions of the
 // LayerNorm 2-vector kernel (624 against 472), on decode rows whose 8 warps leave each scheduler
-// two to issue. Compiled for the kernels of up to two vectors a thread that decode rows take.
+// two to issue (H200, LayerNorm bf16: 8b decode 2.34 -> 2.02 µs, 8b prefill 13.8 -> 12.6).
+// Compiled for the kernels of up to two vectors a thread.
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs,
-          bool kWhole = false>
-__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kResidual, kQuant, kVec, kVecs>())
-    row_norm_in_registers(const RowPointers<T> launch_pointers, const RowShape s) {
+          bool kWhole>
+__device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_pointers, const RowShape s) {
   using P = Pack<T, kVec>;
   constexpr bool kLateAffine = reads_affine_late<kKind, kResidual, kVecs>();
   constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
@@ -372,6 +372,27 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   });
 }
 
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs,
+          bool kWhole = false>
+__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kResidual, kQuant, kVec, kVecs>())
+    row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
+  normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
+}
+
+// RMSNormQuant's two-vector rows where there are many (at least one an SM): a ceiling of 40
+// registers puts six 256-thread blocks on an SM, where the launch-bounds kernel takes 48 (five) and
+// its kWhole form 55 (four); the kWhole form spills at 40. H200, 2048 x 4096: 13.2 -> 12.4 µs. The
+// same ceiling made the RMS-kind decode rows 2-5 % slower (ea71763), so they keep the launch bounds;
+// a ceiling of 48 on the LayerNorm-kind kernels gained nothing over kWhole. A kernel of its own, as
+// a ceiling cannot stand beside __launch_bounds__.
+constexpr int kQuantManyRowsRegisters = 40;
+
+template <class T, int kVec>
+__global__ void __maxnreg__(kQuantManyRowsRegisters)
+    rms_norm_quant_many_rows(const RowPointers<T> p, const RowShape s) {
+  normalize_rows<T, NormKind::rms, false, true, false, false, kVec, 2, false>(p, s);
+}
+
 constexpr int kStreamingThreads = 1024;
 
 // Rows too long for registers, one element per access: each pass reads the row again (the fused
@@ -430,6 +451,11 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, kForwardRowSharing,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
+        if constexpr (kKind == NormKind::rms && kQuant && !kGroups && kVec > 1 && kVecs == 2) {
+          if (s.rows >= multiprocessors) {
+            return launch_clustered(rms_norm_quant_many_rows<T, kVec>, grid, block, cluster, 0, stream, p, s);
+          }
+        }
         if constexpr (kVec > 1 && kVecs <= 2) {
           if (int64_t{s.row_len / kVec} == int64_t{kVecs} * block.x * cluster && s.rows % block.y == 0) {
             return launch_clustered(
