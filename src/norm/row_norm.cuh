@@ -192,12 +192,7 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
   else return modulation ? first : 0;
 }
 
-// kWhole: every row of the launch exists and fills its threads' kVecs vectors (N a multiple of the
-// vectors a row's threads hold, rows a multiple of the block's, as every catalogue row), so the
-// kernel takes no per-vector tests: their branches were about a quarter of the instructions of the
-// LayerNorm 2-vector kernel (624 against 472), on decode rows whose 8 warps leave each scheduler
-// two to issue (H200, LayerNorm bf16: 8b decode 2.34 -> 2.02 µs, 8b prefill 13.8 -> 12.6).
-// Compiled for the kernels of up to two vectors a thread.
+// kWhole: every row fills its threads' vectors (launch_whole_rows_or_not).
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs,
           bool kWhole>
 __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_pointers, const RowShape s) {
@@ -456,15 +451,10 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
             return launch_clustered(rms_norm_quant_many_rows<T, kVec>, grid, block, cluster, 0, stream, p, s);
           }
         }
-        if constexpr (kVec > 1 && kVecs <= 2) {
-          if (int64_t{s.row_len / kVec} == int64_t{kVecs} * block.x * cluster && s.rows % block.y == 0) {
-            return launch_clustered(
-                row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, true>, grid, block,
-                cluster, 0, stream, p, s);
-          }
-        }
-        launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs>, grid, block,
-                         cluster, 0, stream, p, s);
+        launch_whole_rows_or_not<kVec, kVecs>(s, block, cluster, [&]<bool kWhole>() {
+          launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>,
+                           grid, block, cluster, 0, stream, p, s);
+        });
       },
       [&](unsigned grid) {
         row_norm_streaming<T, kKind, kResidual, kQuant, kGroups><<<grid, kStreamingThreads, 0, stream>>>(p, s);

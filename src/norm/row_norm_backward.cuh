@@ -78,8 +78,9 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
 // then as many for the bias terms, each thread touching only its own columns. The parameter terms
 // need only the saved statistics, so they are taken in the pass of the row sums, before the
 // reduction: the row's values are unpacked twice, not three times.
-// kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync).
-template <class T, NormKind kKind, int kVec, int kVecs, bool kRowBarriers = false>
+// kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync). kWhole: every
+// row fills its threads' vectors (launch_whole_rows_or_not).
+template <class T, NormKind kKind, int kVec, int kVecs, bool kRowBarriers = false, bool kWhole = false>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
   using P = Pack<T, kVec>;
@@ -104,10 +105,11 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     }
   }
   for_each_held_row<kVec, kVecs, kRowBarriers>(s, [&](const HeldRow& r, HeldRowReduction<kVecs, kRowBarriers>& reduce) {
+    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     P x[kVecs], dy[kVecs], weight[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
+      if (!holds(i)) continue;
       const int v = r.vector(i);
       x[i] = __ldg(reinterpret_cast<const P*>(p.x) + r.first + v);
       dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + r.first + v);
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     float h_sum = 0, projection = 0;
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
+      if (!holds(i)) continue;
       float weight_terms[kVec], bias_terms[kVec];
       for_terms(i, [&](int e, float x_hat, float h, float dy_e) {
         h_sum += h;
@@ -166,7 +168,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
+      if (!holds(i)) continue;
       float out[kVec];
       for_terms(i, [&](int e, float x_hat, float h, float) {
         out[e] = input_gradient(x_hat, h, rstd, h_mean, projection);
@@ -388,19 +390,21 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
         // The partials' column sums index the block's own threads: rows are shared only without them.
         partials ? kNoRowSharing : kHeavyRowSharing,
         [&]<int kRowVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-          const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs>;
-          ParameterGradients mode = !parameters ? ParameterGradients::none
-                                    : partials  ? ParameterGradients::partials
-                                                : ParameterGradients::own_row;
-          size_t shared_bytes = 0;
-          if (partials) {
-            const PartialsLaunch launch = partials_launch(op, kernel, p, s, block, grid.x, multiprocessors);
-            shared_bytes = launch.shared_bytes;
-            grid.x = static_cast<unsigned>(launch.blocks);
-            blocks = launch.blocks;
-          }
-          column_kernel = false;
-          launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
+          launch_whole_rows_or_not<kRowVec, kVecs>(s, block, cluster, [&]<bool kWhole>() {
+            const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs, false, kWhole>;
+            ParameterGradients mode = !parameters ? ParameterGradients::none
+                                      : partials  ? ParameterGradients::partials
+                                                  : ParameterGradients::own_row;
+            size_t shared_bytes = 0;
+            if (partials) {
+              const PartialsLaunch launch = partials_launch(op, kernel, p, s, block, grid.x, multiprocessors);
+              shared_bytes = launch.shared_bytes;
+              grid.x = static_cast<unsigned>(launch.blocks);
+              blocks = launch.blocks;
+            }
+            column_kernel = false;
+            launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
+          });
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
   }

@@ -186,7 +186,8 @@ __device__ __forceinline__ void store_floats(float* at, const float (&values)[kV
 // block finds the same s and writes its share of v_out, and the row's leading thread u_out and sigma.
 // One kernel where the chain takes four (column_sums, normalize, row_dots, normalize), each a
 // launch and a dependent round trip to memory.
-template <class T, int kVec, int kVecs>
+// kWhole: the row fills its threads' vectors (row_norm::launch_whole_rows_or_not).
+template <class T, int kVec, int kVecs, bool kWhole>
 __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     one_row_power_iteration(const T* __restrict__ w, const float* __restrict__ u, float* __restrict__ u_out,
                             float* __restrict__ v_out, float* __restrict__ sigma, const row_norm::RowShape s,
@@ -194,15 +195,16 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
   using P = Pack<T, kVec>;
   row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r,
                                                   row_norm::HeldRowReduction<kVecs>& reduce) {
+    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (r.holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(w) + r.vector(i));
+      if (holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(w) + r.vector(i));
     }
     float left = __ldg(u), squares = 0;
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
+      if (!holds(i)) continue;
       float values[kVec];
       unpack<T, kVec>(held[i], values);
 #pragma unroll
@@ -217,17 +219,26 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
       product = left * sum_of_squares / divisor;
       next_left = product / nan_max(fabsf(product), eps);
     }
-    // This loop and the squares' are written out: through one helper taking a lambda, as WeightNorm's
-    // rows walk theirs, ptxas made the 8-vector half-type kernels spill (16 bytes).
+    // v = u w / d as w times u / d, a multiply an element where a division took about ten
+    // instructions (a third of the 2-vector kernel's), wherever u / d and d are finite: then the two
+    // agree within rounding. Otherwise element by element, so that a zero w gives 0 where u / d
+    // overflows and an infinite d NaN where u w overflows, as the reference's steps do.
+    const float ratio = left / divisor;
+    // The squares' loop is written out: through one helper taking a lambda, as WeightNorm's rows walk
+    // theirs, ptxas made the 8-vector half-type kernels spill (16 bytes).
+    const auto store_v = [&]<bool kByRatio>() {
 #pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      if (!r.holds(i)) continue;
-      float values[kVec];
-      unpack<T, kVec>(held[i], values);
+      for (int i = 0; i < kVecs; ++i) {
+        if (!holds(i)) continue;
+        float values[kVec];
+        unpack<T, kVec>(held[i], values);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) values[e] = left * values[e] / divisor;
-      store_floats<kVec>(v_out + int64_t{r.vector(i)} * kVec, values);
-    }
+        for (int e = 0; e < kVec; ++e) values[e] = kByRatio ? values[e] * ratio : left * values[e] / divisor;
+        store_floats<kVec>(v_out + int64_t{r.vector(i)} * kVec, values);
+      }
+    };
+    if (isfinite(ratio) && isfinite(divisor)) store_v.template operator()<true>();
+    else store_v.template operator()<false>();
     if (r.leads()) {
       *u_out = next_left;
       *sigma = next_left * product;
@@ -298,8 +309,10 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
   row_norm::launch_row_kernel<T>(
       {w, v_out}, one_row, multiprocessor_count(t.x.device), row_norm::kHeavyRowSharing,
       [&]<int kWidth, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-        row_norm::launch_clustered(one_row_power_iteration<T, kWidth, kVecs>, grid, block, cluster, 0, stream, w, u,
-                                   u_out, v_out, sigma, one_row, plan.n_iter, eps);
+        row_norm::launch_whole_rows_or_not<kWidth, kVecs>(one_row, block, cluster, [&]<bool kWhole>() {
+          row_norm::launch_clustered(one_row_power_iteration<T, kWidth, kVecs, kWhole>, grid, block, cluster, 0, stream,
+                                     w, u, u_out, v_out, sigma, one_row, plan.n_iter, eps);
+        });
       },
       [&](unsigned) { chain(); });
 }

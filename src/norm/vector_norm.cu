@@ -381,23 +381,25 @@ __global__ void __launch_bounds__(kMaxThreads)
 // WeightNorm over rows (every slice one contiguous run: dim 0, or leading dims of size 1): a row
 // held in registers as the row norms hold theirs, its norm taken and the row scaled by g / norm in
 // one pass, so v is read once instead of twice. Rows too long to hold take the two-pass path.
-template <class T, int kVec, int kVecs>
+// kWhole: every row fills its threads' vectors (row_norm::launch_whole_rows_or_not).
+template <class T, int kVec, int kVecs, bool kWhole>
 __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     weight_norm_rows(const T* __restrict__ x, const T* __restrict__ g, float* __restrict__ norm, T* __restrict__ y,
                      const row_norm::RowShape s) {
   using P = row_norm::Pack<T, kVec>;
   using Reduction = row_norm::HeldRowReduction<kVecs>;
   row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r, Reduction& reduce) {
+    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (r.holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(x) + r.first + r.vector(i));
+      if (holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(x) + r.first + r.vector(i));
     }
     // f(i, values) for each held vector i, its elements in f32.
     const auto for_each_held = [&](auto f) {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!r.holds(i)) continue;
+        if (!holds(i)) continue;
         float values[kVec];
         row_norm::unpack<T, kVec>(held[i], values);
         f(i, values);
@@ -608,8 +610,10 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     row_norm::launch_row_kernel<T>(
         {x, out}, s, multiprocessors, row_norm::kForwardRowSharing,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-          row_norm::launch_clustered(weight_norm_rows<T, kVec, kVecs>, grid, block, cluster, 0, stream, x, gain, norms,
-                                     out, s);
+          row_norm::launch_whole_rows_or_not<kVec, kVecs>(s, block, cluster, [&]<bool kWhole>() {
+            row_norm::launch_clustered(weight_norm_rows<T, kVec, kVecs, kWhole>, grid, block, cluster, 0, stream, x,
+                                       gain, norms, out, s);
+          });
         },
         [&](unsigned) { two_passes(); });
   });

@@ -1642,19 +1642,27 @@ TEST_F(SpectralNormGpu, NaNInWSpreads) {
 }
 
 // One row runs one kernel in closed form (src/norm/spectral_norm.cu, one_row_power_iteration):
-// against the reference's steps on infinities, zeros with eps 0, and a zero u.
+// against the reference's steps on infinities, zeros with eps 0, a zero u, and a u whose ratio to
+// eps overflows over a zero W. 3001 columns take the elementwise kernel, 4096 the vector kernel of
+// whole rows.
 TEST_F(SpectralNormGpu, OneRowEdgeValues) {
   std::mt19937_64 rng(69);
   for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
-    Inputs in = random_inputs({1, 3001}, dtype, rng);
-    in.x.set(1234, -std::numeric_limits<double>::infinity());
-    for (int64_t n_iter : {1, 3}) EXPECT_EQ(compare(in, params(in, n_iter)), "") << "-inf, " << describe(in, params(in, n_iter));
-    for (int64_t i = 0; i < in.x.numel(); ++i) in.x.set(i, 0);
-    EXPECT_EQ(compare(in, params(in, 1)), "") << "zeros";
-    EXPECT_EQ(compare(in, params(in, 2, 0.0)), "") << "zeros with eps 0";
-    Inputs zero_u = random_inputs({1, 3001}, dtype, rng);
-    zero_u.u.set(0, 0);
-    EXPECT_EQ(compare(zero_u, params(zero_u, 2)), "") << "u = 0, " << describe(zero_u, params(zero_u, 2));
+    for (const int64_t cols : {3001, 4096}) {
+      Inputs in = random_inputs({1, cols}, dtype, rng);
+      in.x.set(1234, -std::numeric_limits<double>::infinity());
+      for (int64_t n_iter : {1, 3}) {
+        EXPECT_EQ(compare(in, params(in, n_iter)), "") << "-inf, " << describe(in, params(in, n_iter));
+      }
+      for (int64_t i = 0; i < in.x.numel(); ++i) in.x.set(i, 0);
+      EXPECT_EQ(compare(in, params(in, 1)), "") << "zeros, " << cols;
+      EXPECT_EQ(compare(in, params(in, 2, 0.0)), "") << "zeros with eps 0, " << cols;
+      in.u.set(0, 1e30);
+      EXPECT_EQ(compare(in, params(in, 1)), "") << "zeros, u = 1e30, " << cols;
+      Inputs zero_u = random_inputs({1, cols}, dtype, rng);
+      zero_u.u.set(0, 0);
+      EXPECT_EQ(compare(zero_u, params(zero_u, 2)), "") << "u = 0, " << describe(zero_u, params(zero_u, 2));
+    }
   }
 }
 
