@@ -220,8 +220,8 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
       next_left = product / nan_max(fabsf(product), eps);
     }
     // v = u w / d as w times u / d, a multiply an element where a division took about ten
-    // instructions (a third of the 2-vector kernel's), wherever u / d and d are finite: then the two
-    // agree within rounding. Otherwise element by element, so that a zero w gives 0 where u / d
+    // instructions (sixteen a thread in the 2-vector kernel), wherever u / d and d are finite: then
+    // the two agree within rounding. Otherwise element by element, so that a zero w gives 0 where u / d
     // overflows and an infinite d NaN where u w overflows, as the reference's steps do.
     const float ratio = left / divisor;
     // The squares' loop is written out: through one helper taking a lambda, as WeightNorm's rows walk
