@@ -19,7 +19,8 @@
 # on the same ops, into variants/<name>.jsonl of the bundle: an A/B of kernel variants in one
 # call. Build each from a tree that has every op's symbols (the runner binds them all on import):
 # scripts/build-variants.sh builds them from branches and packs them into one file to carry.
-# Compare them, once the bundle is unpacked: python3 python/solops/bench/variants.py DIR main NAME...
+# Compare them: python3 python/solops/bench/variants.py BUNDLE main NAME... (BUNDLE: $OUT/bundle.tar.gz
+# as it comes back, or the folder it was unpacked into).
 # The build folder with the wheels is more than one call carries: carrying $build/tests and the
 # library file alone works, and the library's links are made again here.
 set -uo pipefail

@@ -4,6 +4,7 @@ Needs neither PyTorch nor a GPU: the module is loaded from its file, not through
 import importlib.util
 import json
 import math
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,13 @@ def test_table_has_a_line_a_row_with_times_and_ratios(bundle: Path) -> None:
     assert first[:3] == ["RMSNormFwd", "a", "bf16"]
     assert [float(x) for x in first[3:]] == pytest.approx([10.0, 9.0, 0.9])
     assert lines[3].split()[3:] == ["4.00", "-", "-"]
+
+
+def test_reads_the_bundle_archive_as_the_folder(bundle: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
+    # As scripts/device-check.sh packs it: tar czf bundle.tar.gz -C WORK . (members named ./...).
+    archive = tmp_path_factory.mktemp("call") / "bundle.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(bundle, arcname=".")
+    assert variants.read_variants(archive, ["main", "new"]) == variants.read_variants(bundle, ["main", "new"])
+    with pytest.raises(FileNotFoundError, match="variants/absent.jsonl"):
+        variants.read_variants(archive, ["absent"])

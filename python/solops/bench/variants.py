@@ -1,9 +1,10 @@
 """Compares the libraries of one A/B call (scripts/device-check.sh's SOLOPS_VARIANTS): each row's
 time under every variant, its ratio to the first variant's, and their geometric mean.
 
-    python -m solops.bench.variants BUNDLE_DIR main candidate [--changed 0.015]
+    python -m solops.bench.variants BUNDLE main candidate [--changed 0.015]
 
-Reads BUNDLE_DIR/variants/<name>.jsonl (ours only, as the device call writes them). A row is
+Reads variants/<name>.jsonl (ours only, as the device call writes them) of BUNDLE: the call's
+bundle.tar.gz as the device tool returns it, or the folder it was unpacked into. A row is
 faster or slower where its ratio moves past --changed (the run-to-run spread of the decode rows
 is about 1-2 %). Needs neither torch nor a GPU.
 """
@@ -11,6 +12,8 @@ is about 1-2 %). Needs neither torch nor a GPU.
 import argparse
 import json
 import math
+import os
+import tarfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,12 +43,24 @@ class Comparison:
                 f"{faster} faster and {slower} slower by more than {changed:.1%}")
 
 
+def results_text(bundle: Path, name: str) -> str:
+    """variants/<name>.jsonl of the bundle, a folder or the archive (whose members start "./")."""
+    if bundle.is_dir():
+        return (bundle / "variants" / f"{name}.jsonl").read_text()
+    with tarfile.open(bundle) as archive:
+        wanted = f"variants/{name}.jsonl"
+        for member in archive.getmembers():
+            if os.path.normpath(member.name) == wanted:
+                return archive.extractfile(member).read().decode()
+    raise FileNotFoundError(f"{bundle} holds no {wanted}")
+
+
 def read_variants(bundle: Path, names: list[str]) -> Comparison:
     """Our times from each variant's results file; a row a variant did not run, or ran
     incorrectly, has None."""
     times: dict[Row, list[float | None]] = {}
     for k, name in enumerate(names):
-        for line in (bundle / "variants" / f"{name}.jsonl").read_text().splitlines():
+        for line in results_text(bundle, name).splitlines():
             result = json.loads(line)
             if result["impl"] != "solops":
                 continue
@@ -69,7 +84,7 @@ def table(comparison: Comparison) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("bundle", type=Path, help="the unpacked bundle of the device call")
+    parser.add_argument("bundle", type=Path, help="the device call's bundle.tar.gz, or its unpacked folder")
     parser.add_argument("names", nargs="+", help="variants, the first the baseline")
     parser.add_argument("--changed", type=float, default=0.015, help="the ratio's move that counts")
     args = parser.parse_args()
