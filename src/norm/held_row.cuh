@@ -331,7 +331,12 @@ struct HeldRow {
   int stride;
 
   __device__ int vector(int i) const { return lane + i * stride; }
-  __device__ bool holds(int i) const { return active && vector(i) < vectors; }
+  // Whether this thread holds vector i of the row; in kernels of whole rows (kWhole, taken where
+  // launch_whole_rows_or_not finds every row filling its threads' vectors) it always does.
+  template <bool kWhole = false>
+  __device__ bool holds(int i) const {
+    return kWhole || (active && vector(i) < vectors);
+  }
   // Whether this thread writes the row's own outputs (statistics, scale): one thread of the row.
   __device__ bool leads() const { return active && lane == 0; }
   // This row counted from row `from` of the launch (the second tensor of a pair).

@@ -209,7 +209,6 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     const RowPointers<T> p = second ? launch_pointers.with_second() : launch_pointers;
     const HeldRow r = second ? launch_row.counted_from(launch_pointers.second.from) : launch_row;
     const int64_t first = r.first;
-    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     // The weight and bias vectors at held vector i's columns, read into w and b.
     const auto read_affine = [&](int i, P& w, P& b) {
       const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + r.vector(i);
@@ -219,7 +218,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     P held[kVecs], residual[kResidual ? kVecs : 1], weight[kHeldAffine], bias[kHeldAffine];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!holds(i)) continue;
+      if (!r.holds<kWhole>(i)) continue;
       const int v = r.vector(i);
       // x without a residual is read once and never aliased (validate_row_norm): an evict-first load
       // where that measured faster (H200, 2048 rows: 2-4 % at 2 vectors a thread and in the
@@ -238,7 +237,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     if constexpr (kResidual) {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!holds(i)) continue;
+        if (!r.holds<kWhole>(i)) continue;
         P* const residual_out = reinterpret_cast<P*>(p.residual_out) + first + r.vector(i);
         held[i] = add_residual<T, kVec>(held[i], residual[i], residual_out);
       }
@@ -251,7 +250,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       float totals[2] = {0, 0};
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!holds(i)) continue;
+        if (!r.holds<kWhole>(i)) continue;
         float values[kVec];
         held_values(i, values);
 #pragma unroll
@@ -284,7 +283,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       unsigned amax_bits = 0;
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!holds(i)) continue;
+        if (!r.holds<kWhole>(i)) continue;
         float values[kVec], scale[kVec];
         held_values(i, values);
         weight_scale(weight[i], scale);
@@ -330,13 +329,13 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
         if constexpr (kLateAffine) {
 #pragma unroll
           for (int k = 0; k < kAffineBatch; ++k) {
-            if (holds(first_of_batch + k)) read_affine(first_of_batch + k, late_weight[k], late_bias[k]);
+            if (r.holds<kWhole>(first_of_batch + k)) read_affine(first_of_batch + k, late_weight[k], late_bias[k]);
           }
         }
 #pragma unroll
         for (int k = 0; k < kAffineBatch; ++k) {
           const int i = first_of_batch + k;
-          if (!holds(i)) continue;
+          if (!r.holds<kWhole>(i)) continue;
           float values[kVec];
           if constexpr (kLateAffine) output_values(i, late_weight[k], late_bias[k], values);
           else output_values(i, weight[i], bias[i], values);

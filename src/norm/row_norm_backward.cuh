@@ -105,11 +105,10 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     }
   }
   for_each_held_row<kVec, kVecs, kRowBarriers>(s, [&](const HeldRow& r, HeldRowReduction<kVecs, kRowBarriers>& reduce) {
-    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     P x[kVecs], dy[kVecs], weight[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!holds(i)) continue;
+      if (!r.holds<kWhole>(i)) continue;
       const int v = r.vector(i);
       x[i] = __ldg(reinterpret_cast<const P*>(p.x) + r.first + v);
       dy[i] = __ldg(reinterpret_cast<const P*>(p.grad_out) + r.first + v);
@@ -139,7 +138,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     float h_sum = 0, projection = 0;
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!holds(i)) continue;
+      if (!r.holds<kWhole>(i)) continue;
       float weight_terms[kVec], bias_terms[kVec];
       for_terms(i, [&](int e, float x_hat, float h, float dy_e) {
         h_sum += h;
@@ -168,7 +167,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!holds(i)) continue;
+      if (!r.holds<kWhole>(i)) continue;
       float out[kVec];
       for_terms(i, [&](int e, float x_hat, float h, float) {
         out[e] = input_gradient(x_hat, h, rstd, h_mean, projection);
@@ -385,6 +384,9 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
     blocks = launch_backward_partials<T, kKind>(op, p, s, multiprocessors, stream);
     column_kernel = false;
   } else if (s.rows > 0) {
+    const ParameterGradients mode = !parameters ? ParameterGradients::none
+                                    : partials  ? ParameterGradients::partials
+                                                : ParameterGradients::own_row;
     launch_row_kernel<T>(
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
         // The partials' column sums index the block's own threads: rows are shared only without them.
@@ -392,9 +394,6 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
         [&]<int kRowVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           launch_whole_rows_or_not<kRowVec, kVecs>(s, block, cluster, [&]<bool kWhole>() {
             const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs, false, kWhole>;
-            ParameterGradients mode = !parameters ? ParameterGradients::none
-                                      : partials  ? ParameterGradients::partials
-                                                  : ParameterGradients::own_row;
             size_t shared_bytes = 0;
             if (partials) {
               const PartialsLaunch launch = partials_launch(op, kernel, p, s, block, grid.x, multiprocessors);

@@ -195,16 +195,15 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
   using P = Pack<T, kVec>;
   row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r,
                                                   row_norm::HeldRowReduction<kVecs>& reduce) {
-    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(w) + r.vector(i));
+      if (r.holds<kWhole>(i)) held[i] = __ldg(reinterpret_cast<const P*>(w) + r.vector(i));
     }
     float left = __ldg(u), squares = 0;
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (!holds(i)) continue;
+      if (!r.holds<kWhole>(i)) continue;
       float values[kVec];
       unpack<T, kVec>(held[i], values);
 #pragma unroll
@@ -229,7 +228,7 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     const auto store_v = [&]<bool kByRatio>() {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!holds(i)) continue;
+        if (!r.holds<kWhole>(i)) continue;
         float values[kVec];
         unpack<T, kVec>(held[i], values);
 #pragma unroll

@@ -389,17 +389,16 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
   using P = row_norm::Pack<T, kVec>;
   using Reduction = row_norm::HeldRowReduction<kVecs>;
   row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r, Reduction& reduce) {
-    const auto holds = [&](int i) { return kWhole || r.holds(i); };
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (holds(i)) held[i] = __ldg(reinterpret_cast<const P*>(x) + r.first + r.vector(i));
+      if (r.holds<kWhole>(i)) held[i] = __ldg(reinterpret_cast<const P*>(x) + r.first + r.vector(i));
     }
     // f(i, values) for each held vector i, its elements in f32.
     const auto for_each_held = [&](auto f) {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (!holds(i)) continue;
+        if (!r.holds<kWhole>(i)) continue;
         float values[kVec];
         row_norm::unpack<T, kVec>(held[i], values);
         f(i, values);
