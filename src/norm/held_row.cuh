@@ -398,7 +398,11 @@ template <int... kCandidates>
 LaunchShape choose_shape(int units, int vec, bool many_rows) {
   const auto threads_for = [&](int vecs) { return (units + vecs * kWarp - 1) / (vecs * kWarp) * kWarp; };
   for (int vecs : {kCandidates...}) {
-    const int limit = std::min(max_threads(vec, vecs), many_rows ? kManyRowsThreads : kMaxThreads);
+    // Many rows of four vectors a thread may take 512 threads: two blocks an SM of 16 warps each
+    // (the 4-vector kernels' bound of 64 registers), where eight vectors in 256 threads held 88-125
+    // registers and 8 warps a block.
+    const int many_limit = vecs == 4 ? 2 * kManyRowsThreads : kManyRowsThreads;
+    const int limit = std::min(max_threads(vec, vecs), many_rows ? many_limit : kMaxThreads);
     if (threads_for(vecs) <= limit) return {vecs, threads_for(vecs)};
   }
   for (int vecs : {kCandidates...}) {
