@@ -385,28 +385,26 @@ __device__ __forceinline__ void for_each_held_row(const RowShape& s, Body body) 
 }
 
 // Vectors per thread (0: the streaming kernel) and threads per block for rows of `units` vectors of
-// kVec elements (a block's share of them where blocks share a row): the first of kCandidates that
-// fits. Few rows (decode) spread one row over many threads, for the shortest latency
+// kVec elements (a block's share of them where blocks share a row): the first of kCandidates, up to
+// kMostVecs, that fits. Few rows (decode) spread one row over many threads, for the shortest latency
 // (launch_row_kernel lists two vectors a thread first, one where a cluster shares the row); many
-// rows keep blocks at most kManyRowsThreads wide.
+// rows keep blocks at most kManyRowsThreads wide, but at kMostVecs, which take as many threads as
+// the kernel allows (launch_row_kernel's kMostVecs says why).
 struct LaunchShape {
   int vecs = 0;
   int threads = 0;
 };
 
-template <int... kCandidates>
+template <int kMostVecs, int... kCandidates>
 LaunchShape choose_shape(int units, int vec, bool many_rows) {
   const auto threads_for = [&](int vecs) { return (units + vecs * kWarp - 1) / (vecs * kWarp) * kWarp; };
   for (int vecs : {kCandidates...}) {
-    // Many rows of four vectors a thread may take 512 threads: two blocks an SM of 16 warps each
-    // (the 4-vector kernels' bound of 64 registers), where eight vectors in 256 threads held 88-125
-    // registers and 8 warps a block.
-    const int many_limit = vecs == 4 ? 2 * kManyRowsThreads : kManyRowsThreads;
-    const int limit = std::min(max_threads(vec, vecs), many_rows ? many_limit : kMaxThreads);
-    if (threads_for(vecs) <= limit) return {vecs, threads_for(vecs)};
+    const int many_rows_limit = vecs == kMostVecs ? kMaxThreads : kManyRowsThreads;
+    const int limit = std::min(max_threads(vec, vecs), many_rows ? many_rows_limit : kMaxThreads);
+    if (vecs <= kMostVecs && threads_for(vecs) <= limit) return {vecs, threads_for(vecs)};
   }
   for (int vecs : {kCandidates...}) {
-    if (threads_for(vecs) <= max_threads(vec, vecs)) return {vecs, threads_for(vecs)};
+    if (vecs <= kMostVecs && threads_for(vecs) <= max_threads(vec, vecs)) return {vecs, threads_for(vecs)};
   }
   return {};
 }
@@ -428,18 +426,20 @@ inline int cluster_blocks(int units, int64_t rows, int multiprocessors) {
 }
 
 // Calls in_registers.template operator()<kVec, kVecs>(grid, block, cluster) with the compiled vector
-// count `shape.vecs` (one of kCandidates): `cluster` blocks a row, or rows_per_block rows of a short
-// row sharing a block.
-template <int kVec, int... kCandidates, class InRegisters>
+// count `shape.vecs` (one of kCandidates; those over kMostVecs are never compiled): `cluster` blocks
+// a row, or rows_per_block rows of a short row sharing a block.
+template <int kVec, int kMostVecs, int... kCandidates, class InRegisters>
 void launch_in_registers(const LaunchShape& shape, int64_t rows, int cluster, InRegisters in_registers) {
   const int rows_per_block = cluster > 1 ? 1 : std::max(1, kMinBlockThreads / shape.threads);
   const int64_t groups = (rows + rows_per_block - 1) / rows_per_block;
   const auto grid = static_cast<unsigned>(std::min<int64_t>(groups, INT_MAX / cluster) * cluster);
   const dim3 block(shape.threads, rows_per_block);
-  ((shape.vecs == kCandidates
-        ? (in_registers.template operator()<kVec, kCandidates>(grid, block, static_cast<unsigned>(cluster)), true)
-        : false) ||
-   ...);
+  const auto launch_if_chosen = [&]<int kVecs>() {
+    if constexpr (kVecs <= kMostVecs) {
+      if (shape.vecs == kVecs) in_registers.template operator()<kVec, kVecs>(grid, block, static_cast<unsigned>(cluster));
+    }
+  };
+  (launch_if_chosen.template operator()<kCandidates>(), ...);
 }
 
 // Calls launch.template operator()<kWhole>() with kWhole true where every row of the launch exists
@@ -489,7 +489,14 @@ constexpr RowSharing kNoRowSharing{INT64_MAX};
 // Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
 // aligned and N a multiple of the vector width, single elements otherwise, and the streaming
 // kernel (streaming(grid), one row per block) for rows too long to hold.
-template <class T, class InRegisters, class Streaming>
+// kMostVecs: the most vectors a thread holds. Four, in blocks of up to 512 threads on many rows:
+// two blocks an SM at the 4-vector kernels' bound of 64 registers, 32 warps for two rows in flight,
+// where eight vectors in 256 threads took 88-125 registers in the row norms and their backward, two
+// blocks of 8 warps (H200, 6bca4ba against 32d1a8f, 2048 x 16384 bf16: RMSNorm 35.9 -> 34.8 µs,
+// LayerNorm 44.9 -> 43.8, RMSNormBwd 90.1 -> 84.8). Eight for WeightNorm's rows, whose 8-vector
+// kernel holds 60 registers, four 256-thread blocks (four rows) an SM against three of 512 threads
+// at four vectors (33.4 -> 33.9 µs at four).
+template <class T, int kMostVecs = 4, class InRegisters, class Streaming>
 void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, int multiprocessors,
                        RowSharing sharing, InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
@@ -499,20 +506,22 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
     // Each row split over a cluster where that leaves kSharedRowVecs vectors a thread.
     if (s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes) {
       const int cluster = cluster_blocks(units, s.rows, multiprocessors);
-      const LaunchShape shared = choose_shape<1, 2, 4, 8>(static_cast<int>(ceil_div(units, cluster)), kVec, false);
+      const LaunchShape shared =
+          choose_shape<kMostVecs, 1, 2, 4, 8>(static_cast<int>(ceil_div(units, cluster)), kVec, false);
       if (cluster > 1 && shared.vecs == kSharedRowVecs) {
-        return launch_in_registers<kVec, 1, 2, 4, 8>(shared, s.rows, cluster, in_registers);
+        return launch_in_registers<kVec, kMostVecs, 1, 2, 4, 8>(shared, s.rows, cluster, in_registers);
       }
     }
     // Few rows take two vectors a thread where that fits (256 threads on a row of 4096 half
     // elements, as Liger runs its decode rows): half the warps in each reduction.
-    const LaunchShape shape =
-        many_rows ? choose_shape<1, 2, 4, 8>(units, kVec, true) : choose_shape<2, 1, 4, 8>(units, kVec, false);
-    if (shape.vecs) return launch_in_registers<kVec, 1, 2, 4, 8>(shape, s.rows, 1, in_registers);
+    const LaunchShape shape = many_rows ? choose_shape<kMostVecs, 1, 2, 4, 8>(units, kVec, true)
+                                        : choose_shape<kMostVecs, 2, 1, 4, 8>(units, kVec, false);
+    if (shape.vecs) return launch_in_registers<kVec, kMostVecs, 1, 2, 4, 8>(shape, s.rows, 1, in_registers);
   }
-  // Rows of single elements hold two or more a thread, so they are never shared.
-  const LaunchShape shape = choose_shape<2, 8>(s.row_len, 1, many_rows);
-  if (shape.vecs) return launch_in_registers<1, 2, 8>(shape, s.rows, 1, in_registers);
+  // Rows of single elements hold two or eight a thread, in as many threads as a block has, and are
+  // never shared.
+  const LaunchShape shape = choose_shape<8, 2, 8>(s.row_len, 1, many_rows);
+  if (shape.vecs) return launch_in_registers<1, 8, 2, 8>(shape, s.rows, 1, in_registers);
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
 }
 

@@ -156,8 +156,8 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // the fused add-norms' in-place form aliases them. Each element is read before the same thread
 // writes it, and never read again.
 // Whether weight and bias are read in the output pass rather than held beside x from the start.
-// Held, they cost LayerNorm (with or without quantization) and the fused norms at 4 and 8 vectors
-// a thread half their blocks an SM (LayerNorm at 8 vectors: 150 registers, one block); read late,
+// Held, they cost LayerNorm (with or without quantization) and the fused norms at 4 vectors a thread
+// half their blocks an SM (and at 8, before launch_row_kernel's kMostVecs: 150 registers); read late,
 // they put a weight round trip after the reduction, which the other kernels pay for (H200, 2100838
 // against 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 ->
 // 13.1 and every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from
@@ -168,16 +168,15 @@ __host__ __device__ constexpr bool reads_affine_late() {
   return kVecs >= 4 && (kKind == NormKind::layer || kResidual);
 }
 
-// Blocks an SM the kernel must allow, which bounds its registers. 8-vector kernels that read their
-// affine late, and the quantizing ones: two 256-thread blocks (one, 8 warps, cannot hide the DRAM
-// latency; they fit 128 registers without spilling). 4-vector kernels: two 512-thread blocks, so
-// at most 64 registers and four 256-thread blocks an SM on many rows instead of three (H200,
-// 75fe655 against this bound: RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm 26.6 -> 24.0),
-// but for the fused LayerNorm, which spills at 64 (39.5 -> 49.6 µs).
-template <NormKind kKind, bool kResidual, bool kQuant, int kVec, int kVecs>
+// Blocks an SM the kernel must allow, which bounds its registers. 4-vector kernels: two 512-thread
+// blocks, so at most 64 registers, and four 256-thread blocks an SM where many rows take 256 instead
+// of three (H200, 75fe655 against this bound: RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm
+// 26.6 -> 24.0), but for the fused LayerNorm, which spills at 64 (39.5 -> 49.6 µs). The others hold
+// at most two vectors (or eight single elements) a thread.
+template <NormKind kKind, bool kResidual, int kVec, int kVecs>
 __host__ __device__ constexpr int min_blocks() {
   if (max_threads(kVec, kVecs) == 512) return kKind == NormKind::layer && kResidual ? 1 : 2;
-  return (reads_affine_late<kKind, kResidual, kVecs>() || kQuant) && max_threads(kVec, kVecs) == 256 ? 2 : 1;
+  return 1;
 }
 
 // Where row `row` (its first element or vector `first`, `row_units` of them a row) finds its weight
@@ -368,7 +367,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs,
           bool kWhole = false>
-__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kResidual, kQuant, kVec, kVecs>())
+__global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kResidual, kVec, kVecs>())
     row_norm_in_registers(const RowPointers<T> p, const RowShape s) {
   normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
 }

@@ -224,7 +224,7 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     // overflows and an infinite d NaN where u w overflows, as the reference's steps do.
     const float ratio = left / divisor;
     // The squares' loop is written out: through one helper taking a lambda, as WeightNorm's rows walk
-    // theirs, ptxas made the 8-vector half-type kernels spill (16 bytes).
+    // theirs, ptxas made the 8-vector half-type kernels of 26d4432 spill (16 bytes).
     const auto store_v = [&]<bool kByRatio>() {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {

@@ -606,7 +606,7 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     const int64_t rows = plan.slices;
     if (numel == 0 || rows * plan.inner != numel || plan.inner > INT_MAX) return two_passes();
     const row_norm::RowShape s = row_norm::row_shape({rows, static_cast<int>(plan.inner)}, {});
-    row_norm::launch_row_kernel<T>(
+    row_norm::launch_row_kernel<T, 8>(
         {x, out}, s, multiprocessors, row_norm::kForwardRowSharing,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           row_norm::launch_whole_rows_or_not<kVec, kVecs>(s, block, cluster, [&]<bool kWhole>() {
