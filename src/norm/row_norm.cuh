@@ -241,7 +241,27 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
         held[i] = add_residual<T, kVec>(held[i], residual[i], residual_out);
       }
     }
-    const auto held_values = [&](int i, float (&values)[kVec]) { unpack<T, kVec>(held[i], values); };
+    // The LayerNorm kind's f16 rows in kWhole form unpack x into floats once, not in each of their
+    // three passes (one HADD2.F32 an element a pass): LayerNorm's 2-vector kernel 544 -> 472
+    // instructions at the same 56 registers. bf16 unpacks by a shift, which ptxas already keeps;
+    // RMSNorm's two passes gain less than the block an SM its 7 more registers cost, and the
+    // per-vector tests of the other forms leave no registers for it (the fused LayerNorm spilled).
+    constexpr bool kUnpackOnce = kWhole && kKind == NormKind::layer && std::is_same_v<T, __half> && kVecs <= 2;
+    [[maybe_unused]] float unpacked[kUnpackOnce ? kVecs : 1][kVec];
+    if constexpr (kUnpackOnce) {
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (r.holds<kWhole>(i)) unpack<T, kVec>(held[i], unpacked[i]);
+      }
+    }
+    const auto held_values = [&](int i, float (&values)[kVec]) {
+      if constexpr (kUnpackOnce) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) values[e] = unpacked[i][e];
+      } else {
+        unpack<T, kVec>(held[i], values);
+      }
+    };
 
     // The sum of term(value) over the elements this thread holds, in two chains (even and odd
     // elements): one chain of 16 dependent adds was on a decode row's critical path twice.
