@@ -469,7 +469,7 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
             return launch_clustered(rms_norm_quant_many_rows<T, kVec>, grid, block, cluster, 0, stream, p, s);
           }
         }
-        launch_whole_rows_or_not<kVec, kVecs>(s, block, cluster, [&]<bool kWhole>() {
+        launch_whole_rows_or_not<kVec, kVecs, 4>(s, block, cluster, [&]<bool kWhole>() {
           launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>,
                            grid, block, cluster, 0, stream, p, s);
         });

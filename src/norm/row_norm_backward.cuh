@@ -392,7 +392,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
         // The partials' column sums index the block's own threads: rows are shared only without them.
         partials ? kNoRowSharing : kHeavyRowSharing,
         [&]<int kRowVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-          launch_whole_rows_or_not<kRowVec, kVecs>(s, block, cluster, [&]<bool kWhole>() {
+          launch_whole_rows_or_not<kRowVec, kVecs, 2>(s, block, cluster, [&]<bool kWhole>() {
             const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs, false, kWhole>;
             size_t shared_bytes = 0;
             if (partials) {

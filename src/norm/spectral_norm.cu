@@ -308,7 +308,7 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
   row_norm::launch_row_kernel<T>(
       {w, v_out}, one_row, multiprocessor_count(t.x.device), row_norm::kHeavyRowSharing,
       [&]<int kWidth, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
-        row_norm::launch_whole_rows_or_not<kWidth, kVecs>(one_row, block, cluster, [&]<bool kWhole>() {
+        row_norm::launch_whole_rows_or_not<kWidth, kVecs, 2>(one_row, block, cluster, [&]<bool kWhole>() {
           row_norm::launch_clustered(one_row_power_iteration<T, kWidth, kVecs, kWhole>, grid, block, cluster, 0, stream,
                                      w, u, u_out, v_out, sigma, one_row, plan.n_iter, eps);
         });
