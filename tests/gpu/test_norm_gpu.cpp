@@ -464,8 +464,9 @@ TEST_P(NormGpu, InfiniteWeightGivesAnInfiniteScale) {
 
 // Many rows of long rows, as prefill has them: each block walks several rows (rows outnumber the
 // blocks resident at once), 4-vector rows in 512 threads (16000: the last vectors part-filled),
-// 8-vector and streaming rows, f32, row lengths that are not a multiple of the block's vectors, NaN
-// and inf values, the fused ops in place, and unaligned pointers.
+// whole f16 rows of 2 and 4 vectors a thread (the kWhole forms; the LayerNorm kind's 2-vector one
+// unpacks x once), streaming rows, f32, row lengths that are not a multiple of the block's vectors,
+// NaN and inf values, the fused ops in place, and unaligned pointers.
 TEST_P(NormGpu, ManyRows) {
   std::mt19937_64 rng(14);
   const struct {
@@ -473,7 +474,7 @@ TEST_P(NormGpu, ManyRows) {
     DType dtype;
   } cases[] = {{{1500, 2048}, DType::bf16},  {{700, 3000}, DType::f16},   {{300, 4104}, DType::bf16},
                {{400, 1028}, DType::f32},    {{140, 16392}, DType::bf16}, {{133, 8192}, DType::f32},
-               {{150, 16000}, DType::f16}};
+               {{150, 16000}, DType::f16},   {{600, 4096}, DType::f16},   {{140, 8192}, DType::f16}};
   for (const auto& c : cases) {
     NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, c.shape[0] % 2 == 0, 1, Values::special);
     EXPECT_EQ(compare_with_reference(in), "") << describe(in);
