@@ -436,7 +436,9 @@ void launch_in_registers(const LaunchShape& shape, int64_t rows, int cluster, In
   const dim3 block(shape.threads, rows_per_block);
   const auto launch_if_chosen = [&]<int kVecs>() {
     if constexpr (kVecs <= kMostVecs) {
-      if (shape.vecs == kVecs) in_registers.template operator()<kVec, kVecs>(grid, block, static_cast<unsigned>(cluster));
+      if (shape.vecs == kVecs) {
+        in_registers.template operator()<kVec, kVecs>(grid, block, static_cast<unsigned>(cluster));
+      }
     }
   };
   (launch_if_chosen.template operator()<kCandidates>(), ...);
@@ -449,11 +451,12 @@ void launch_in_registers(const LaunchShape& shape, int64_t rows, int cluster, In
 // 472), on decode rows whose 8 warps leave each scheduler two to issue (H200, LayerNorm bf16: 8b
 // decode 2.34 -> 2.02 µs, 8b prefill 13.8 -> 12.6). The kernels of 16-byte vectors and at most
 // kWholeVecs a thread have a kWhole form; the others run as kWhole = false.
-// kWholeVecs: four for the row norms' forward (H200, 2c9c6b4's call 3, 2048 x 8192 / 16384: LayerNorm
-// f16 22.1 / 44.0 -> 20.3 / 38.9 µs, bf16 22.6 / 44.5 -> 22.7 / 42.7 although its 4-vector kWhole
-// kernel spills 40 bytes, LayerNormQuant f16 29.4 / 60.2 -> 27.5 / 55.8, RMSNormQuant bf16 20.0 /
-// 38.7 -> 18.8 / 36.7, the RMS kind's other rows -1 to +1 %); two for the others, whose 4-vector
-// kWhole forms lost (WeightNorm 70b 17.8 -> 18.6, RMSNormBwd 405b f16 84.6 -> 91.0).
+// kWholeVecs: four for the row norms' forward (H200, whole4 against 8baf035 in docs/perf-notes.md,
+// 2048 x 8192 / 16384: LayerNorm f16 22.1 / 44.0 -> 20.3 / 38.9 µs, bf16 22.6 / 44.5 -> 22.7 /
+// 42.7 although its 4-vector kWhole kernel spills 40 bytes, LayerNormQuant f16 29.4 / 60.2 -> 27.5
+// / 55.8, RMSNormQuant bf16 20.0 / 38.7 -> 18.8 / 36.7, the RMS kind's other rows -1 to +1 %); two
+// for the others, whose 4-vector kWhole forms lost (WeightNorm 70b 17.8 -> 18.6, RMSNormBwd 405b
+// f16 84.6 -> 91.0).
 template <int kVec, int kVecs, int kWholeVecs, class Launch>
 void launch_whole_rows_or_not(const RowShape& s, dim3 block, unsigned cluster, Launch launch) {
   if constexpr (kVec > 1 && kVecs <= kWholeVecs) {
