@@ -124,7 +124,9 @@ __device__ __forceinline__ float walked_runs_sum(const T* x, const Dims& reduced
     if (s.inner_stride == 1) {
       sum += contiguous_sum<T, kOrd>(first, hi - lo);
     } else {
-      for (int64_t j = threadIdx.x; j < hi - lo; j += blockDim.x) sum += term<kOrd>(to_float(first[j * s.inner_stride]));
+      for (int64_t j = threadIdx.x; j < hi - lo; j += blockDim.x) {
+        sum += term<kOrd>(to_float(first[j * s.inner_stride]));
+      }
     }
   }
   return sum;

@@ -332,6 +332,12 @@ std::string describe(const NormInputs& in) {
                         " normalized dims ", in.normalized_dims, in.weight ? " weight" : "", in.bias ? " bias" : "");
 }
 
+// One case of the tests that walk a list of shapes.
+struct ShapeAndType {
+  Shape shape;
+  DType dtype;
+};
+
 class NormGpu : public testing::GpuTestWithParam<Op> {};
 
 const char* catalogue_op(Op op) {
@@ -470,12 +476,10 @@ TEST_P(NormGpu, InfiniteWeightGivesAnInfiniteScale) {
 // among them (one value in 100: nearly every row of these lengths then holds one).
 TEST_P(NormGpu, ManyRows) {
   std::mt19937_64 rng(14);
-  const struct {
-    Shape shape;
-    DType dtype;
-  } cases[] = {{{1500, 2048}, DType::bf16},  {{700, 3000}, DType::f16},   {{300, 4104}, DType::bf16},
-               {{400, 1028}, DType::f32},    {{140, 16392}, DType::bf16}, {{133, 8192}, DType::f32},
-               {{150, 16000}, DType::f16},   {{600, 4096}, DType::f16},   {{140, 8192}, DType::f16}};
+  const ShapeAndType cases[] = {
+      {{1500, 2048}, DType::bf16}, {{700, 3000}, DType::f16},   {{300, 4104}, DType::bf16},
+      {{400, 1028}, DType::f32},   {{140, 16392}, DType::bf16}, {{133, 8192}, DType::f32},
+      {{150, 16000}, DType::f16},  {{600, 4096}, DType::f16},   {{140, 8192}, DType::f16}};
   for (const auto& c : cases) {
     for (Values values : {Values::normal, Values::special}) {
       NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, c.shape[0] % 2 == 0, 1, values);
@@ -506,12 +510,9 @@ TEST_P(NormGpu, UnalignedPointers) {
 // stay in its row), the fused ops in place.
 TEST_P(NormGpu, RowsSharedByClusters) {
   std::mt19937_64 rng(16);
-  const struct {
-    Shape shape;
-    DType dtype;
-  } cases[] = {{{1, 65536}, DType::bf16}, {{2, 16384}, DType::f16}, {{5, 16384}, DType::bf16},
-               {{9, 8192}, DType::f32},   {{1, 40000}, DType::bf16}, {{3, 12000}, DType::f32},
-               {{16, 16384}, DType::bf16}};
+  const ShapeAndType cases[] = {{{1, 65536}, DType::bf16}, {{2, 16384}, DType::f16}, {{5, 16384}, DType::bf16},
+                                {{9, 8192}, DType::f32},   {{1, 40000}, DType::bf16}, {{3, 12000}, DType::f32},
+                                {{16, 16384}, DType::bf16}};
   for (const auto& c : cases) {
     NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng);
     if (c.shape[0] > 1) in.x.set(c.shape[1] + 17, std::numeric_limits<double>::quiet_NaN());
@@ -867,7 +868,8 @@ std::string compare_backward(BackwardInputs& in, size_t pad = 0, HostTensor* gra
     reference::layer_norm_with_stats(in.x.ref(), optional_ref(host_weight), nullptr, y.ref(), mean.ref(), rstd.ref(),
                                      {ns, default_eps(in.op)});
   } else {
-    reference::rms_norm_with_stats(in.x.ref(), optional_ref(host_weight), y.ref(), rstd.ref(), {ns, default_eps(in.op)});
+    reference::rms_norm_with_stats(in.x.ref(), optional_ref(host_weight), y.ref(), rstd.ref(),
+                                   {ns, default_eps(in.op)});
   }
   HostTensor grad_x(in.x.shape, in.x.dtype), grad_w(ns, in.x.dtype), grad_b(ns, in.x.dtype);
   const TensorRef grad_w_ref = grad_w.ref(), grad_b_ref = grad_b.ref();
@@ -955,12 +957,9 @@ TEST_P(NormBackwardGpu, NaNPropagatesToItsRowAndTheParameterGradients) {
 // 8192, f16 12288), which stay one a block.
 TEST_P(NormBackwardGpu, ManyRowsInBlocksOfSeveralRows) {
   std::mt19937_64 rng(22);
-  const struct {
-    Shape shape;
-    DType dtype;
-  } cases[] = {{{1001, 64}, DType::bf16},  {{133, 4096}, DType::f16},  {{2049, 4096}, DType::bf16},
-               {{300, 8192}, DType::bf16}, {{531, 2056}, DType::bf16}, {{700, 8192}, DType::f32},
-               {{301, 12288}, DType::f16}};
+  const ShapeAndType cases[] = {
+      {{1001, 64}, DType::bf16},  {{133, 4096}, DType::f16},  {{2049, 4096}, DType::bf16}, {{300, 8192}, DType::bf16},
+      {{531, 2056}, DType::bf16}, {{700, 8192}, DType::f32},  {{301, 12288}, DType::f16}};
   for (const auto& c : cases) {
     BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng);
     EXPECT_EQ(compare_backward(in), "") << describe(in);
@@ -1440,7 +1439,8 @@ TEST_F(WeightNormGpu, UnalignedAndDeterministic) {
       workspace(sizeof(float) * static_cast<size_t>(elements));
   v.upload(whole.v.bytes.data());
   g.upload(whole.g.bytes.data());
-  const TensorRef v_ref = device_ref(v.data(), DType::f16, whole.v.shape), g_ref = device_ref(g.data(), DType::f16, {1});
+  const TensorRef v_ref = device_ref(v.data(), DType::f16, whole.v.shape);
+  const TensorRef g_ref = device_ref(g.data(), DType::f16, {1});
   const TensorRef y_ref = device_ref(y.data(), DType::f16, whole.v.shape);
   const TensorRef norm_ref = device_ref(norm.data(), DType::f32, {1});
   const TensorRef w_ref = device_ref(workspace.data(), DType::f32, Shape{elements});
