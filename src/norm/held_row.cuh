@@ -503,7 +503,8 @@ constexpr RowSharing kNoRowSharing{INT64_MAX};
 // blocks of 8 warps (H200, 6bca4ba against 32d1a8f, 2048 x 16384 bf16: RMSNorm 35.9 -> 34.8 µs,
 // LayerNorm 44.9 -> 43.8, RMSNormBwd 90.1 -> 84.8). Eight for WeightNorm's rows, whose 8-vector
 // kernel holds 60 registers, four 256-thread blocks (four rows) an SM against three of 512 threads
-// at four vectors (33.4 -> 33.9 µs at four).
+// at four vectors (33.4 -> 33.9 µs at four). Two for SpectralNorm's one row: few rows take two
+// vectors wherever four would fit (or one in a cluster), so more are never launched.
 template <class T, int kMostVecs = 4, class InRegisters, class Streaming>
 void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, int multiprocessors,
                        RowSharing sharing, InRegisters in_registers, Streaming streaming) {

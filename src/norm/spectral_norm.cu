@@ -224,7 +224,8 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     // overflows and an infinite d NaN where u w overflows, as the reference's steps do.
     const float ratio = left / divisor;
     // The squares' loop is written out: through one helper taking a lambda, as WeightNorm's rows walk
-    // theirs, ptxas made the 8-vector half-type kernels of 26d4432 spill (16 bytes).
+    // theirs, ptxas made the 8-vector half-type kernels spill (16 bytes; 26d4432, when they were
+    // compiled).
     const auto store_v = [&]<bool kByRatio>() {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
@@ -305,7 +306,7 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
   if (plan.rows != 1 || plan.n_iter == 0 || plan.cols == 0) return chain();
   // W of one row: in registers, or by the chain where the row is too long to hold.
   const row_norm::RowShape one_row = row_norm::row_shape({1, static_cast<int>(plan.cols)}, {});
-  row_norm::launch_row_kernel<T>(
+  row_norm::launch_row_kernel<T, 2>(
       {w, v_out}, one_row, multiprocessor_count(t.x.device), row_norm::kHeavyRowSharing,
       [&]<int kWidth, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
         row_norm::launch_whole_rows_or_not<kWidth, kVecs, 2>(one_row, block, cluster, [&]<bool kWhole>() {
