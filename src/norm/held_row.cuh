@@ -396,11 +396,11 @@ struct LaunchShape {
 };
 
 template <int kMostVecs, int... kCandidates>
-LaunchShape choose_shape(int units, int vec, bool many_rows) {
+LaunchShape choose_shape(int units, int vec, bool many_rows, int few_rows_threads = kMaxThreads) {
   const auto threads_for = [&](int vecs) { return (units + vecs * kWarp - 1) / (vecs * kWarp) * kWarp; };
   for (int vecs : {kCandidates...}) {
     const int many_rows_limit = vecs == kMostVecs ? kMaxThreads : kManyRowsThreads;
-    const int limit = std::min(max_threads(vec, vecs), many_rows ? many_rows_limit : kMaxThreads);
+    const int limit = std::min(max_threads(vec, vecs), many_rows ? many_rows_limit : few_rows_threads);
     if (vecs <= kMostVecs && threads_for(vecs) <= limit) return {vecs, threads_for(vecs)};
   }
   for (int vecs : {kCandidates...}) {
@@ -479,20 +479,39 @@ bool rows_of_vectors(std::initializer_list<const void*> pointers, int row_len) {
   return row_len % kVec == 0 && std::ranges::all_of(pointers, aligned_to_vector);
 }
 
-// The rows a row kernel shares among the blocks of a cluster (RowReduction, HeldRow): those of few
-// rows whose x takes at least min_row_bytes. Measured on the decode rows (H200, 16223e4 against
+// How a row kernel spreads its rows over blocks, beyond the vectors a thread holds (kMostVecs).
+// min_shared_row_bytes: few rows whose x takes at least this many bytes are shared among the
+// blocks of a cluster (RowReduction, HeldRow). Measured on the decode rows (H200, 16223e4 against
 // 6434209), a cluster launch cost about 0.3 µs and each reduction over a cluster about 0.25 µs more
 // than one block's: forward rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to
 // 0.9 µs faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20). Kernels that move more a row
 // share from 8192 bf16: the backward (x, grad_out, grad_x and the parameter gradients; LayerNormBwd
 // 3.71 -> 2.98 µs) and SpectralNorm's one row (f32 v_out; 3.65 µs held by one block at b0c0443,
 // 3.04 shared by 8 at 16223e4 and a2a0bda).
-struct RowSharing {
-  int64_t min_row_bytes;
+// few_rows_threads: the widest block of few unshared rows, which take two vectors a thread where
+// that fits and more where it does not.
+// many_rows_four_vecs: many rows of at least four vectors for each of kMinBlockThreads threads hold
+// four a thread, not two (rows of 4096 half elements in 128 threads, not 256).
+struct RowSpread {
+  int64_t min_shared_row_bytes;
+  int few_rows_threads = kMaxThreads;
+  bool many_rows_four_vecs = false;
 };
-constexpr RowSharing kForwardRowSharing{32 * 1024};
-constexpr RowSharing kHeavyRowSharing{16 * 1024};
-constexpr RowSharing kNoRowSharing{INT64_MAX};
+constexpr RowSpread kForwardSpread{32 * 1024};
+// The forward kernels of the RMS kind without a residual or codes, and WeightNorm's: light enough
+// that one 512-thread block of four vectors a thread holds a row of 16384 half elements faster than a
+// cluster of eight (H200, decode4 against fa4c460, 405b decode bf16: RMSNorm 2.82 -> 2.72 µs,
+// GroupRMSNorm 3.01 -> 2.85, WeightNorm 2.91 -> 2.82, QKNorm 3.07 -> 3.01), as Liger holds its
+// rows. The others lost there: LayerNorm 3.68 -> 4.22, FusedAddRMSNorm 2.91 -> 3.84, RMSNormQuant
+// 3.14 -> 3.58 (and one 1024-thread block of two vectors, bfa54c7's oneblock, lost on the RMS kind).
+constexpr RowSpread kLightForwardSpread{64 * 1024, 512};
+// RMSNormQuant: its 4-vector kWhole kernel beats the two-vector one, with or without the register
+// ceiling of rms_norm_quant_many_rows (H200, many4x128 against fa4c460, 2048 x 4096: bf16 12.42 ->
+// 10.65 µs, f16 12.26 -> 10.24); the other forward kernels were -3 to +10 % (LayerNorm bf16 12.54
+// -> 13.09, f16 12.42 -> 12.06).
+constexpr RowSpread kQuantRmsSpread{32 * 1024, kMaxThreads, true};
+constexpr RowSpread kHeavySpread{16 * 1024};
+constexpr RowSpread kUnsharedSpread{INT64_MAX};
 
 // Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
 // aligned and N a multiple of the vector width, single elements otherwise, and the streaming
@@ -507,13 +526,13 @@ constexpr RowSharing kNoRowSharing{INT64_MAX};
 // vectors wherever four would fit (or one in a cluster), so more are never launched.
 template <class T, int kMostVecs = 4, class InRegisters, class Streaming>
 void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, int multiprocessors,
-                       RowSharing sharing, InRegisters in_registers, Streaming streaming) {
+                       RowSpread spread, InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   const bool many_rows = s.rows >= multiprocessors;
   if (rows_of_vectors<T>(pointers, s.row_len)) {
     const int units = s.row_len / kVec;
     // Each row split over a cluster where that leaves kSharedRowVecs vectors a thread.
-    if (s.row_len * int64_t{sizeof(T)} >= sharing.min_row_bytes) {
+    if (s.row_len * int64_t{sizeof(T)} >= spread.min_shared_row_bytes) {
       const int cluster = cluster_blocks(units, s.rows, multiprocessors);
       const LaunchShape shared =
           choose_shape<kMostVecs, 1, 2, 4, 8>(static_cast<int>(ceil_div(units, cluster)), kVec, false);
@@ -523,8 +542,11 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
     }
     // Few rows take two vectors a thread where that fits (256 threads on a row of 4096 half
     // elements, as Liger runs its decode rows): half the warps in each reduction.
-    const LaunchShape shape = many_rows ? choose_shape<kMostVecs, 1, 2, 4, 8>(units, kVec, true)
-                                        : choose_shape<kMostVecs, 2, 1, 4, 8>(units, kVec, false);
+    const bool four_vecs = spread.many_rows_four_vecs && units >= 4 * kMinBlockThreads;
+    const LaunchShape shape =
+        !many_rows  ? choose_shape<kMostVecs, 2, 1, 4, 8>(units, kVec, false, spread.few_rows_threads)
+        : four_vecs ? choose_shape<kMostVecs, 4, 1, 2, 8>(units, kVec, true)
+                    : choose_shape<kMostVecs, 1, 2, 4, 8>(units, kVec, true);
     if (shape.vecs) return launch_in_registers<kVec, kMostVecs, 1, 2, 4, 8>(shape, s.rows, 1, in_registers);
   }
   // Rows of single elements hold two or eight a thread, in as many threads as a block has, and are

@@ -3,7 +3,7 @@
 //
 // The op is memory-bound: a row is read once and written once. One block (or, for rows of at most
 // two warps, a group of threadIdx.y rows in a block of 128 threads; or, for few long rows, a
-// cluster of blocks on as many SMs: RowSharing) normalizes one row at a time.
+// cluster of blocks on as many SMs: RowSpread) normalizes one row at a time.
 // The row stays in registers between the reduction and the output pass: each thread loads its
 // kVecs vectors (16 bytes each where every tensor is 16-byte aligned and N a multiple of the
 // vector width, one element otherwise) and the weight and bias at the same columns (AdaLayerNorm:
@@ -392,9 +392,10 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
 }
 
-// RMSNormQuant's two-vector rows where there are many (at least one an SM): a ceiling of 40
-// registers puts six 256-thread blocks on an SM, where the launch-bounds kernel takes 48 (five) and
-// its kWhole form 55 (four); the kWhole form spills at 40. H200, 2048 x 4096: 13.2 -> 12.4 µs. The
+// RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
+// vectors, as longer ones hold four: kQuantRmsSpread): a ceiling of 40 registers puts six 256-thread
+// blocks on an SM, where the launch-bounds kernel takes 48 (five) and its kWhole form 55 (four); the
+// kWhole form spills at 40. H200, 2048 x 4096 (before those rows took four vectors): 13.2 -> 12.4 µs. The
 // same ceiling made the RMS-kind decode rows 2-5 % slower (ea71763), so they keep the launch bounds;
 // a ceiling of 48 on the LayerNorm-kind kernels gained nothing over kWhole. A kernel of its own, as
 // a ceiling cannot stand beside __launch_bounds__.
@@ -461,8 +462,11 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
+  constexpr RowSpread spread = kKind == NormKind::rms && kQuant                  ? kQuantRmsSpread
+                               : kKind == NormKind::rms && !kResidual && !kQuant ? kLightForwardSpread
+                                                                                 : kForwardSpread;
   launch_row_kernel<T>(
-      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, kForwardRowSharing,
+      {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, spread,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
         if constexpr (kKind == NormKind::rms && kQuant && !kGroups && kVec > 1 && kVecs == 2) {
           if (s.rows >= multiprocessors) {
@@ -534,7 +538,8 @@ void launch_row_pair(std::string_view op, const RowGeometry& first_g, const RowG
                            nullptr, nullptr, nullptr, nullptr, nullptr,
                            {first_g.rows, data_of<T>(&second.x), data_of<T>(second.weight), data_of<T>(&second.y)}};
     launch_row_kernel<T>(
-        {p.x, p.weight, p.y, p.second.x, p.second.weight, p.second.y}, s, multiprocessors, kForwardRowSharing,
+        {p.x, p.weight, p.y, p.second.x, p.second.weight, p.second.y}, s, multiprocessors,
+        kKind == NormKind::rms ? kLightForwardSpread : kForwardSpread,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           launch_clustered(row_norm_in_registers<T, kKind, false, false, false, true, kVec, kVecs>, grid, block,
                            cluster, 0, stream, p, s);

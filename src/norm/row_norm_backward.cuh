@@ -390,7 +390,7 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
     launch_row_kernel<T>(
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
         // The partials' column sums index the block's own threads: rows are shared only without them.
-        partials ? kNoRowSharing : kHeavyRowSharing,
+        partials ? kUnsharedSpread : kHeavySpread,
         [&]<int kRowVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           launch_whole_rows_or_not<kRowVec, kVecs, 2>(s, block, cluster, [&]<bool kWhole>() {
             const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs, false, kWhole>;
