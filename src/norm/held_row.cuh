@@ -505,11 +505,15 @@ constexpr RowSpread kForwardSpread{32 * 1024};
 // rows. The others lost there: LayerNorm 3.68 -> 4.22, FusedAddRMSNorm 2.91 -> 3.84, RMSNormQuant
 // 3.14 -> 3.58 (and one 1024-thread block of two vectors, bfa54c7's oneblock, lost on the RMS kind).
 constexpr RowSpread kLightForwardSpread{64 * 1024, 512};
-// RMSNormQuant: its 4-vector kWhole kernel beats the two-vector one, with or without the register
-// ceiling of rms_norm_quant_many_rows (H200, many4x128 against fa4c460, 2048 x 4096: bf16 12.42 ->
-// 10.65 µs, f16 12.26 -> 10.24); the other forward kernels were -3 to +10 % (LayerNorm bf16 12.54
-// -> 13.09, f16 12.42 -> 12.06).
-constexpr RowSpread kQuantRmsSpread{32 * 1024, kMaxThreads, true};
+// Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
+// one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
+// rows without a residual, whose 4-vector kernels hold at most 64 registers (eight 128-thread blocks
+// an SM) where the 2-vector ones hold 56 (four of 256). H200, many4x128 against fa4c460, 2048 x 4096
+// (µs): RMSNormQuant bf16 12.42 -> 10.65, f16 12.26 -> 10.24; LayerNorm f16 12.42 -> 12.06,
+// AdaLayerNorm f16 18.88 -> 18.56, LayerNormQuant f16 15.87 -> 15.78. The others stay at two:
+// LayerNorm bf16 12.54 -> 13.09 (its 4-vector kWhole kernel spills), AdaLayerNorm bf16 18.78 ->
+// 20.58, FusedAddLayerNorm +4 %, the RMS kind's -1 to +3 %.
+constexpr RowSpread kFourVectorSpread{32 * 1024, kMaxThreads, true};
 constexpr RowSpread kHeavySpread{16 * 1024};
 constexpr RowSpread kUnsharedSpread{INT64_MAX};
 

@@ -393,7 +393,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
 }
 
 // RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
-// vectors, as longer ones hold four: kQuantRmsSpread): a ceiling of 40 registers puts six 256-thread
+// vectors, as longer ones hold four: kFourVectorSpread): a ceiling of 40 registers puts six 256-thread
 // blocks on an SM, where the launch-bounds kernel takes 48 (five) and its kWhole form 55 (four); the
 // kWhole form spills at 40. H200, 2048 x 4096 (before those rows took four vectors): 13.2 -> 12.4 µs. The
 // same ceiling made the RMS-kind decode rows 2-5 % slower (ea71763), so they keep the launch bounds;
@@ -462,7 +462,8 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
-  constexpr RowSpread spread = kKind == NormKind::rms && kQuant                  ? kQuantRmsSpread
+  constexpr bool kFourVectors = kKind == NormKind::rms ? kQuant : std::is_same_v<T, __half> && !kResidual;
+  constexpr RowSpread spread = kFourVectors                                      ? kFourVectorSpread
                                : kKind == NormKind::rms && !kResidual && !kQuant ? kLightForwardSpread
                                                                                  : kForwardSpread;
   launch_row_kernel<T>(
