@@ -492,10 +492,13 @@ bool rows_of_vectors(std::initializer_list<const void*> pointers, int row_len) {
 // that fits and more where it does not.
 // many_rows_four_vecs: many rows of at least four vectors for each of kMinBlockThreads threads hold
 // four a thread, not two (rows of 4096 half elements in 128 threads, not 256).
+// few_rows_four_vecs: few rows of at least four vectors for each of kManyRowsThreads threads hold
+// four a thread (rows of 8192 half elements in 256 threads, not 512).
 struct RowSpread {
   int64_t min_shared_row_bytes;
   int few_rows_threads = kMaxThreads;
   bool many_rows_four_vecs = false;
+  bool few_rows_four_vecs = false;
 };
 constexpr RowSpread kForwardSpread{32 * 1024};
 // The forward kernels of the RMS kind without a residual or codes, and WeightNorm's: light enough
@@ -504,7 +507,10 @@ constexpr RowSpread kForwardSpread{32 * 1024};
 // GroupRMSNorm 3.01 -> 2.85, WeightNorm 2.91 -> 2.82, QKNorm 3.07 -> 3.01), as Liger holds its
 // rows. The others lost there: LayerNorm 3.68 -> 4.22, FusedAddRMSNorm 2.91 -> 3.84, RMSNormQuant
 // 3.14 -> 3.58 (and one 1024-thread block of two vectors, bfa54c7's oneblock, lost on the RMS kind).
-constexpr RowSpread kLightForwardSpread{64 * 1024, 512};
+// Rows of 8192 at four vectors in 256 threads, not two in 512 (four1st against a3ba445, 70b decode
+// bf16: RMSNorm 2.14 -> 2.08, GemmaRMSNorm 2.16 -> 2.08, GroupRMSNorm and WeightNorm unchanged,
+// QKNorm 2.43 -> 2.46); rows of 4096 keep two in 256 (at four in 128: +0.03 to +0.16 µs).
+constexpr RowSpread kLightForwardSpread{64 * 1024, 512, false, true};
 // Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
 // one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
 // rows without a residual, whose 4-vector kernels hold at most 64 registers (eight 128-thread blocks
@@ -545,12 +551,14 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
       }
     }
     // Few rows take two vectors a thread where that fits (256 threads on a row of 4096 half
-    // elements, as Liger runs its decode rows): half the warps in each reduction.
-    const bool four_vecs = spread.many_rows_four_vecs && units >= 4 * kMinBlockThreads;
+    // elements, as Liger runs its decode rows): half the warps in each reduction. Long rows take
+    // four where the spread says so.
+    const bool four_vecs = many_rows ? spread.many_rows_four_vecs && units >= 4 * kMinBlockThreads
+                                     : spread.few_rows_four_vecs && units >= 4 * kManyRowsThreads;
     const LaunchShape shape =
-        !many_rows  ? choose_shape<kMostVecs, 2, 1, 4, 8>(units, kVec, false, spread.few_rows_threads)
-        : four_vecs ? choose_shape<kMostVecs, 4, 1, 2, 8>(units, kVec, true)
-                    : choose_shape<kMostVecs, 1, 2, 4, 8>(units, kVec, true);
+        four_vecs   ? choose_shape<kMostVecs, 4, 1, 2, 8>(units, kVec, many_rows, spread.few_rows_threads)
+        : many_rows ? choose_shape<kMostVecs, 1, 2, 4, 8>(units, kVec, true)
+                    : choose_shape<kMostVecs, 2, 1, 4, 8>(units, kVec, false, spread.few_rows_threads);
     if (shape.vecs) return launch_in_registers<kVec, kMostVecs, 1, 2, 4, 8>(shape, s.rows, 1, in_registers);
   }
   // Rows of single elements hold two or eight a thread, in as many threads as a block has, and are
