@@ -509,8 +509,9 @@ constexpr RowSpread kForwardSpread{32 * 1024};
 // 3.14 -> 3.58 (and one 1024-thread block of two vectors, bfa54c7's oneblock, lost on the RMS kind).
 // Rows of 8192 at four vectors in 256 threads, not two in 512 (four1st against a3ba445, 70b decode
 // bf16: RMSNorm 2.14 -> 2.08, GemmaRMSNorm 2.16 -> 2.08, GroupRMSNorm and WeightNorm unchanged,
-// QKNorm 2.43 -> 2.46); rows of 4096 keep two in 256 (at four in 128: +0.03 to +0.16 µs).
-constexpr RowSpread kLightForwardSpread{64 * 1024, 512, false, true};
+// QKNorm 2.43 -> 2.46); rows of 4096 keep two in 256 (at four in 128: +0.03 to +0.16 µs). Rows
+// longer than such a block holds (512 threads of four vectors, 32 KB) are shared.
+constexpr RowSpread kLightForwardSpread{512 * 4 * kVectorBytes + 1, 512, false, true};
 // Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
 // one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
 // rows without a residual, whose 4-vector kernels hold at most 64 registers (eight 128-thread blocks

@@ -504,10 +504,11 @@ TEST_P(NormGpu, UnalignedPointers) {
   }
 }
 
-// Few long rows, each shared by a cluster of 2, 4 or 8 blocks (launch_row_kernel): the cluster's
-// totals for every reduction (LayerNormQuant takes three, which reuse the slots in turn), a row
-// longer than one block holds ([1, 65536], the streaming kernel before), a NaN in row 1 (which must
-// stay in its row), the fused ops in place.
+// Few long rows, each shared by a cluster of 2, 4 or 8 blocks (launch_row_kernel; the light kernels
+// hold rows of up to 32 KB in one block, FewLongRowsInOneBlock): the cluster's totals for every
+// reduction (LayerNormQuant takes three, which reuse the slots in turn), a row longer than one block
+// holds ([1, 65536], the streaming kernel before), a NaN in row 1 (which must stay in its row), the
+// fused ops in place.
 TEST_P(NormGpu, RowsSharedByClusters) {
   std::mt19937_64 rng(16);
   const ShapeAndType cases[] = {{{1, 65536}, DType::bf16}, {{2, 16384}, DType::f16}, {{5, 16384}, DType::bf16},
@@ -519,6 +520,25 @@ TEST_P(NormGpu, RowsSharedByClusters) {
     EXPECT_EQ(compare_with_reference(in), "") << describe(in);
     if (is_fused(GetParam())) {
       EXPECT_EQ(compare_with_reference(in, {.in_place = true}), "") << describe(in) << " in place";
+    }
+  }
+}
+
+// Few rows of up to 32 KB that the light kernels (the RMS kind without a residual or codes) hold in
+// one block of at most 512 threads at four vectors a thread (the others share the longer ones among
+// a cluster): rows of 16384 half elements and 8192 f32 ones whole, rows whose last vectors are
+// part-filled (16000, 8200), and the first row lengths past one block (16392, 12000 f32), which
+// are shared again.
+TEST_P(NormGpu, FewLongRowsInOneBlock) {
+  std::mt19937_64 rng(17);
+  const ShapeAndType cases[] = {{{2, 16384}, DType::bf16}, {{1, 8192}, DType::f32},  {{2, 16000}, DType::f16},
+                                {{3, 8200}, DType::bf16},  {{1, 8192}, DType::bf16}, {{2, 16392}, DType::f16},
+                                {{3, 12000}, DType::f32}};
+  for (const auto& c : cases) {
+    for (Values values : {Values::normal, Values::special}) {
+      NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, true, 1, values);
+      const std::string what = describe(in) + (values == Values::special ? " with NaN and -inf" : "");
+      EXPECT_EQ(compare_with_reference(in), "") << what;
     }
   }
 }
