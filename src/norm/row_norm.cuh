@@ -392,6 +392,13 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
 }
 
+// Experiment: the LayerNorm kind's few whole rows of four vectors a thread, one block an SM, so at
+// most 128 registers (the two-block bound spills 40-80 bytes).
+template <class T, bool kQuant>
+__global__ void __launch_bounds__(512, 1) layer_norm_few_rows(const RowPointers<T> p, const RowShape s) {
+  normalize_rows<T, NormKind::layer, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true>(p, s);
+}
+
 // RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
 // vectors, as longer ones hold four: kFourVectorSpread): a ceiling of 40 registers puts six 256-thread
 // blocks on an SM, where the launch-bounds kernel takes 48 (five) and its kWhole form 55 (four); the
@@ -463,8 +470,10 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
   constexpr bool kFourVectors = kKind == NormKind::rms ? kQuant : std::is_same_v<T, __half> && !kResidual;
-  constexpr RowSpread spread = kFourVectors                                      ? kFourVectorSpread
+  constexpr RowSpread kLayerFewRows{512 * 4 * kVectorBytes + 1, 512};
+  const RowSpread spread = kFourVectors && (kKind == NormKind::rms || s.rows >= multiprocessors) ? kFourVectorSpread
                                : kKind == NormKind::rms && !kResidual && !kQuant ? kLightForwardSpread
+                               : kKind == NormKind::layer && !kResidual         ? kLayerFewRows
                                                                                  : kForwardSpread;
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, spread,
@@ -475,6 +484,11 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
           }
         }
         launch_whole_rows_or_not<kVec, kVecs, 4>(s, block, cluster, [&]<bool kWhole>() {
+          if constexpr (kKind == NormKind::layer && !kResidual && !kGroups && kVec > 1 && kVecs == 4 && kWhole) {
+            if (s.rows < multiprocessors) {
+              return launch_clustered(layer_norm_few_rows<T, kQuant>, grid, block, cluster, 0, stream, p, s);
+            }
+          }
           launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>,
                            grid, block, cluster, 0, stream, p, s);
         });
