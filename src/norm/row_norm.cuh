@@ -193,10 +193,10 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
 
 // kWhole: every row fills its threads' vectors (launch_whole_rows_or_not).
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs,
-          bool kWhole>
+          bool kWhole, bool kOneBlockAnSm = false>
 __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_pointers, const RowShape s) {
   using P = Pack<T, kVec>;
-  constexpr bool kLateAffine = reads_affine_late<kKind, kResidual, kVecs>();
+  constexpr bool kLateAffine = !kOneBlockAnSm && reads_affine_late<kKind, kResidual, kVecs>();
   constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
   // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
   // where a bias or the residual's registers leave no room for more without losing a block an SM.
@@ -393,10 +393,11 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
 }
 
 // Experiment: the LayerNorm kind's few whole rows of four vectors a thread, one block an SM, so at
-// most 128 registers (the two-block bound spills 40-80 bytes).
+// most 128 registers (the two-block bound spills 40-80 bytes), with weight and bias held from the
+// start (read late, their round trip follows the reductions).
 template <class T, bool kQuant>
 __global__ void __launch_bounds__(512, 1) layer_norm_few_rows(const RowPointers<T> p, const RowShape s) {
-  normalize_rows<T, NormKind::layer, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true>(p, s);
+  normalize_rows<T, NormKind::layer, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
 }
 
 // RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
