@@ -501,6 +501,8 @@ struct RowSpread {
   bool few_rows_four_vecs = false;
 };
 constexpr RowSpread kForwardSpread{32 * 1024};
+// The most of x one 512-thread block holds at four vectors a thread: 32 KB.
+constexpr int64_t kOneBlockRowBytes = 512 * 4 * kVectorBytes;
 // The forward kernels of the RMS kind without a residual or codes, and WeightNorm's: light enough
 // that one 512-thread block of four vectors a thread holds a row of 16384 half elements faster than a
 // cluster of eight (H200, decode4 against fa4c460, 405b decode bf16: RMSNorm 2.82 -> 2.72 µs,
@@ -510,8 +512,13 @@ constexpr RowSpread kForwardSpread{32 * 1024};
 // Rows of 8192 at four vectors in 256 threads, not two in 512 (four1st against a3ba445, 70b decode
 // bf16: RMSNorm 2.14 -> 2.08, GemmaRMSNorm 2.16 -> 2.08, GroupRMSNorm and WeightNorm unchanged,
 // QKNorm 2.43 -> 2.46); rows of 4096 keep two in 256 (at four in 128: +0.03 to +0.16 µs). Rows
-// longer than such a block holds (512 threads of four vectors, 32 KB) are shared.
-constexpr RowSpread kLightForwardSpread{512 * 4 * kVectorBytes + 1, 512, false, true};
+// longer than such a block holds are shared.
+constexpr RowSpread kLightForwardSpread{kOneBlockRowBytes + 1, 512, false, true};
+// The LayerNorm kind's forward without a residual: its few rows of 16384 half elements also in one
+// 512-thread block (row_norm's layer_norm_few_rows), not a cluster of eight (H200, lnblock2 against
+// ca9b2a3, 405b decode bf16: LayerNorm 3.65 -> 3.20 µs, LayerNormQuant 4.64 -> 4.26); rows of
+// 8192 keep two vectors in 512 threads.
+constexpr RowSpread kLayerForwardSpread{kOneBlockRowBytes + 1, 512};
 // Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
 // one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
 // rows without a residual, whose 4-vector kernels hold at most 64 registers (eight 128-thread blocks

@@ -162,7 +162,8 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // against 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 ->
 // 13.1 and every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from
 // DRAM, are held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm is an RMS norm;
-// RMSNormQuant holds its weight, whose products with x give its amax in the first pass.
+// RMSNormQuant holds its weight, whose products with x give its amax in the first pass. Kernels
+// bound to one block an SM (normalize_rows' kOneBlockAnSm: layer_norm_few_rows) hold them.
 template <NormKind kKind, bool kResidual, int kVecs>
 __host__ __device__ constexpr bool reads_affine_late() {
   return kVecs >= 4 && (kKind == NormKind::layer || kResidual);
@@ -191,7 +192,8 @@ __device__ __forceinline__ int64_t affine_first(int64_t row, int64_t first, int6
   else return modulation ? first : 0;
 }
 
-// kWhole: every row fills its threads' vectors (launch_whole_rows_or_not).
+// kWhole: every row fills its threads' vectors (launch_whole_rows_or_not). kOneBlockAnSm: the kernel
+// is bound to one block an SM, so it holds weight and bias (reads_affine_late).
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bool kPair, int kVec, int kVecs,
           bool kWhole, bool kOneBlockAnSm = false>
 __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_pointers, const RowShape s) {
@@ -392,9 +394,12 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
 }
 
-// Experiment: the LayerNorm kind's few whole rows of four vectors a thread, one block an SM, so at
-// most 128 registers (the two-block bound spills 40-80 bytes), with weight and bias held from the
-// start (read late, their round trip follows the reductions).
+// The LayerNorm kind's few whole rows of four vectors a thread (a decode row of 16384 half elements
+// in one 512-thread block: kLayerForwardSpread), bound to one block an SM, so that they hold weight
+// and bias from the start, in 80-96 registers. At the two-block bound of row_norm_in_registers they
+// spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip after the reductions
+// (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with late reads, 3.20
+// holding them; Liger 3.12).
 template <class T, bool kQuant>
 __global__ void __launch_bounds__(512, 1) layer_norm_few_rows(const RowPointers<T> p, const RowShape s) {
   normalize_rows<T, NormKind::layer, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
@@ -470,12 +475,11 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
-  constexpr bool kFourVectors = kKind == NormKind::rms ? kQuant : std::is_same_v<T, __half> && !kResidual;
-  constexpr RowSpread kLayerFewRows{512 * 4 * kVectorBytes + 1, 512};
-  const RowSpread spread = kFourVectors && (kKind == NormKind::rms || s.rows >= multiprocessors) ? kFourVectorSpread
-                               : kKind == NormKind::rms && !kResidual && !kQuant ? kLightForwardSpread
-                               : kKind == NormKind::layer && !kResidual         ? kLayerFewRows
-                                                                                 : kForwardSpread;
+  const bool many_rows = s.rows >= multiprocessors;
+  const RowSpread spread = kResidual                                ? kForwardSpread
+                           : kKind == NormKind::rms                 ? (kQuant ? kFourVectorSpread : kLightForwardSpread)
+                           : std::is_same_v<T, __half> && many_rows ? kFourVectorSpread
+                                                                    : kLayerForwardSpread;
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, spread,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
@@ -486,7 +490,7 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
         }
         launch_whole_rows_or_not<kVec, kVecs, 4>(s, block, cluster, [&]<bool kWhole>() {
           if constexpr (kKind == NormKind::layer && !kResidual && !kGroups && kVec > 1 && kVecs == 4 && kWhole) {
-            if (s.rows < multiprocessors) {
+            if (!many_rows) {
               return launch_clustered(layer_norm_few_rows<T, kQuant>, grid, block, cluster, 0, stream, p, s);
             }
           }

@@ -504,8 +504,8 @@ TEST_P(NormGpu, UnalignedPointers) {
   }
 }
 
-// Few long rows, each shared by a cluster of 2, 4 or 8 blocks (launch_row_kernel; the light kernels
-// hold rows of up to 32 KB in one block, FewLongRowsInOneBlock): the cluster's totals for every
+// Few long rows, each shared by a cluster of 2, 4 or 8 blocks (launch_row_kernel; the kernels without
+// a residual hold rows of up to 32 KB in one block, FewLongRowsInOneBlock): the cluster's totals for every
 // reduction (LayerNormQuant takes three, which reuse the slots in turn), a row longer than one block
 // holds ([1, 65536], the streaming kernel before), a NaN in row 1 (which must stay in its row), the
 // fused ops in place.
@@ -524,11 +524,11 @@ TEST_P(NormGpu, RowsSharedByClusters) {
   }
 }
 
-// Few rows of up to 32 KB that the light kernels (the RMS kind without a residual or codes) hold in
-// one block of at most 512 threads at four vectors a thread (the others share the longer ones among
-// a cluster): rows of 16384 half elements and 8192 f32 ones whole, rows whose last vectors are
-// part-filled (16000, 8200), and the first row lengths past one block (16392, 12000 f32), which
-// are shared again.
+// Few rows of up to 32 KB that the kernels without a residual hold in one block of at most 512
+// threads at four vectors a thread (the fused ones share the longer ones among a cluster): rows of
+// 16384 half elements and 8192 f32 ones whole (the LayerNorm kind's in layer_norm_few_rows), rows
+// whose last vectors are part-filled (16000, 8200), and the first row lengths past one block
+// (16392, 12000 f32), which are shared again.
 TEST_P(NormGpu, FewLongRowsInOneBlock) {
   std::mt19937_64 rng(17);
   const ShapeAndType cases[] = {{{2, 16384}, DType::bf16}, {{1, 8192}, DType::f32},  {{2, 16000}, DType::f16},
