@@ -518,7 +518,7 @@ constexpr RowSpread kLightForwardSpread{kOneBlockRowBytes + 1, 512, false, true}
 // 512-thread block (row_norm's layer_norm_few_rows), not a cluster of eight (H200, lnblock2 against
 // ca9b2a3, 405b decode bf16: LayerNorm 3.65 -> 3.20 µs, LayerNormQuant 4.64 -> 4.26); rows of
 // 8192 keep two vectors in 512 threads.
-constexpr RowSpread kLayerForwardSpread{kOneBlockRowBytes + 1, 512};
+constexpr RowSpread kLayerForwardSpread{kOneBlockRowBytes + 1, 512, false, true};
 // Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
 // one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
 // rows without a residual, whose 4-vector kernels hold at most 64 registers (eight 128-thread blocks
