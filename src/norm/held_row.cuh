@@ -516,8 +516,9 @@ constexpr int64_t kOneBlockRowBytes = 512 * 4 * kVectorBytes;
 constexpr RowSpread kLightForwardSpread{kOneBlockRowBytes + 1, 512, false, true};
 // The LayerNorm kind's forward without a residual: its few rows of 16384 half elements also in one
 // 512-thread block (row_norm's layer_norm_few_rows), not a cluster of eight (H200, lnblock2 against
-// ca9b2a3, 405b decode bf16: LayerNorm 3.65 -> 3.20 µs, LayerNormQuant 4.64 -> 4.26); rows of
-// 8192 keep two vectors in 512 threads.
+// ca9b2a3, 405b decode bf16: LayerNorm 3.65 -> 3.20 µs, LayerNormQuant 4.64 -> 4.26), and its rows
+// of 8192 at four vectors in 256 threads there, not two in 512 (lnfour against 745cfee, 70b decode
+// bf16: LayerNorm 2.53 -> 2.40, LayerNormQuant 3.39 -> 3.10).
 constexpr RowSpread kLayerForwardSpread{kOneBlockRowBytes + 1, 512, false, true};
 // Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
 // one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
