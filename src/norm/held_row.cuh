@@ -503,23 +503,21 @@ struct RowSpread {
 constexpr RowSpread kForwardSpread{32 * 1024};
 // The most of x one 512-thread block holds at four vectors a thread: 32 KB.
 constexpr int64_t kOneBlockRowBytes = 512 * 4 * kVectorBytes;
-// The forward kernels of the RMS kind without a residual or codes, and WeightNorm's: light enough
-// that one 512-thread block of four vectors a thread holds a row of 16384 half elements faster than a
-// cluster of eight (H200, decode4 against fa4c460, 405b decode bf16: RMSNorm 2.82 -> 2.72 µs,
-// GroupRMSNorm 3.01 -> 2.85, WeightNorm 2.91 -> 2.82, QKNorm 3.07 -> 3.01), as Liger holds its
-// rows. The others lost there: LayerNorm 3.68 -> 4.22, FusedAddRMSNorm 2.91 -> 3.84, RMSNormQuant
-// 3.14 -> 3.58 (and one 1024-thread block of two vectors, bfa54c7's oneblock, lost on the RMS kind).
-// Rows of 8192 at four vectors in 256 threads, not two in 512 (four1st against a3ba445, 70b decode
-// bf16: RMSNorm 2.14 -> 2.08, GemmaRMSNorm 2.16 -> 2.08, GroupRMSNorm and WeightNorm unchanged,
-// QKNorm 2.43 -> 2.46); rows of 4096 keep two in 256 (at four in 128: +0.03 to +0.16 µs). Rows
-// longer than such a block holds are shared.
-constexpr RowSpread kLightForwardSpread{kOneBlockRowBytes + 1, 512, false, true};
-// The LayerNorm kind's forward without a residual: its few rows of 16384 half elements also in one
-// 512-thread block (row_norm's layer_norm_few_rows), not a cluster of eight (H200, lnblock2 against
-// ca9b2a3, 405b decode bf16: LayerNorm 3.65 -> 3.20 µs, LayerNormQuant 4.64 -> 4.26), and its rows
-// of 8192 at four vectors in 256 threads there, not two in 512 (lnfour against 745cfee, 70b decode
-// bf16: LayerNorm 2.53 -> 2.40, LayerNormQuant 3.39 -> 3.10).
-constexpr RowSpread kLayerForwardSpread{kOneBlockRowBytes + 1, 512, false, true};
+// Few rows of up to 32 KB in one block of at most 512 threads, those of 8192 half elements and more
+// at four vectors a thread (in 256 and 512 threads), not a cluster of eight and not two vectors in
+// 512; longer rows are shared. Rows of 4096 keep two vectors in 256 threads (at four in 128: +0.03
+// to +0.16 µs). H200, 405b / 70b decode bf16 (µs), for the forward kernels of
+// - the RMS kind without a residual or codes, and WeightNorm's (decode4 against fa4c460, four1st
+//   against a3ba445): RMSNorm 2.82 / 2.14 -> 2.72 / 2.08, GemmaRMSNorm 2.78 / 2.16 -> 2.72 / 2.08,
+//   GroupRMSNorm 3.01 / 2.18 -> 2.85 / 2.18, WeightNorm 2.91 / 2.46 -> 2.82 / 2.46, QKNorm 3.07 /
+//   2.43 -> 3.01 / 2.46, as Liger holds its rows;
+// - the LayerNorm kind without a residual, in row_norm's layer_norm_few_rows (lnblock2 against
+//   ca9b2a3, lnfour against 745cfee): LayerNorm 3.65 / 2.53 -> 3.20 / 2.40, LayerNormQuant 4.64 /
+//   3.39 -> 4.26 / 3.10.
+// The fused norms and RMSNormQuant lost in one block (decode4: FusedAddRMSNorm 2.91 -> 3.84,
+// RMSNormQuant 3.14 -> 3.58), and one 1024-thread block of two vectors (bfa54c7's oneblock) lost on
+// the RMS kind.
+constexpr RowSpread kOneBlockSpread{kOneBlockRowBytes + 1, 512, false, true};
 // Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
 // one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
 // rows without a residual, whose 4-vector kernels hold at most 64 registers (eight 128-thread blocks

@@ -395,7 +395,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
 }
 
 // The LayerNorm kind's few whole rows of four vectors a thread (a decode row of 16384 half elements
-// in one 512-thread block: kLayerForwardSpread), bound to one block an SM, so that they hold weight
+// in one 512-thread block: kOneBlockSpread), bound to one block an SM, so that they hold weight
 // and bias from the start, in 80-96 registers. At the two-block bound of row_norm_in_registers they
 // spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip after the reductions
 // (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with late reads, 3.20
@@ -475,11 +475,12 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
 
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
 void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
+  // The spreads measured for each kind (held_row.cuh): the fused norms' few long rows shared by a
+  // cluster, RMSNormQuant's rows and the LayerNorm kind's many f16 rows of 4096 at four vectors, the
+  // others' few rows of up to 32 KB in one block.
   const bool many_rows = s.rows >= multiprocessors;
-  const RowSpread spread = kResidual                                ? kForwardSpread
-                           : kKind == NormKind::rms                 ? (kQuant ? kFourVectorSpread : kLightForwardSpread)
-                           : std::is_same_v<T, __half> && many_rows ? kFourVectorSpread
-                                                                    : kLayerForwardSpread;
+  const bool four_vectors = kKind == NormKind::rms ? kQuant : std::is_same_v<T, __half> && many_rows;
+  const RowSpread spread = kResidual ? kForwardSpread : four_vectors ? kFourVectorSpread : kOneBlockSpread;
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, spread,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
@@ -559,7 +560,7 @@ void launch_row_pair(std::string_view op, const RowGeometry& first_g, const RowG
                            {first_g.rows, data_of<T>(&second.x), data_of<T>(second.weight), data_of<T>(&second.y)}};
     launch_row_kernel<T>(
         {p.x, p.weight, p.y, p.second.x, p.second.weight, p.second.y}, s, multiprocessors,
-        kKind == NormKind::rms ? kLightForwardSpread : kForwardSpread,
+        kKind == NormKind::rms ? kOneBlockSpread : kForwardSpread,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           launch_clustered(row_norm_in_registers<T, kKind, false, false, false, true, kVec, kVecs>, grid, block,
                            cluster, 0, stream, p, s);

@@ -609,7 +609,7 @@ void launch_weight_norm(std::string_view op, const WeightNormPlan& plan, const T
     if (numel == 0 || rows * plan.inner != numel || plan.inner > INT_MAX) return two_passes();
     const row_norm::RowShape s = row_norm::row_shape({rows, static_cast<int>(plan.inner)}, {});
     row_norm::launch_row_kernel<T, 8>(
-        {x, out}, s, multiprocessors, row_norm::kLightForwardSpread,
+        {x, out}, s, multiprocessors, row_norm::kOneBlockSpread,
         [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           row_norm::launch_whole_rows_or_not<kVec, kVecs, 2>(s, block, cluster, [&]<bool kWhole>() {
             row_norm::launch_clustered(weight_norm_rows<T, kVec, kVecs, kWhole>, grid, block, cluster, 0, stream, x,

@@ -504,11 +504,11 @@ TEST_P(NormGpu, UnalignedPointers) {
   }
 }
 
-// Few long rows, each shared by a cluster of 2, 4 or 8 blocks (launch_row_kernel; the kernels without
-// a residual hold rows of up to 32 KB in one block, FewLongRowsInOneBlock): the cluster's totals for every
-// reduction (LayerNormQuant takes three, which reuse the slots in turn), a row longer than one block
-// holds ([1, 65536], the streaming kernel before), a NaN in row 1 (which must stay in its row), the
-// fused ops in place.
+// Few long rows, each shared by a cluster of 2, 4 or 8 blocks (launch_row_kernel; the norms without a
+// residual, RMSNormQuant aside, hold rows of up to 32 KB in one block: FewLongRowsInOneBlock): the
+// cluster's totals for every reduction (LayerNormQuant takes three, which reuse the slots in turn),
+// a row longer than one block holds ([1, 65536], the streaming kernel before), a NaN in row 1 (which
+// must stay in its row), the fused ops in place.
 TEST_P(NormGpu, RowsSharedByClusters) {
   std::mt19937_64 rng(16);
   const ShapeAndType cases[] = {{{1, 65536}, DType::bf16}, {{2, 16384}, DType::f16}, {{5, 16384}, DType::bf16},
@@ -524,8 +524,8 @@ TEST_P(NormGpu, RowsSharedByClusters) {
   }
 }
 
-// Few rows of up to 32 KB that the kernels without a residual hold in one block of at most 512
-// threads at four vectors a thread (the fused ones share the longer ones among a cluster): rows of
+// Few rows of up to 32 KB that the norms without a residual, RMSNormQuant aside, hold in one block of
+// at most 512 threads at four vectors a thread (the others share them among a cluster): rows of
 // 16384 half elements and 8192 f32 ones whole (the LayerNorm kind's in layer_norm_few_rows), rows
 // whose last vectors are part-filled (16000, 8200), and the first row lengths past one block
 // (16392, 12000 f32), which are shared again.
