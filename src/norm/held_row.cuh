@@ -527,6 +527,10 @@ constexpr RowSpread kOneBlockSpread{kOneBlockRowBytes + 1, 512, false, true};
 // LayerNorm bf16 12.54 -> 13.09 (its 4-vector kWhole kernel spills), AdaLayerNorm bf16 18.78 ->
 // 20.58, FusedAddLayerNorm +4 %, the RMS kind's -1 to +3 %.
 constexpr RowSpread kFourVectorSpread{32 * 1024, kMaxThreads, true};
+// The LayerNorm kind's f16 rows without a residual: few rows as kOneBlockSpread, many as
+// kFourVectorSpread.
+constexpr RowSpread kOneBlockFourVectorSpread{kOneBlockSpread.min_shared_row_bytes, kOneBlockSpread.few_rows_threads,
+                                              true, kOneBlockSpread.few_rows_four_vecs};
 constexpr RowSpread kHeavySpread{16 * 1024};
 constexpr RowSpread kUnsharedSpread{INT64_MAX};
 

@@ -478,14 +478,16 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
   // The spreads measured for each kind (held_row.cuh): the fused norms' few long rows shared by a
   // cluster, RMSNormQuant's rows and the LayerNorm kind's many f16 rows of 4096 at four vectors, the
   // others' few rows of up to 32 KB in one block.
+  constexpr RowSpread spread = kResidual                   ? kForwardSpread
+                               : kKind == NormKind::rms     ? (kQuant ? kFourVectorSpread : kOneBlockSpread)
+                               : std::is_same_v<T, __half> ? kOneBlockFourVectorSpread
+                                                           : kOneBlockSpread;
   const bool many_rows = s.rows >= multiprocessors;
-  const bool four_vectors = kKind == NormKind::rms ? kQuant : std::is_same_v<T, __half> && many_rows;
-  const RowSpread spread = kResidual ? kForwardSpread : four_vectors ? kFourVectorSpread : kOneBlockSpread;
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, spread,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
         if constexpr (kKind == NormKind::rms && kQuant && !kGroups && kVec > 1 && kVecs == 2) {
-          if (s.rows >= multiprocessors) {
+          if (many_rows) {
             return launch_clustered(rms_norm_quant_many_rows<T, kVec>, grid, block, cluster, 0, stream, p, s);
           }
         }

@@ -332,6 +332,11 @@ std::string describe(const NormInputs& in) {
                         " normalized dims ", in.normalized_dims, in.weight ? " weight" : "", in.bias ? " bias" : "");
 }
 
+// describe(in), saying whether its values hold NaN and -inf.
+std::string describe(const NormInputs& in, Values values) {
+  return describe(in) + (values == Values::special ? " with NaN and -inf" : "");
+}
+
 // One case of the tests that walk a list of shapes.
 struct ShapeAndType {
   Shape shape;
@@ -483,7 +488,7 @@ TEST_P(NormGpu, ManyRows) {
   for (const auto& c : cases) {
     for (Values values : {Values::normal, Values::special}) {
       NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, c.shape[0] % 2 == 0, 1, values);
-      const std::string what = describe(in) + (values == Values::special ? " with NaN and -inf" : "");
+      const std::string what = describe(in, values);
       EXPECT_EQ(compare_with_reference(in), "") << what;
       if (is_fused(GetParam())) {
         EXPECT_EQ(compare_with_reference(in, {.in_place = true}), "") << what << " in place";
@@ -537,7 +542,7 @@ TEST_P(NormGpu, FewLongRowsInOneBlock) {
   for (const auto& c : cases) {
     for (Values values : {Values::normal, Values::special}) {
       NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, true, 1, values);
-      const std::string what = describe(in) + (values == Values::special ? " with NaN and -inf" : "");
+      const std::string what = describe(in, values);
       EXPECT_EQ(compare_with_reference(in), "") << what;
     }
   }
