@@ -406,6 +406,9 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
         f(i, values);
       }
     };
+    // The row's gain read with x: read after the reduction (as the source had it), its DRAM round
+    // trip followed the barrier, on a decode row's critical path.
+    const float gain = r.active ? to_float(__ldg(g + r.row)) : 0.0f;
     float squares = 0;
     for_each_held([&](int, float(&values)[kVec]) {
 #pragma unroll
@@ -414,7 +417,7 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     const float length = sqrtf(reduce.sum(squares));
     if (!r.active) return;
     if (r.leads()) norm[r.row] = length;
-    const float scale = to_float(__ldg(g + r.row)) / length;
+    const float scale = gain / length;
     for_each_held([&](int i, float(&values)[kVec]) {
 #pragma unroll
       for (int e = 0; e < kVec; ++e) values[e] *= scale;
