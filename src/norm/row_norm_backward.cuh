@@ -34,13 +34,6 @@ struct BackwardPointers {
   float* partial;  // the workspace: [blocks, N] weight terms, then [blocks, N] bias terms
 };
 
-// What the row kernel does for grad_weight and grad_bias.
-enum class ParameterGradients {
-  none,      // not asked for
-  own_row,   // a single row: its terms are the gradients
-  partials,  // per-block column sums into `partial`, added by add_partials
-};
-
 // terms[e] added to the kVec floats at `at` (16-byte aligned where kVec is a multiple of 4).
 template <int kVec>
 __device__ __forceinline__ void add_terms(float* at, const float (&terms)[kVec]) {
@@ -73,16 +66,20 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
   return rstd * (h - h_mean - x_hat * projection);
 }
 
-// grad_weight and grad_bias as `parameters` says (ParameterGradients). With partials, the dynamic
-// shared memory holds this block's column sums: blockDim.y rows of N floats for the weight terms,
+// grad_weight and grad_bias, where asked for (non-null): kPartials, per-block column sums into
+// `partial`, added by add_partials; otherwise the kernel has a single row, whose terms are the
+// gradients. kPartials is a template parameter, not a run-time mode, so that a decode row's kernel
+// holds no code of the partials: taken or not, those branches made its path jump across 41 KB of
+// code, and after the benchmark's L2 flush every jump is an instruction fetch from DRAM. With
+// partials, the dynamic shared memory holds this block's column sums: blockDim.y rows of N floats for the weight terms,
 // then as many for the bias terms, each thread touching only its own columns. The parameter terms
 // need only the saved statistics, so they are taken in the pass of the row sums, before the
 // reduction: the row's values are unpacked twice, not three times.
 // kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync). kWhole: every
 // row fills its threads' vectors (launch_whole_rows_or_not).
-template <class T, NormKind kKind, int kVec, int kVecs, bool kRowBarriers = false, bool kWhole = false>
+template <class T, NormKind kKind, int kVec, int kVecs, bool kPartials, bool kRowBarriers = false, bool kWhole = false>
 __global__ void __launch_bounds__(max_threads(kVec, kVecs))
-    row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s, ParameterGradients parameters) {
+    row_norm_backward_in_registers(const BackwardPointers<T> p, const RowShape s) {
   using P = Pack<T, kVec>;
   extern __shared__ float4 column_storage[];
   const int vectors = s.row_len / kVec;
@@ -92,8 +89,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     return reinterpret_cast<float*>(column_storage) + threadIdx.y * int64_t{s.row_len} +
            int64_t{threadIdx.x + i * blockDim.x} * kVec;
   };
-  const bool partials = parameters == ParameterGradients::partials;
-  if (partials) {
+  if constexpr (kPartials) {
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       if (static_cast<int>(threadIdx.x + i * blockDim.x) >= vectors) continue;
@@ -146,10 +142,10 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
         weight_terms[e] = dy_e * x_hat;
         bias_terms[e] = dy_e;
       });
-      if (partials) {
+      if constexpr (kPartials) {
         if (p.grad_weight) add_terms<kVec>(column_terms(i), weight_terms);
         if (p.grad_bias) add_terms<kVec>(column_terms(i) + terms_per_gradient, bias_terms);
-      } else if (parameters == ParameterGradients::own_row) {
+      } else {
         if (p.grad_weight) reinterpret_cast<P*>(p.grad_weight)[r.vector(i)] = pack<T, kVec>(weight_terms);
         if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = dy[i];
       }
@@ -175,7 +171,7 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
       reinterpret_cast<P*>(p.grad_x)[r.first + r.vector(i)] = pack<T, kVec>(out);
     }
   });
-  if (!partials) return;
+  if constexpr (!kPartials) return;
   // The block's sums (its rows of threadIdx.y added in order) as row blockIdx.x of the partials.
   __syncthreads();
   if (threadIdx.y != 0) return;
@@ -353,7 +349,7 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
                                  int multiprocessors, cudaStream_t stream) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   constexpr int kVecs = 2;
-  const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs, true>;
+  const auto kernel = row_norm_backward_in_registers<T, kKind, kVec, kVecs, true, true>;
   const auto threads = static_cast<int>(ceil_div(s.row_len / kVec, kVecs * kWarp) * kWarp);
   // Rows of up to 256 threads in blocks of 512 (two an SM), longer ones in blocks of 1024.
   const int block_threads = threads <= kManyRowsThreads ? kMaxThreads / 2 : kMaxThreads;
@@ -364,7 +360,7 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
   const dim3 block(threads, static_cast<unsigned>(rows_per_block));
   const auto [shared_bytes, blocks] =
       partials_launch(op, kernel, p, s, block, ceil_div(s.rows, rows_per_block), multiprocessors);
-  kernel<<<static_cast<unsigned>(blocks), block, shared_bytes, stream>>>(p, s, ParameterGradients::partials);
+  kernel<<<static_cast<unsigned>(blocks), block, shared_bytes, stream>>>(p, s);
   return blocks;
 }
 
@@ -384,25 +380,23 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
     blocks = launch_backward_partials<T, kKind>(op, p, s, multiprocessors, stream);
     column_kernel = false;
   } else if (s.rows > 0) {
-    const ParameterGradients mode = !parameters ? ParameterGradients::none
-                                    : partials  ? ParameterGradients::partials
-                                                : ParameterGradients::own_row;
     launch_row_kernel<T>(
         {p.grad_out, p.x, p.weight, p.grad_x, p.grad_weight, p.grad_bias}, s, multiprocessors,
         // The partials' column sums index the block's own threads: rows are shared only without them.
         partials ? kUnsharedSpread : kHeavySpread,
         [&]<int kRowVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
           launch_whole_rows_or_not<kRowVec, kVecs, 2>(s, block, cluster, [&]<bool kWhole>() {
-            const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs, false, kWhole>;
-            size_t shared_bytes = 0;
+            column_kernel = false;
             if (partials) {
+              const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs, true, false, kWhole>;
               const PartialsLaunch launch = partials_launch(op, kernel, p, s, block, grid.x, multiprocessors);
-              shared_bytes = launch.shared_bytes;
               grid.x = static_cast<unsigned>(launch.blocks);
               blocks = launch.blocks;
+              launch_clustered(kernel, grid, block, cluster, launch.shared_bytes, stream, p, s);
+            } else {
+              const auto kernel = row_norm_backward_in_registers<T, kKind, kRowVec, kVecs, false, false, kWhole>;
+              launch_clustered(kernel, grid, block, cluster, 0, stream, p, s);
             }
-            column_kernel = false;
-            launch_clustered(kernel, grid, block, cluster, shared_bytes, stream, p, s, mode);
           });
         },
         [&](unsigned grid) { row_norm_backward_streaming<T, kKind><<<grid, kStreamingThreads, 0, stream>>>(p, s); });
