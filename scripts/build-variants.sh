@@ -20,7 +20,7 @@ rm -rf build/variants
 for variant in "$@"; do
   name=${variant%%=*} ref=${variant#*=}
   echo "=== $name: $(git log -1 --format='%h %s' "$ref")"
-  git diff "$(git merge-base HEAD "$ref")" "$ref" -- src include | git apply
+  git diff "$(git merge-base HEAD "$ref")" "$ref" -- src include | git apply --allow-empty
   cmake --build --preset "$preset" -j "$(nproc)"
   mkdir -p "build/variants/$name"
   strip -o "build/variants/$name/libsolops.so.0" "$library"
