@@ -87,8 +87,9 @@ def _profile_iterations(fn, calls: int) -> list:
     return gpu_events
 
 
-def _per_iteration_ns(gpu_events: list, calls: int) -> list[int] | None:
-    """Splits the activity stream at the flushes; None if it does not have the expected shape.
+def _iterations(gpu_events: list, calls: int) -> list[list] | None:
+    """Splits the activity stream at the flushes into each iteration's activities (flush left out);
+    None if it does not have the expected shape.
 
     Every iteration issues the same activities on one stream, flush first, so the stream is
     `calls` equal chunks that each start with a memcpy. Splitting by count (and checking that
@@ -99,12 +100,21 @@ def _per_iteration_ns(gpu_events: list, calls: int) -> list[int] | None:
     chunk = len(gpu_events) // calls
     if chunk < 2:
         return None  # fn launched no GPU work at all
-    sums = []
+    iterations = []
     for first in range(0, len(gpu_events), chunk):
         if not _is_memcpy(gpu_events[first].name()):
             return None
-        sums.append(sum(e.duration_ns() for e in gpu_events[first + 1 : first + chunk]))
-    return sums
+        iterations.append(gpu_events[first + 1 : first + chunk])
+    return iterations
+
+
+def _profiled_iterations(fn, calls: int) -> list[list]:
+    for _ in range(PROFILE_ATTEMPTS):
+        gpu_events = _profile_iterations(fn, calls)
+        iterations = _iterations(gpu_events, calls)
+        if iterations is not None:
+            return iterations
+    raise RuntimeError("cannot split the profile at the flushes: " + _describe(gpu_events, calls))
 
 
 def _describe(gpu_events: list, calls: int) -> str:
@@ -121,13 +131,7 @@ def device_time(fn, quick: bool = False) -> DeviceTime:
     """
     seconds_per_iteration = _warm_up(fn)
     calls = _timed_calls(seconds_per_iteration, quick)
-    for _ in range(PROFILE_ATTEMPTS):
-        gpu_events = _profile_iterations(fn, calls)
-        sums_ns = _per_iteration_ns(gpu_events, calls)
-        if sums_ns is not None:
-            break
-    else:
-        raise RuntimeError("cannot split the profile at the flushes: " + _describe(gpu_events, calls))
+    sums_ns = [sum(e.duration_ns() for e in iteration) for iteration in _profiled_iterations(fn, calls)]
     samples_ms = [ns / 1e6 for ns in sums_ns]
     return DeviceTime(
         median_ms=statistics.median(samples_ms),
@@ -135,6 +139,16 @@ def device_time(fn, quick: bool = False) -> DeviceTime:
         p90_ms=statistics.quantiles(samples_ms, n=10, method="inclusive")[8],
         calls=calls,
     )
+
+
+def activity_medians(fn, calls: int = MIN_TIMED_CALLS) -> list[tuple[str, float]]:
+    """Each GPU activity of one call of fn (in launch order) and its median duration in µs, measured
+    as device_time measures the whole call (cold L2 before every call): which kernel of a
+    multi-kernel call takes the time."""
+    _warm_up(fn)
+    iterations = _profiled_iterations(fn, calls)
+    return [(iterations[0][k].name(), statistics.median(it[k].duration_ns() for it in iterations) / 1e3)
+            for k in range(len(iterations[0]))]
 
 
 def host_inclusive_ms(fn, calls: int = 100) -> float:
