@@ -5,11 +5,14 @@
 //          warps every 8th row of the chunk; a lane sums its columns in f32 in row order, then the
 //          warps' sums are added in warp order. One chunk writes v_out; more write f32 partials to
 //          the workspace, which a second kernel adds in chunk order.
-//   v      v_out / max(||v_out||, eps) in place: one block of 1024 threads (the vector has I
-//          elements where W has O·I), the squares summed in a fixed order.
-//   W v    one block a row, 16-byte loads of W and of v, f32 sums in a fixed order, into u_out.
-//   u      as v, in u_out. The last iteration also takes sigma = u^T (W v) in the same pass: u_out
-//          still holds W v of the final v, so sigma needs no third GEMV.
+//   W t    t = v_out = W^T u before its normalization: W v = (W t) / d_v with d_v = max(||t||, eps),
+//          so W takes t and the scale is applied after both GEMVs, not by a kernel between them.
+//          One block a row, 16-byte loads of W and of t, f32 sums in a fixed order, into u_out.
+//   v, u   finish_iteration, one block of 1024 threads holding both vectors in registers: v_out =
+//          t / d_v, W v = u_out / d_v, u_out = W v / max(||W v||, eps), the squares summed in a fixed
+//          order. The last iteration also takes sigma = u^T (W v) there, so sigma needs no third
+//          GEMV. Vectors too long to hold are normalized in place one after the other (normalize),
+//          v before W v reads it.
 // n_iter = 0 writes W v into u_out, takes sigma = u^T (W v) from it, then copies u and v out.
 // A W of one row (the decode shape [1, I]) with n_iter >= 1 runs one kernel instead of the chain
 // (one_row_power_iteration, below) where the row fits in registers.
@@ -34,6 +37,10 @@ using row_norm::unpack;
 
 constexpr int kColumnWarps = 8;
 constexpr int kColumnThreads = kColumnWarps * kWarp;
+// Rows of W each lane of column_sums loads before it sums any, and its blocks an SM (the plan's
+// split counts on four: spectral_norm_rules.cpp's kTargetBlocks).
+constexpr int kRowsInFlight = 6;
+constexpr int kColumnBlocksPerSm = 4;
 constexpr int kRowThreads = 256;
 constexpr int kVectorThreads = 1024;
 // Loads a thread keeps in flight in the single-block walks over a vector (for_each_strided).
@@ -48,7 +55,7 @@ struct Matrix {
 
 // out[blockIdx.y * cols + c] = sum over the rows r of chunk blockIdx.y of w[r, c] * u[r].
 template <class T, int kVec>
-__global__ void __launch_bounds__(kColumnThreads)
+__global__ void __launch_bounds__(kColumnThreads, kColumnBlocksPerSm)
     column_sums(const T* __restrict__ w, const float* __restrict__ u, float* __restrict__ out, const Matrix m,
                 int64_t chunk_rows) {
   constexpr int kTile = kWarp * kVec;
@@ -58,14 +65,28 @@ __global__ void __launch_bounds__(kColumnThreads)
   const int64_t begin = int64_t{blockIdx.y} * chunk_rows, end = ::min(begin + chunk_rows, m.rows);
   float sums[kVec] = {};
   // With kVec > 1, cols is a multiple of kVec: a vector that starts inside the row ends inside it.
+  // A warp's rows kRowsInFlight at a time, all loaded before any is summed: written as one loop,
+  // ptxas placed each load just above its multiply-adds, so that a thread waited on one row's round
+  // trip after another (W^T u at 2.9 TB/s on 2048 x 16384, where W v's one-row blocks reach 4.1).
   if (first_col < m.cols) {
-#pragma unroll 4
-    for (int64_t row = begin + warp; row < end; row += kColumnWarps) {
-      const float weight = __ldg(u + row);
-      float values[kVec];
-      unpack<T, kVec>(__ldg(reinterpret_cast<const Pack<T, kVec>*>(w + row * m.cols + first_col)), values);
+    for (int64_t first = begin + warp; first < end; first += kRowsInFlight * kColumnWarps) {
+      Pack<T, kVec> bits[kRowsInFlight];
+      float weights[kRowsInFlight];
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) sums[e] += values[e] * weight;
+      for (int k = 0; k < kRowsInFlight; ++k) {
+        const int64_t row = first + k * kColumnWarps;
+        if (row >= end) continue;
+        weights[k] = __ldg(u + row);
+        bits[k] = __ldg(reinterpret_cast<const Pack<T, kVec>*>(w + row * m.cols + first_col));
+      }
+#pragma unroll
+      for (int k = 0; k < kRowsInFlight; ++k) {
+        if (first + k * kColumnWarps >= end) continue;
+        float values[kVec];
+        unpack<T, kVec>(bits[k], values);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) sums[e] += values[e] * weights[k];
+      }
     }
   }
 #pragma unroll
@@ -145,6 +166,71 @@ __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n,
     a[i] = unit;
     dot += unit * value;
   });
+  if (sigma) {
+    dot = row_sum(dot, warp_sums);
+    if (threadIdx.x == 0) *sigma = dot;
+  }
+}
+
+// Elements of each vector a thread of finish_iteration holds: vectors of up to 16384 elements (the
+// catalogue's O and I) in one round of loads.
+constexpr int kHeldElements = 16;
+
+// The end of an iteration where v_out holds t = W^T u and u_out holds W t (cols and rows elements,
+// each at most kHeldElements * kVectorThreads): v_out = t / d_v, and u_out = W v / max(||W v||, eps)
+// with W v = (W t) / d_v, as normalize takes each; where sigma is given, sigma = u_out . W v. One
+// block, both vectors loaded in one round and held: normalize's launch for v and its passes over
+// the vectors (4.7 and 3.2 µs on 2048 x 16384, H200) took longer than the GEMV of W v after them.
+__global__ void __launch_bounds__(kVectorThreads)
+    finish_iteration(float* __restrict__ v_out, float* __restrict__ u_out, int cols, int rows, float eps,
+                     float* __restrict__ sigma) {
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kVectorThreads / kWarp)];
+  const auto index = [](int k) { return static_cast<int>(threadIdx.x) + k * kVectorThreads; };
+  float t[kHeldElements], product[kHeldElements];
+#pragma unroll
+  for (int k = 0; k < kHeldElements; ++k) {
+    t[k] = index(k) < cols ? v_out[index(k)] : 0.0f;
+    product[k] = index(k) < rows ? u_out[index(k)] : 0.0f;
+  }
+  // x / d as x times 1 / d, a multiply where a division took about ten instructions (48 a thread,
+  // 5.8 µs for the kernel on its one SM), wherever d and 1 / d are finite: then the two agree within
+  // rounding. Otherwise the division, so that NaN, infinite and zero norms give what normalize gives.
+  const auto by_reciprocal = [](float d) { return isfinite(d) && isfinite(1.0f / d); };
+  float squares = 0;
+#pragma unroll
+  for (int k = 0; k < kHeldElements; ++k) squares += t[k] * t[k];
+  const float v_divisor = nan_max(sqrtf(row_sum(squares, warp_sums)), eps);
+  // t = v_out and W t (product) divided by v_divisor, in place.
+  const auto divide_by_v = [&]<bool kByReciprocal>() {
+    const float reciprocal = 1.0f / v_divisor;
+#pragma unroll
+    for (int k = 0; k < kHeldElements; ++k) {
+      t[k] = kByReciprocal ? t[k] * reciprocal : t[k] / v_divisor;
+      product[k] = kByReciprocal ? product[k] * reciprocal : product[k] / v_divisor;
+    }
+  };
+  if (by_reciprocal(v_divisor)) divide_by_v.template operator()<true>();
+  else divide_by_v.template operator()<false>();
+  squares = 0;
+#pragma unroll
+  for (int k = 0; k < kHeldElements; ++k) {
+    if (index(k) < rows) squares += product[k] * product[k];
+  }
+  const float u_divisor = nan_max(sqrtf(row_sum(squares, warp_sums)), eps);
+  float dot = 0;
+  const auto write = [&]<bool kByReciprocal>() {
+    const float reciprocal = 1.0f / u_divisor;
+#pragma unroll
+    for (int k = 0; k < kHeldElements; ++k) {
+      if (index(k) < cols) v_out[index(k)] = t[k];
+      if (index(k) >= rows) continue;
+      const float unit = kByReciprocal ? product[k] * reciprocal : product[k] / u_divisor;
+      u_out[index(k)] = unit;
+      dot += unit * product[k];
+    }
+  };
+  if (by_reciprocal(u_divisor)) write.template operator()<true>();
+  else write.template operator()<false>();
   if (sigma) {
     dot = row_sum(dot, warp_sums);
     if (threadIdx.x == 0) *sigma = dot;
@@ -286,6 +372,7 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
     }
     const dim3 blocks(grid_for(ceil_div(plan.cols, kWarp * kWidth)), static_cast<unsigned>(plan.row_chunks));
     const bool split = plan.row_chunks > 1;
+    const bool held = std::max(plan.rows, plan.cols) <= int64_t{kHeldElements} * kVectorThreads;
     for (int64_t step = 0; step < plan.n_iter; ++step) {
       column_sums<T, kWidth><<<blocks, kColumnThreads, 0, stream>>>(w, step == 0 ? u : u_out, split ? partial : v_out,
                                                                     m, plan.chunk_rows);
@@ -293,9 +380,16 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
         add_chunks<<<grid_for(ceil_div(plan.cols, kRowThreads)), kRowThreads, 0, stream>>>(partial, v_out, m,
                                                                                            plan.row_chunks);
       }
-      normalize<<<1, kVectorThreads, 0, stream>>>(v_out, plan.cols, eps, nullptr);
-      w_times(v_out, u_out);
-      normalize<<<1, kVectorThreads, 0, stream>>>(u_out, plan.rows, eps, step + 1 == plan.n_iter ? sigma : nullptr);
+      float* const step_sigma = step + 1 == plan.n_iter ? sigma : nullptr;
+      if (held) {
+        w_times(v_out, u_out);
+        finish_iteration<<<1, kVectorThreads, 0, stream>>>(v_out, u_out, static_cast<int>(plan.cols),
+                                                           static_cast<int>(plan.rows), eps, step_sigma);
+      } else {
+        normalize<<<1, kVectorThreads, 0, stream>>>(v_out, plan.cols, eps, nullptr);
+        w_times(v_out, u_out);
+        normalize<<<1, kVectorThreads, 0, stream>>>(u_out, plan.rows, eps, step_sigma);
+      }
     }
   };
   using row_norm::aligned_to_vector;

@@ -10,11 +10,12 @@ namespace solops {
 namespace detail {
 namespace {
 
-// The split of W^T u: about kTargetBlocks blocks in all (four of 256 threads on each of the H200's
-// 132 SMs, all resident at once), counted in tiles of kTileColumns columns (a 16-bit tile; f32 tiles
-// are half as wide and so run twice the blocks), and no chunk under kMinChunkRows rows, so that each
-// of a block's eight warps sums at least four rows and the partials' traffic stays a small share of
-// W's (8 bytes a column per chunk against 2 or 4 a row).
+// The split of W^T u: at most kTargetBlocks blocks in all (four of 256 threads on each of the H200's
+// 132 SMs, all resident at once, and no SM a block more than the others: 9 chunks of 2048 x 16384's
+// 64 tiles put five blocks on 48 SMs and four on the rest), counted in tiles of kTileColumns columns
+// (a 16-bit tile; f32 tiles are half as wide and so run twice the blocks), and no chunk under
+// kMinChunkRows rows, so that each of a block's eight warps sums at least four rows and the
+// partials' traffic stays a small share of W's (8 bytes a column per chunk against 2 or 4 a row).
 constexpr int64_t kTargetBlocks = 4 * 132;
 constexpr int64_t kTileColumns = 256;
 constexpr int64_t kMinChunkRows = 32;
@@ -38,7 +39,8 @@ SpectralNormPlan plan_spectral_norm(std::string_view op, std::span<const int64_t
   plan.eps = p.eps;
   const int64_t tiles = std::max<int64_t>(1, ceil_div(plan.cols, kTileColumns));
   const int64_t most_chunks = std::max<int64_t>(1, ceil_div(plan.rows, kMinChunkRows));
-  plan.chunk_rows = std::max<int64_t>(1, ceil_div(plan.rows, std::min(ceil_div(kTargetBlocks, tiles), most_chunks)));
+  const int64_t chunks = std::clamp<int64_t>(kTargetBlocks / tiles, 1, most_chunks);
+  plan.chunk_rows = std::max<int64_t>(1, ceil_div(plan.rows, chunks));
   // Recounted from the rounded-up chunk_rows, so that no chunk is empty.
   plan.row_chunks = std::max<int64_t>(1, ceil_div(plan.rows, plan.chunk_rows));
   return plan;

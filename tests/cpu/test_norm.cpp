@@ -606,10 +606,10 @@ struct SpectralCall {
 
 TEST(SpectralNormShapeRule, OnlySplitColumnSumsNeedAWorkspace) {
   const SpectralNormPowerIter one{{4096}};
-  // [rows, I] of W^T u in chunks of ceil(O / chunks) rows: 33, 17 and 9 chunks for the prefill rows.
+  // [rows, I] of W^T u in chunks of ceil(O / chunks) rows: 33, 16 and 8 chunks for the prefill rows.
   EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{2048, 4096}, one), 33 * 4096);
-  EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{2048, 8192}, {{8192}}), 17 * 8192);
-  EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{2048, 16384}, {{16384}}), 9 * 16384);
+  EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{2048, 8192}, {{8192}}), 16 * 8192);
+  EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{2048, 16384}, {{16384}}), 8 * 16384);
   EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{1, 16384}, {{16384}}), 0);
   EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{31, 5000}, {{5000}}), 0);
   EXPECT_EQ(spectral_norm_power_iter_workspace_elements(Shape{2048, 4096}, {{4096}, 0}), 0);  // no W^T u
