@@ -68,11 +68,11 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
 
 // grad_weight and grad_bias, where asked for (non-null): kPartials, per-block column sums into
 // `partial`, added by add_partials; otherwise the kernel has a single row, whose terms are the
-// gradients. kPartials is a template parameter, not a run-time mode, so that a decode row's kernel
-// holds no code of the partials: taken or not, those branches made its path jump across 41 KB of
-// code, and after the benchmark's L2 flush every jump is an instruction fetch from DRAM. With
-// partials, the dynamic shared memory holds this block's column sums: blockDim.y rows of N floats for the weight terms,
-// then as many for the bias terms, each thread touching only its own columns. The parameter terms
+// gradients. kPartials is a template parameter, not a run-time mode: compiled for one of them, the
+// partials kernels of 2048 rows ran 1.5-4 % faster and the 70b / 405b decode rows 0.07-0.13 µs
+// (H200, docs/perf-notes.md, ninth session). With partials, the dynamic shared memory holds this
+// block's column sums: blockDim.y rows of N floats for the weight terms, then as many for the bias
+// terms, each thread touching only its own columns. The parameter terms
 // need only the saved statistics, so they are taken in the pass of the row sums, before the
 // reduction: the row's values are unpacked twice, not three times.
 // kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync). kWhole: every

@@ -66,8 +66,8 @@ __global__ void __launch_bounds__(kColumnThreads, kColumnBlocksPerSm)
   float sums[kVec] = {};
   // With kVec > 1, cols is a multiple of kVec: a vector that starts inside the row ends inside it.
   // A warp's rows kRowsInFlight at a time, all loaded before any is summed: written as one loop,
-  // ptxas placed each load just above its multiply-adds, so that a thread waited on one row's round
-  // trip after another (W^T u at 2.9 TB/s on 2048 x 16384, where W v's one-row blocks reach 4.1).
+  // ptxas placed each load just above its multiply-adds (H200, 2048 x 8192: 13.4 -> 12.7 µs; 2048 x
+  // 16384: 23.1 -> 22.9, still 2.9 TB/s where W v's one-row blocks reach 4.1).
   if (first_col < m.cols) {
     for (int64_t first = begin + warp; first < end; first += kRowsInFlight * kColumnWarps) {
       Pack<T, kVec> bits[kRowsInFlight];
@@ -179,8 +179,8 @@ constexpr int kHeldElements = 16;
 // The end of an iteration where v_out holds t = W^T u and u_out holds W t (cols and rows elements,
 // each at most kHeldElements * kVectorThreads): v_out = t / d_v, and u_out = W v / max(||W v||, eps)
 // with W v = (W t) / d_v, as normalize takes each; where sigma is given, sigma = u_out . W v. One
-// block, both vectors loaded in one round and held: normalize's launch for v and its passes over
-// the vectors (4.7 and 3.2 µs on 2048 x 16384, H200) took longer than the GEMV of W v after them.
+// block, both vectors loaded in one round and held, where normalize's two launches walked each
+// vector twice (H200, 2048 x 16384: 4.7 + 3.2 µs, this kernel 5.6).
 __global__ void __launch_bounds__(kVectorThreads)
     finish_iteration(float* __restrict__ v_out, float* __restrict__ u_out, int cols, int rows, float eps,
                      float* __restrict__ sigma) {
@@ -192,9 +192,9 @@ __global__ void __launch_bounds__(kVectorThreads)
     t[k] = index(k) < cols ? v_out[index(k)] : 0.0f;
     product[k] = index(k) < rows ? u_out[index(k)] : 0.0f;
   }
-  // x / d as x times 1 / d, a multiply where a division took about ten instructions (48 a thread,
-  // 5.8 µs for the kernel on its one SM), wherever d and 1 / d are finite: then the two agree within
-  // rounding. Otherwise the division, so that NaN, infinite and zero norms give what normalize gives.
+  // x / d as x times 1 / d, a multiply where a division takes about ten instructions (48 a thread;
+  // the kernel 5.8 -> 5.6 µs), wherever d and 1 / d are finite: then the two agree within rounding.
+  // Otherwise the division, so that NaN, infinite and zero norms give what normalize gives.
   const auto by_reciprocal = [](float d) { return isfinite(d) && isfinite(1.0f / d); };
   float squares = 0;
 #pragma unroll

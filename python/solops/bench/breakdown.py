@@ -5,6 +5,9 @@ every call; solops.bench.timing.activity_medians).
     python -m solops.bench.breakdown --family norm --ops OP ... [--workloads ID ...]
         [--impls NAME ...]
 
+On the GPU machine, from the repo root, after `build=build/release; . scripts/device-env.sh` (as
+scripts/device-check.sh sets up); SOLOPS_LIBRARY picks a variant's library.
+
 Unlike ncu, it runs torch-compile's kernels as they are timed (compiled and autotuned first, no
 replays, clocks and caches as the benchmark leaves them).
 """
