@@ -23,8 +23,10 @@ import torch
 from solops.bench import run
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def row_calls(description: str, argv=None):
+    """The command line of a family's rows (--family, --ops, --workloads, --impls, --manifest) and
+    each chosen row's calls: (op, row, impl) for ours, then for each alternative named by --impls."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--family", required=True)
     parser.add_argument("--ops", nargs="+")
     parser.add_argument("--workloads", nargs="+", help="only the rows of these workload ids")
@@ -41,12 +43,16 @@ def main(argv=None) -> int:
         except run.UnsupportedRow:
             continue
         for impl in case.impls:
-            if impl.fn is None:
-                continue
-            print(f"{op} {row['workload']} {row['dtype']} {impl.name}", flush=True)
-            for _ in range(2):
-                impl.fn()
-            torch.cuda.synchronize()
+            if impl.fn is not None:
+                yield op, row, impl
+
+
+def main(argv=None) -> int:
+    for op, row, impl in row_calls(__doc__.split("\n")[0], argv):
+        print(f"{op} {row['workload']} {row['dtype']} {impl.name}", flush=True)
+        for _ in range(2):
+            impl.fn()
+        torch.cuda.synchronize()
     return 0
 
 
