@@ -2,12 +2,13 @@
 signatures of torch.nn.functional, gemma_rms_norm and the fused add-norms as vLLM and FlashInfer
 users know them (x, residual, weight, eps), the fused ones also in place (fused_add_rms_norm_,
 fused_add_layer_norm_), qk_norm (q, k, q_weight, k_weight, eps) returning (q_out, k_out),
-ada_layer_norm (DiT's modulated LayerNorm), weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (returning (output, rstd)), the quantizing norms rms_norm_quant and
+ada_layer_norm (DiT's modulated LayerNorm), weight_norm (torch._weight_norm, also returning the f32
+norms), group_rms_norm (returning (output, rstd)), the quantizing norms rms_norm_quant and
 layer_norm_quant, which return (q, scale): float8_e4m3fn codes and one float32 scale per row, and
-spectral_norm_power_iter (the power iteration of torch.nn.utils.spectral_norm, returning (sigma, u, v)).
-rms_norm and layer_norm are differentiable: with grad enabled and an input that requires it they
-run the training forward (rms_norm_with_stats, layer_norm_with_stats, which also return the
-per-row f32 rstd and mean), whose registered backward runs rms_norm_backward and
+spectral_norm_power_iter (the power iteration of torch.nn.utils.spectral_norm, returning
+(sigma, u, v)). rms_norm and layer_norm are differentiable: with grad enabled and an input that
+requires it they run the training forward (rms_norm_with_stats, layer_norm_with_stats, which also
+return the per-row f32 rstd and mean), whose registered backward runs rms_norm_backward and
 layer_norm_backward, our backward kernels.
 
 Each op runs a solops kernel through the C ABI on the current CUDA stream; the fake implementations

@@ -83,7 +83,8 @@ Cost adaptive_max_pool2d_with_indices_cost(std::span<const int64_t> x_shape, DTy
 
 void adaptive_avg_pool2d(const TensorRef& x, const TensorRef& y, const AdaptivePool2d& p, cudaStream_t stream) {
   constexpr std::string_view kOp = "adaptive_avg_pool2d";
-  detail::launch_adaptive_avg_pool2d(kOp, validate_adaptive_pool2d_call(kOp, Placement::device, x, y, nullptr, p), x, y, stream);
+  detail::launch_adaptive_avg_pool2d(kOp, validate_adaptive_pool2d_call(kOp, Placement::device, x, y, nullptr, p), x, y,
+                                     stream);
 }
 
 void adaptive_max_pool2d(const TensorRef& x, const TensorRef& y, const AdaptivePool2d& p, cudaStream_t stream) {
@@ -95,7 +96,7 @@ void adaptive_max_pool2d(const TensorRef& x, const TensorRef& y, const AdaptiveP
 void adaptive_max_pool2d_with_indices(const TensorRef& x, const TensorRef& y, const TensorRef& indices,
                                       const AdaptivePool2d& p, cudaStream_t stream) {
   constexpr std::string_view kOp = "adaptive_max_pool2d";
-  detail::launch_adaptive_max_pool2d(kOp, validate_adaptive_pool2d_call(kOp, Placement::device, x, y, &indices, p), x, y,
-                                     &indices, stream);
+  detail::launch_adaptive_max_pool2d(kOp, validate_adaptive_pool2d_call(kOp, Placement::device, x, y, &indices, p), x,
+                                     y, &indices, stream);
 }
 }  // namespace solops

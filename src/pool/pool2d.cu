@@ -110,7 +110,8 @@ void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& 
   }
   const int64_t min_blocks = int64_t{kMinBlocksPerSm} * multiprocessor_count(x.device);
   const int64_t tiles_wanted = (min_blocks + g.planes - 1) / g.planes;
-  tile_rows = std::clamp<int64_t>((g.out_h + tiles_wanted - 1) / tiles_wanted, 1, std::min<int64_t>(tile_rows, g.out_h));
+  tile_rows =
+      std::clamp<int64_t>((g.out_h + tiles_wanted - 1) / tiles_wanted, 1, std::min<int64_t>(tile_rows, g.out_h));
   StagedTiling tiling{static_cast<int>(tile_rows), static_cast<int>((g.out_h + tile_rows - 1) / tile_rows), 0};
   tiling.tiles = g.planes * tiling.tiles_per_plane;
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(tiling.tiles, INT_MAX));

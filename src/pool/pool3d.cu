@@ -103,7 +103,8 @@ template <class T, Reduction kReduction>
 void launch_general(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
                     int64_t* indices, cudaStream_t stream) {
   const Pool3dArgs args = kernel_args(g);
-  const auto grid = static_cast<unsigned>(std::min<int64_t>((args.outputs + kPool2dThreads - 1) / kPool2dThreads, INT_MAX));
+  const auto grid =
+      static_cast<unsigned>(std::min<int64_t>((args.outputs + kPool2dThreads - 1) / kPool2dThreads, INT_MAX));
   pool3d_kernel<T, kReduction><<<grid, kPool2dThreads, 0, stream>>>(static_cast<const T*>(x.data),
                                                                     static_cast<T*>(y.data), indices, args);
   check_launch(op);

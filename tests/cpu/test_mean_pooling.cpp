@@ -242,7 +242,8 @@ TEST_F(RaggedMetadataCheck, LastOffsetMustBeTheSequenceAxis) {
 
 TEST_F(RaggedMetadataCheck, ChunkCountMustMatchTheOffsets) {
   m.indices.resize(6);
-  expect_rejected("indices lists 3 chunks, but the offsets make 4 (the sum over sequences of ceil(length / chunk_size))");
+  expect_rejected(
+      "indices lists 3 chunks, but the offsets make 4 (the sum over sequences of ceil(length / chunk_size))");
 }
 
 TEST_F(RaggedMetadataCheck, IndicesMustBePairs) {
@@ -282,7 +283,8 @@ TEST_F(RaggedMetadataCheck, ChunksMustBeInOrder) {
 }
 
 TEST_F(RaggedMetadataCheck, ChunkSizeFollowsTheOpsRule) {
-  expect_error([&] { check_ragged_chunks(m.offsets, m.indices, seq_len, 40); }, "chunk_size = 40 must be a multiple of 32");
+  expect_error([&] { check_ragged_chunks(m.offsets, m.indices, seq_len, 40); },
+               "chunk_size = 40 must be a multiple of 32");
 }
 
 TEST(RaggedMetadataEnumeration, MatchesTheSpecCounts) {

@@ -96,7 +96,9 @@ TEST(Pool2dValidation, AvgPoolHasNoDilation) {
   expect_rejected({1, 1, 8, 8}, window(2, 1, 0, 2), "avg-pool has no dilation", true);
 }
 
-TEST(Pool2dValidation, NegativePadding) { expect_rejected({1, 1, 8, 8}, window(3, 1, -1), "padding[0] = -1 must be >= 0"); }
+TEST(Pool2dValidation, NegativePadding) {
+  expect_rejected({1, 1, 8, 8}, window(3, 1, -1), "padding[0] = -1 must be >= 0");
+}
 
 TEST(Pool2dValidation, PaddingOverHalfTheKernel) {
   expect_rejected({1, 1, 8, 8}, window(3, 1, 2), "at most half the kernel size");

@@ -293,8 +293,10 @@ TEST_F(MeanPoolingGpu, UncheckedMetadataNeverLeavesTheTensors) {
         for (int64_t j = 0; j < chunks; ++j) {
           for (int64_t e = 0; e < row_len; ++e) {
             const double want = token_mean(x, b, c.spans[j], e), got = y.at((b * chunks + j) * row_len + e);
-            ASSERT_TRUE(testing::same_value(want, got) || std::abs(got - want) <= tolerance(dtype) * (1 + std::abs(want)))
-                << dtype_name(dtype) << " b " << b << " chunk " << j << " e " << e << ": " << got << ", expected " << want;
+            ASSERT_TRUE(testing::same_value(want, got) ||
+                        std::abs(got - want) <= tolerance(dtype) * (1 + std::abs(want)))
+                << dtype_name(dtype) << " b " << b << " chunk " << j << " e " << e << ": " << got
+                << ", expected " << want;
           }
         }
       }

@@ -1,22 +1,23 @@
-// Row norms on the GPU against the CPU reference: every catalogue row of the nine ops and QKNorm, at least 100
-// random shapes per op (N not a multiple of the vector width, one-row and 3-D inputs, rows long
-// enough for the streaming kernel, normalized shapes of two dims, with and without weight and bias),
-// a large common offset (variance stability), NaN propagation, pointers not 16-byte aligned, the
-// fused add-norms' in-place form, device-side validation and CUDA graph capture. The same for the
-// training forward's statistics and for RMSNormBwd and LayerNormBwd (spec §2.13, 2.14), whose
-// parameter gradients must also be bit-identical from run to run. Outputs are poisoned first. The
-// quantizing norms' codes are compared as spec §2.15 says: each within one e4m3 step of the
-// reference's, at least 99.9 % identical (exact ties, where either rounding is right, aside);
-// their scales, and GroupRMSNorm's rstd (spec §2.19), to rtol 1e-4 and 1e-5. The vector norms (spec §2.22, 2.23): every catalogue row, 120 random shapes and dim
-// sets, 0-d, one-element and empty inputs, NaN and inf, f16 overflow to inf, unaligned x, bitwise
-// run-to-run equality, CUDA graph capture and the workspace rules. WeightNorm (spec §2.20, §6.7): every
-// catalogue row, 120 random shapes over dim in [0, rank) and dim -1 (the whole tensor), edge shapes,
-// PyTorch's [1, n, 1] g, NaN and zero slices, unaligned pointers, bitwise run-to-run norms, CUDA
-// graph capture and the device-side rules. SpectralNormPowerIter (spec §2.21): every catalogue row,
-// 120 random shapes (odd, one, short and long O and I; n_iter 0 to 3; f32, f16, bf16; some unaligned,
-// some with NaN and inf), empty and one-sided shapes, n_iter 0's copies, the zero matrix and eps,
-// NaN, unaligned pointers, bitwise run-to-run and graph-replay equality, CUDA graph capture and the
-// device-side rules, at the spec's tolerance (sigma rtol 1e-4, u_out and v_out atol 1e-5, rtol 1e-4).
+// Row norms on the GPU against the CPU reference: every catalogue row of the nine ops and QKNorm,
+// at least 100 random shapes per op (N not a multiple of the vector width, one-row and 3-D inputs,
+// rows long enough for the streaming kernel, normalized shapes of two dims, with and without weight
+// and bias), a large common offset (variance stability), NaN propagation, pointers not 16-byte
+// aligned, the fused add-norms' in-place form, device-side validation and CUDA graph capture. The
+// same for the training forward's statistics and for RMSNormBwd and LayerNormBwd (spec §2.13,
+// 2.14), whose parameter gradients must also be bit-identical from run to run. Outputs are poisoned
+// first. The quantizing norms' codes are compared as spec §2.15 says: each within one e4m3 step of
+// the reference's, at least 99.9 % identical (exact ties, where either rounding is right, aside);
+// their scales, and GroupRMSNorm's rstd (spec §2.19), to rtol 1e-4 and 1e-5. The vector norms (spec
+// §2.22, 2.23): every catalogue row, 120 random shapes and dim sets, 0-d, one-element and empty
+// inputs, NaN and inf, f16 overflow to inf, unaligned x, bitwise run-to-run equality, CUDA graph
+// capture and the workspace rules. WeightNorm (spec §2.20, §6.7): every catalogue row, 120 random
+// shapes over dim in [0, rank) and dim -1 (the whole tensor), edge shapes, PyTorch's [1, n, 1] g,
+// NaN and zero slices, unaligned pointers, bitwise run-to-run norms, CUDA graph capture and the
+// device-side rules. SpectralNormPowerIter (spec §2.21): every catalogue row, 120 random shapes
+// (odd, one, short and long O and I; n_iter 0 to 3; f32, f16, bf16; some unaligned, some with NaN
+// and inf), empty and one-sided shapes, n_iter 0's copies, the zero matrix and eps, NaN, unaligned
+// pointers, bitwise run-to-run and graph-replay equality, CUDA graph capture and the device-side
+// rules, at the spec's tolerance (sigma rtol 1e-4, u_out and v_out atol 1e-5, rtol 1e-4).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -213,7 +213,8 @@ TEST(Pool1dGpuValidation, OutputAliasingInputIsRejected) {
     max_pool1d(x, y, p);
     ADD_FAILURE() << "accepted an output that aliases the input";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("max_pool1d: input and output overlap in memory"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("max_pool1d: input and output overlap in memory"), std::string::npos)
+        << e.what();
   }
 }
 

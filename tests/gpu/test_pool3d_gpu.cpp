@@ -193,7 +193,8 @@ TEST_P(Pool3dGpu, AveragesOverTwoWavesTakeTheWideTiles) {
       ++variant;
       HostTensor x({4, 32, 16, 64, w}, dtype);
       fill_random(x, rng, true);
-      EXPECT_EQ(compare_with_reference(Op::avg, x, p), "") << dtype_name(dtype) << " W " << w << " " << testing::describe(p);
+      EXPECT_EQ(compare_with_reference(Op::avg, x, p), "")
+          << dtype_name(dtype) << " W " << w << " " << testing::describe(p);
     }
   }
 }
