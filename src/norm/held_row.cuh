@@ -534,6 +534,10 @@ constexpr RowSpread kOneBlockFourVectorSpread{kOneBlockSpread.min_shared_row_byt
 constexpr RowSpread kHeavySpread{16 * 1024};
 constexpr RowSpread kUnsharedSpread{INT64_MAX};
 
+// Whether a launch has many rows (at least one an SM), the rule launch_row_kernel spreads rows by
+// (RowSpread) and its callers choose kernels by.
+inline bool has_many_rows(const RowShape& s, int multiprocessors) { return s.rows >= multiprocessors; }
+
 // Picks the kernel shape of a row op over T: 16-byte vectors where every tensor of `pointers` is
 // aligned and N a multiple of the vector width, single elements otherwise, and the streaming
 // kernel (streaming(grid), one row per block) for rows too long to hold.
@@ -549,7 +553,7 @@ template <class T, int kMostVecs = 4, class InRegisters, class Streaming>
 void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, int multiprocessors,
                        RowSpread spread, InRegisters in_registers, Streaming streaming) {
   constexpr int kVec = kVectorBytes / sizeof(T);
-  const bool many_rows = s.rows >= multiprocessors;
+  const bool many_rows = has_many_rows(s, multiprocessors);
   if (rows_of_vectors<T>(pointers, s.row_len)) {
     const int units = s.row_len / kVec;
     // Each row split over a cluster where that leaves kSharedRowVecs vectors a thread.

@@ -482,7 +482,7 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
                                : kKind == NormKind::rms     ? (kQuant ? kFourVectorSpread : kOneBlockSpread)
                                : std::is_same_v<T, __half> ? kOneBlockFourVectorSpread
                                                            : kOneBlockSpread;
-  const bool many_rows = s.rows >= multiprocessors;
+  const bool many_rows = has_many_rows(s, multiprocessors);
   launch_row_kernel<T>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, spread,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
