@@ -126,6 +126,20 @@ __device__ __forceinline__ void load_floats(const float* at, float (&values)[kVe
   }
 }
 
+// kVec floats of v to `at`: one or two 16-byte stores (16-byte aligned `at`), or one element.
+template <int kVec>
+__device__ __forceinline__ void store_floats(float* at, const float (&values)[kVec]) {
+  if constexpr (kVec == 1) {
+    at[0] = values[0];
+  } else {
+#pragma unroll
+    for (int q = 0; q < kVec / 4; ++q) {
+      reinterpret_cast<float4*>(at)[q] =
+          make_float4(values[4 * q], values[4 * q + 1], values[4 * q + 2], values[4 * q + 3]);
+    }
+  }
+}
+
 // out[r] = sum over c of w[r, c] * v[c], one block a row.
 template <class T, int kVec>
 __global__ void __launch_bounds__(kRowThreads)
@@ -172,6 +186,22 @@ __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n,
   }
 }
 
+// kWidth floats from `at` (16-byte aligned where kWidth is 4) that the kernel writes later: plain
+// loads, not load_floats' read-only ones.
+template <int kWidth>
+__device__ __forceinline__ void load_written(const float* at, float (&values)[kWidth]) {
+  if constexpr (kWidth == 1) {
+    values[0] = *at;
+  } else {
+    static_assert(kWidth == 4);
+    const float4 four = *reinterpret_cast<const float4*>(at);
+    values[0] = four.x;
+    values[1] = four.y;
+    values[2] = four.z;
+    values[3] = four.w;
+  }
+}
+
 // Elements of each vector a thread of finish_iteration holds: vectors of up to 16384 elements (the
 // catalogue's O and I) in one round of loads.
 constexpr int kHeldElements = 16;
@@ -180,53 +210,71 @@ constexpr int kHeldElements = 16;
 // each at most kHeldElements * kVectorThreads): v_out = t / d_v, and u_out = W v / max(||W v||, eps)
 // with W v = (W t) / d_v, as normalize takes each; where sigma is given, sigma = u_out . W v. One
 // block, both vectors loaded in one round and held, where normalize's two launches walked each
-// vector twice (H200, 2048 x 16384: 4.7 + 3.2 µs, this kernel 5.6).
+// vector twice (H200, 2048 x 16384: 4.7 + 3.2 µs, this kernel 5.6 with one element an access).
+// kWidth: elements an access, 4 (16-byte loads and stores) where both vectors are 16-byte aligned
+// and their lengths multiples of 4: its time went to issuing 64 scalar accesses a thread (ncu:
+// lg_throttle).
+template <int kWidth>
 __global__ void __launch_bounds__(kVectorThreads)
     finish_iteration(float* __restrict__ v_out, float* __restrict__ u_out, int cols, int rows, float eps,
                      float* __restrict__ sigma) {
+  constexpr int kSlots = kHeldElements / kWidth;
   __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kVectorThreads / kWarp)];
-  const auto index = [](int k) { return static_cast<int>(threadIdx.x) + k * kVectorThreads; };
-  float t[kHeldElements], product[kHeldElements];
+  // The first element of this thread's slot k; a slot lies wholly inside a vector or past its end.
+  const auto first = [](int k) { return (static_cast<int>(threadIdx.x) + k * kVectorThreads) * kWidth; };
+  float t[kSlots][kWidth] = {}, product[kSlots][kWidth] = {};
 #pragma unroll
-  for (int k = 0; k < kHeldElements; ++k) {
-    t[k] = index(k) < cols ? v_out[index(k)] : 0.0f;
-    product[k] = index(k) < rows ? u_out[index(k)] : 0.0f;
+  for (int k = 0; k < kSlots; ++k) {
+    if (first(k) < cols) load_written<kWidth>(v_out + first(k), t[k]);
+    if (first(k) < rows) load_written<kWidth>(u_out + first(k), product[k]);
   }
-  // x / d as x times 1 / d, a multiply where a division takes about ten instructions (48 a thread;
-  // the kernel 5.8 -> 5.6 µs), wherever d and 1 / d are finite: then the two agree within rounding.
-  // Otherwise the division, so that NaN, infinite and zero norms give what normalize gives.
+  // x / d as x times 1 / d, a multiply where a division takes about ten instructions, wherever d
+  // and 1 / d are finite: then the two agree within rounding. Otherwise the division, so that NaN,
+  // infinite and zero norms give what normalize gives.
   const auto by_reciprocal = [](float d) { return isfinite(d) && isfinite(1.0f / d); };
   float squares = 0;
 #pragma unroll
-  for (int k = 0; k < kHeldElements; ++k) squares += t[k] * t[k];
+  for (int k = 0; k < kSlots; ++k) {
+#pragma unroll
+    for (int e = 0; e < kWidth; ++e) squares += t[k][e] * t[k][e];
+  }
   const float v_divisor = nan_max(sqrtf(row_sum(squares, warp_sums)), eps);
   // t = v_out and W t (product) divided by v_divisor, in place.
   const auto divide_by_v = [&]<bool kByReciprocal>() {
     const float reciprocal = 1.0f / v_divisor;
 #pragma unroll
-    for (int k = 0; k < kHeldElements; ++k) {
-      t[k] = kByReciprocal ? t[k] * reciprocal : t[k] / v_divisor;
-      product[k] = kByReciprocal ? product[k] * reciprocal : product[k] / v_divisor;
+    for (int k = 0; k < kSlots; ++k) {
+#pragma unroll
+      for (int e = 0; e < kWidth; ++e) {
+        t[k][e] = kByReciprocal ? t[k][e] * reciprocal : t[k][e] / v_divisor;
+        product[k][e] = kByReciprocal ? product[k][e] * reciprocal : product[k][e] / v_divisor;
+      }
     }
   };
   if (by_reciprocal(v_divisor)) divide_by_v.template operator()<true>();
   else divide_by_v.template operator()<false>();
   squares = 0;
 #pragma unroll
-  for (int k = 0; k < kHeldElements; ++k) {
-    if (index(k) < rows) squares += product[k] * product[k];
+  for (int k = 0; k < kSlots; ++k) {
+    if (first(k) >= rows) continue;
+#pragma unroll
+    for (int e = 0; e < kWidth; ++e) squares += product[k][e] * product[k][e];
   }
   const float u_divisor = nan_max(sqrtf(row_sum(squares, warp_sums)), eps);
   float dot = 0;
   const auto write = [&]<bool kByReciprocal>() {
     const float reciprocal = 1.0f / u_divisor;
 #pragma unroll
-    for (int k = 0; k < kHeldElements; ++k) {
-      if (index(k) < cols) v_out[index(k)] = t[k];
-      if (index(k) >= rows) continue;
-      const float unit = kByReciprocal ? product[k] * reciprocal : product[k] / u_divisor;
-      u_out[index(k)] = unit;
-      dot += unit * product[k];
+    for (int k = 0; k < kSlots; ++k) {
+      if (first(k) < cols) store_floats<kWidth>(v_out + first(k), t[k]);
+      if (first(k) >= rows) continue;
+      float unit[kWidth];
+#pragma unroll
+      for (int e = 0; e < kWidth; ++e) {
+        unit[e] = kByReciprocal ? product[k][e] * reciprocal : product[k][e] / u_divisor;
+        dot += unit[e] * product[k][e];
+      }
+      store_floats<kWidth>(u_out + first(k), unit);
     }
   };
   if (by_reciprocal(u_divisor)) write.template operator()<true>();
@@ -246,20 +294,6 @@ __global__ void __launch_bounds__(kVectorThreads)
                               [&sum](float product, int64_t) { sum += product; });
   sum = row_sum(sum, warp_sums);
   if (threadIdx.x == 0) *out = sum;
-}
-
-// kVec floats of v to `at`: one or two 16-byte stores (16-byte aligned `at`), or one element.
-template <int kVec>
-__device__ __forceinline__ void store_floats(float* at, const float (&values)[kVec]) {
-  if constexpr (kVec == 1) {
-    at[0] = values[0];
-  } else {
-#pragma unroll
-    for (int q = 0; q < kVec / 4; ++q) {
-      reinterpret_cast<float4*>(at)[q] =
-          make_float4(values[4 * q], values[4 * q + 1], values[4 * q + 2], values[4 * q + 3]);
-    }
-  }
 }
 
 // n_iter >= 1 iterations for W = w of one row: every vector of the iteration is then a multiple of
@@ -373,6 +407,8 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
     const dim3 blocks(grid_for(ceil_div(plan.cols, kWarp * kWidth)), static_cast<unsigned>(plan.row_chunks));
     const bool split = plan.row_chunks > 1;
     const bool held = std::max(plan.rows, plan.cols) <= int64_t{kHeldElements} * kVectorThreads;
+    const bool vectors = plan.rows % 4 == 0 && plan.cols % 4 == 0 && row_norm::aligned_to_vector(v_out) &&
+                         row_norm::aligned_to_vector(u_out);
     for (int64_t step = 0; step < plan.n_iter; ++step) {
       column_sums<T, kWidth><<<blocks, kColumnThreads, 0, stream>>>(w, step == 0 ? u : u_out, split ? partial : v_out,
                                                                     m, plan.chunk_rows);
@@ -383,8 +419,9 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
       float* const step_sigma = step + 1 == plan.n_iter ? sigma : nullptr;
       if (held) {
         w_times(v_out, u_out);
-        finish_iteration<<<1, kVectorThreads, 0, stream>>>(v_out, u_out, static_cast<int>(plan.cols),
-                                                           static_cast<int>(plan.rows), eps, step_sigma);
+        const auto finish = vectors ? finish_iteration<4> : finish_iteration<1>;
+        finish<<<1, kVectorThreads, 0, stream>>>(v_out, u_out, static_cast<int>(plan.cols),
+                                                 static_cast<int>(plan.rows), eps, step_sigma);
       } else {
         normalize<<<1, kVectorThreads, 0, stream>>>(v_out, plan.cols, eps, nullptr);
         w_times(v_out, u_out);
