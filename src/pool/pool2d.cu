@@ -1,5 +1,5 @@
-// Launchers of the 2-D pooling kernels (pool2d_separable.cuh, pool2d_staged.cuh) and the choice
-// between them.
+// Launchers of the 2-D pooling kernels (pool2d_disjoint.cuh, pool2d_separable.cuh,
+// pool2d_staged.cuh) and the choice between them.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -8,6 +8,7 @@
 #include "core/device.hpp"
 #include "core/integer.hpp"
 #include "pool/pool_launch.hpp"
+#include "pool/pool2d_disjoint.cuh"
 #include "pool/pool2d_separable.cuh"
 #include "pool/pool2d_staged.cuh"
 
@@ -129,15 +130,48 @@ void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& 
   check_launch(op);
 }
 
-// The windows of the catalogue (kernel, stride, column padding; dilation 1) run the separable
-// kernel, except max with positions on half types: there each partial result holds a value and a
-// column, ~95 registers per thread, and the staged kernel's one output per thread measured faster
-// (docs/perf-notes.md). Any other window runs the staged kernel's run-time loops.
+// Max over KH x KW windows that tile the plane (kernel = stride, no padding, dilation 1, every window
+// whole), where each thread's 16 bytes of a row start on a 16-byte boundary and its outputs fill
+// whole vectors: pool2d_disjoint_kernel. Returns false, launching nothing, where that does not hold.
+template <class T, Reduction kReduction, int KH, int KW>
+bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
+                     int64_t* indices, cudaStream_t stream) {
+  constexpr int kOutputs = kDisjointOutputs<T, KW>;
+  const bool tiles_plane = g.kernel_h == KH && g.kernel_w == KW && g.stride_h == KH && g.stride_w == KW &&
+                           g.pad_h == 0 && g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1 &&
+                           int64_t{g.out_h} * KH <= g.in_h && int64_t{g.out_w} * KW <= g.in_w;
+  const bool vectors = g.in_w % (kOutputs * KW) == 0 && g.out_w % kOutputs == 0 && aligned_to(x.data, 16) &&
+                       aligned_to(y.data, kOutputs * sizeof(T)) && (indices == nullptr || aligned_to(indices, 16));
+  if (!tiles_plane || !vectors) return false;
+  const auto* x_data = static_cast<const T*>(x.data);
+  auto* y_data = static_cast<T*>(y.data);
+  const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
+  const int row_tiles = g.out_w / kOutputs;
+  DisjointTiling tiling{FastDivisor(g.out_h), FastDivisor(row_tiles), 0};
+  for_each_plane_group(g.planes, int64_t{g.out_h} * row_tiles, kPool2dThreads, [&](int64_t first, int tiles,
+                                                                                    unsigned blocks) {
+    tiling.tiles = tiles;
+    pool2d_disjoint_kernel<T, kReduction, KH, KW><<<blocks, kPool2dThreads, 0, stream>>>(
+        x_data + first * in_plane, y_data + first * out_plane, indices ? indices + first * out_plane : nullptr,
+        kernel_args(g), tiling);
+    check_launch(op);
+  });
+  return true;
+}
+
+// Max over 2x2 windows that tile the plane runs the disjoint kernel where it applies
+// (launch_disjoint). The windows of the catalogue (kernel, stride, column padding; dilation 1) run
+// the separable kernel, except max with positions on half types: there each partial result holds a
+// value and a column, ~95 registers per thread, and the staged kernel's one output per thread
+// measured faster (docs/perf-notes.md). Any other window runs the staged kernel's run-time loops.
 template <Reduction kReduction>
 void launch_pool2d(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   if (g.outputs() == 0) return;
   dispatch_float(x.dtype, [&]<class T>() {
+    if constexpr (kReduction != Reduction::avg) {
+      if (launch_disjoint<T, kReduction, 2, 2>(op, g, x, y, indices, stream)) return;
+    }
     const auto window_is = [&](int kh, int kw, int sh, int sw, int pw) {
       return g.kernel_h == kh && g.kernel_w == kw && g.stride_h == sh && g.stride_w == sw &&
              g.pad_w == pw && g.dilation_h == 1 && g.dilation_w == 1;

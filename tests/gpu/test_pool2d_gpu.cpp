@@ -5,9 +5,11 @@
 #include <limits>
 #include <functional>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
+#include "core/check.hpp"
 #include "gpu/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
 
@@ -141,6 +143,33 @@ TEST_P(Pool2dGpu, CatalogueWindowsOnRandomShapes) {
       if (uniform(0, 4) == 0) shape.erase(shape.begin());
       return std::pair{shape, p};
     });
+  }
+}
+
+// 2x2 windows of stride 2 and no padding tile the plane: max runs pool2d_disjoint_kernel where each
+// thread's 16 bytes of a row are aligned and its outputs fill whole vectors. Planes with a left-over
+// input row or column, unbatched input, ceil mode with and without a partial window, NaN, -inf and
+// ties, and shapes and offsets that take the other kernels (rows not whole vectors, out_w not a
+// multiple of the outputs a thread, a tensor one element into its allocation).
+TEST_P(Pool2dGpu, WindowsThatTileThePlane) {
+  std::mt19937_64 rng(41);
+  Pool2d p;
+  p.kernel_size = {2, 2};
+  p.stride = std::array<int64_t, 2>{2, 2};
+  const std::vector<std::vector<int64_t>> shapes = {{2, 3, 17, 64}, {1, 5, 8, 8},  {3, 40, 16},   {2, 2, 30, 24},
+                                                    {1, 1, 6, 40},  {2, 4, 28, 56}, {1, 2, 10, 20}, {1, 3, 9, 33}};
+  for (const DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (const auto& shape : shapes) {
+      HostTensor x(shape, dtype);
+      fill_random(x, rng, true);
+      const std::string what = detail::concat(dtype_name(dtype), " ", detail::shape_string(shape));
+      for (const bool ceil_mode : {false, true}) {
+        p.ceil_mode = ceil_mode;
+        EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << what << " " << testing::describe(p);
+      }
+      p.ceil_mode = false;
+      EXPECT_EQ(compare_with_reference(GetParam(), x, p, 1), "") << what << ", offset 1";
+    }
   }
 }
 

@@ -1,0 +1,95 @@
+// 2-D max pooling, with or without positions, over windows that tile the plane: kernel = stride,
+// no padding, dilation 1, no partial window (VGG's 2x2 stride 2). No input element belongs to two
+// windows, so a thread needs neither halo columns nor a staged band: it takes kOutputs adjacent
+// outputs of one output row, loads the 16 bytes of each of its KH input rows that their windows
+// cover, scans each window in PyTorch's order, and writes its values as one vector and its positions
+// as 16-byte stores.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+#include "core/integer.hpp"
+#include "pool/pool2d_kernel_common.cuh"
+
+namespace solops::detail {
+
+// Outputs a thread computes: the windows one 16-byte vector of an input row covers.
+template <class T, int KW>
+constexpr int kDisjointOutputs = 16 / static_cast<int>(sizeof(T)) / KW;
+
+// The launch's output rows (planes * out_h, at most INT_MAX threads' worth: for_each_plane_group)
+// and the thread tiles of one output row.
+struct DisjointTiling {
+  FastDivisor out_h;      // output rows of a plane
+  FastDivisor row_tiles;  // out_w / kDisjointOutputs
+  int tiles;              // output rows of the launch * row_tiles
+};
+
+template <class T, Reduction kReduction, int KH, int KW>
+__global__ void __launch_bounds__(kPool2dThreads)
+    pool2d_disjoint_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
+                           const Pool2dArgs a, const DisjointTiling tiling) {
+  constexpr int kOutputs = kDisjointOutputs<T, KW>;
+  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  static_assert(kOutputs >= 1 && kOutputs * KW == kVec);
+  const int tile = static_cast<int>(blockIdx.x) * kPool2dThreads + static_cast<int>(threadIdx.x);
+  if (tile >= tiling.tiles) return;
+  const int row = tiling.row_tiles.divide(tile);  // the output row among the launch's planes
+  const int ow0 = (tile - row * tiling.row_tiles.divisor()) * kOutputs;
+  const int plane = tiling.out_h.divide(row);
+  const int oh = row - plane * tiling.out_h.divisor();
+  const int h0 = oh * KH, w0 = ow0 * KW;
+  const T* const top = x + (int64_t{plane} * a.in_h + h0) * a.in_w + w0;
+  uint4 bits[KH];
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) bits[kh] = __ldg(reinterpret_cast<const uint4*>(top + int64_t{kh} * a.in_w));
+  T taps[KH][kVec];
+#pragma unroll
+  for (int kh = 0; kh < KH; ++kh) memcpy(taps[kh], &bits[kh], sizeof bits[kh]);
+
+  T best[kOutputs];
+  [[maybe_unused]] int64_t at[kOutputs];
+#pragma unroll
+  for (int o = 0; o < kOutputs; ++o) {
+    if constexpr (kReduction == Reduction::max) {
+      float value = to_float(taps[0][o * KW]);
+#pragma unroll
+      for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+        for (int kw = 0; kw < KW; ++kw) value = max_propagating_nan(value, to_float(taps[kh][o * KW + kw]));
+      }
+      best[o] = from_float<T>(value);
+    } else {
+      // The first tap seeds the scan, so an all -inf window reports it (spec §4.2-4.3).
+      int best_tap = 0;
+      float best_value = to_float(taps[0][o * KW]);
+#pragma unroll
+      for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+        for (int kw = kh == 0 ? 1 : 0; kw < KW; ++kw) {
+          const float value = to_float(taps[kh][o * KW + kw]);
+          if (replaces_best(value, best_value)) {
+            best_value = value;
+            best_tap = kh * KW + kw;
+          }
+        }
+      }
+      best[o] = from_float<T>(best_value);
+      at[o] = int64_t{h0 + best_tap / KW} * a.in_w + w0 + o * KW + best_tap % KW;
+    }
+  }
+  const int64_t out = int64_t{row} * a.out_w + ow0;
+  static_assert(sizeof best == 8);
+  uint2 packed;
+  memcpy(&packed, best, sizeof packed);
+  *reinterpret_cast<uint2*>(y + out) = packed;
+  if constexpr (kReduction == Reduction::max_with_index) {
+#pragma unroll
+    for (int o = 0; o < kOutputs; o += 2) {
+      *reinterpret_cast<longlong2*>(indices + out + o) = make_longlong2(at[o], at[o + 1]);
+    }
+  }
+}
+
+}  // namespace solops::detail
