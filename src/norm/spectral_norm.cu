@@ -472,7 +472,7 @@ void run(std::string_view op, const SpectralNormPlan& plan, const SpectralNormTe
   // W of one row: in registers, or by the chain where the row is too long to hold.
   const row_norm::RowShape one_row = row_norm::row_shape({1, static_cast<int>(plan.cols)}, {});
   row_norm::launch_row_kernel<T, 2>(
-      {w, v_out}, one_row, multiprocessor_count(t.x.device), row_norm::kHeavySpread,
+      {w, v_out}, one_row, multiprocessor_count(t.x.device), row_norm::kForwardSpread,
       [&]<int kWidth, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
         row_norm::launch_whole_rows_or_not<kWidth, kVecs, 2>(one_row, block, cluster, [&]<bool kWhole>() {
           row_norm::launch_clustered(one_row_power_iteration<T, kWidth, kVecs, kWhole>, grid, block, cluster, 0, stream,
