@@ -20,6 +20,8 @@ namespace {
 constexpr int64_t kBandBytesTarget = 16 * 1024;
 // Small problems are split into more tiles so that every SM gets several blocks.
 constexpr int kMinBlocksPerSm = 4;
+// Bytes of each input row a thread of the disjoint kernel loads.
+constexpr int kDisjointLoadBytes = 16;
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 
@@ -133,15 +135,16 @@ void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& 
 // Max over KH x KW windows that tile the plane (kernel = stride, no padding, dilation 1, every window
 // whole), where each thread's 16 bytes of a row start on a 16-byte boundary and its outputs fill
 // whole vectors: pool2d_disjoint_kernel. Returns false, launching nothing, where that does not hold.
-template <class T, Reduction kReduction, int KH, int KW>
+template <class T, Reduction kReduction, int KH, int KW, int kLoadBytes>
 bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
                      int64_t* indices, cudaStream_t stream) {
-  constexpr int kOutputs = kDisjointOutputs<T, KW>;
+  constexpr int kOutputs = kDisjointOutputs<T, KW, kLoadBytes>;
   const bool tiles_plane = g.kernel_h == KH && g.kernel_w == KW && g.stride_h == KH && g.stride_w == KW &&
                            g.pad_h == 0 && g.pad_w == 0 && g.dilation_h == 1 && g.dilation_w == 1 &&
                            int64_t{g.out_h} * KH <= g.in_h && int64_t{g.out_w} * KW <= g.in_w;
-  const bool vectors = g.in_w % (kOutputs * KW) == 0 && g.out_w % kOutputs == 0 && aligned_to(x.data, 16) &&
-                       aligned_to(y.data, kOutputs * sizeof(T)) && (indices == nullptr || aligned_to(indices, 16));
+  const bool vectors = g.in_w % (kOutputs * KW) == 0 && g.out_w % kOutputs == 0 && aligned_to(x.data, kLoadBytes) &&
+                       aligned_to(y.data, kOutputs * sizeof(T)) &&
+                       (indices == nullptr || aligned_to(indices, kOutputs == 1 ? 8 : 16));
   if (!tiles_plane || !vectors) return false;
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);
@@ -151,7 +154,7 @@ bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef
   for_each_plane_group(g.planes, int64_t{g.out_h} * row_tiles, kPool2dThreads, [&](int64_t first, int tiles,
                                                                                     unsigned blocks) {
     tiling.tiles = tiles;
-    pool2d_disjoint_kernel<T, kReduction, KH, KW><<<blocks, kPool2dThreads, 0, stream>>>(
+    pool2d_disjoint_kernel<T, kReduction, KH, KW, kLoadBytes><<<blocks, kPool2dThreads, 0, stream>>>(
         x_data + first * in_plane, y_data + first * out_plane, indices ? indices + first * out_plane : nullptr,
         kernel_args(g), tiling);
     check_launch(op);
@@ -170,7 +173,7 @@ void launch_pool2d(std::string_view op, const PoolGeometry& g, const TensorRef& 
   if (g.outputs() == 0) return;
   dispatch_float(x.dtype, [&]<class T>() {
     if constexpr (kReduction != Reduction::avg) {
-      if (launch_disjoint<T, kReduction, 2, 2>(op, g, x, y, indices, stream)) return;
+      if (launch_disjoint<T, kReduction, 2, 2, kDisjointLoadBytes>(op, g, x, y, indices, stream)) return;
     }
     const auto window_is = [&](int kh, int kw, int sh, int sw, int pw) {
       return g.kernel_h == kh && g.kernel_w == kw && g.stride_h == sh && g.stride_w == sw &&

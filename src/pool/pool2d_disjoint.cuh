@@ -1,22 +1,27 @@
 // 2-D max pooling, with or without positions, over windows that tile the plane: kernel = stride,
 // no padding, dilation 1, no partial window (VGG's 2x2 stride 2). No input element belongs to two
 // windows, so a thread needs neither halo columns nor a staged band: it takes kOutputs adjacent
-// outputs of one output row, loads the 16 bytes of each of its KH input rows that their windows
+// outputs of one output row, loads the kLoadBytes of each of its KH input rows that their windows
 // cover, scans each window in PyTorch's order, and writes its values as one vector and its positions
-// as 16-byte stores.
+// as 16-byte stores (8-byte for a single output).
 #pragma once
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "core/integer.hpp"
 #include "pool/pool2d_kernel_common.cuh"
 
 namespace solops::detail {
 
-// Outputs a thread computes: the windows one 16-byte vector of an input row covers.
-template <class T, int KW>
-constexpr int kDisjointOutputs = 16 / static_cast<int>(sizeof(T)) / KW;
+// Outputs a thread computes: the windows kLoadBytes of an input row cover.
+template <class T, int KW, int kLoadBytes>
+constexpr int kDisjointOutputs = kLoadBytes / static_cast<int>(sizeof(T)) / KW;
+
+// The unsigned type of kBytes (4, 8 or 16) bytes, for loads and stores of that width.
+template <int kBytes>
+using Bits = std::conditional_t<kBytes == 4, unsigned, std::conditional_t<kBytes == 8, uint2, uint4>>;
 
 // The launch's output rows (planes * out_h, at most INT_MAX threads' worth: for_each_plane_group)
 // and the thread tiles of one output row.
@@ -26,13 +31,15 @@ struct DisjointTiling {
   int tiles;              // output rows of the launch * row_tiles
 };
 
-template <class T, Reduction kReduction, int KH, int KW>
+template <class T, Reduction kReduction, int KH, int KW, int kLoadBytes>
 __global__ void __launch_bounds__(kPool2dThreads)
     pool2d_disjoint_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
                            const Pool2dArgs a, const DisjointTiling tiling) {
-  constexpr int kOutputs = kDisjointOutputs<T, KW>;
-  constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+  constexpr int kOutputs = kDisjointOutputs<T, KW, kLoadBytes>;
+  constexpr int kVec = kLoadBytes / static_cast<int>(sizeof(T));
   static_assert(kOutputs >= 1 && kOutputs * KW == kVec);
+  using Word = Bits<(kLoadBytes < 16 ? kLoadBytes : 16)>;
+  constexpr int kWords = kLoadBytes / static_cast<int>(sizeof(Word));
   const int tile = static_cast<int>(blockIdx.x) * kPool2dThreads + static_cast<int>(threadIdx.x);
   if (tile >= tiling.tiles) return;
   const int row = tiling.row_tiles.divide(tile);  // the output row among the launch's planes
@@ -41,9 +48,12 @@ __global__ void __launch_bounds__(kPool2dThreads)
   const int oh = row - plane * tiling.out_h.divisor();
   const int h0 = oh * KH, w0 = ow0 * KW;
   const T* const top = x + (int64_t{plane} * a.in_h + h0) * a.in_w + w0;
-  uint4 bits[KH];
+  Word bits[KH][kWords];
 #pragma unroll
-  for (int kh = 0; kh < KH; ++kh) bits[kh] = __ldg(reinterpret_cast<const uint4*>(top + int64_t{kh} * a.in_w));
+  for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+    for (int k = 0; k < kWords; ++k) bits[kh][k] = __ldg(reinterpret_cast<const Word*>(top + int64_t{kh} * a.in_w) + k);
+  }
   T taps[KH][kVec];
 #pragma unroll
   for (int kh = 0; kh < KH; ++kh) memcpy(taps[kh], &bits[kh], sizeof bits[kh]);
@@ -80,14 +90,17 @@ __global__ void __launch_bounds__(kPool2dThreads)
     }
   }
   const int64_t out = int64_t{row} * a.out_w + ow0;
-  static_assert(sizeof best == 8);
-  uint2 packed;
+  Bits<sizeof best> packed;
   memcpy(&packed, best, sizeof packed);
-  *reinterpret_cast<uint2*>(y + out) = packed;
+  *reinterpret_cast<Bits<sizeof best>*>(y + out) = packed;
   if constexpr (kReduction == Reduction::max_with_index) {
+    if constexpr (kOutputs == 1) {
+      indices[out] = at[0];
+    } else {
 #pragma unroll
-    for (int o = 0; o < kOutputs; o += 2) {
-      *reinterpret_cast<longlong2*>(indices + out + o) = make_longlong2(at[o], at[o + 1]);
+      for (int o = 0; o < kOutputs; o += 2) {
+        *reinterpret_cast<longlong2*>(indices + out + o) = make_longlong2(at[o], at[o + 1]);
+      }
     }
   }
 }
