@@ -486,8 +486,9 @@ bool rows_of_vectors(std::initializer_list<const void*> pointers, int row_len) {
 // than one block's: forward rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to
 // 0.9 µs faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20). Kernels that move more a row
 // share from 8192 bf16: the backward (x, grad_out, grad_x and the parameter gradients; LayerNormBwd
-// 3.71 -> 2.98 µs) and SpectralNorm's one row (f32 v_out; 3.65 µs held by one block at b0c0443,
-// 3.04 shared by 8 at 16223e4 and a2a0bda).
+// 3.71 -> 2.98 µs). SpectralNorm's one row (f32 v_out) shared from 8192 bf16 too until its v_out
+// went out in whole lines (tenth session): since then a block of 8192 beats the cluster (70b decode
+// 2.85 -> 2.75 µs) and it shares as the forward rows do.
 // few_rows_threads: the widest block of few unshared rows, which take two vectors a thread where
 // that fits and more where it does not.
 // many_rows_four_vecs: many rows of at least four vectors for each of kMinBlockThreads threads hold
