@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     const auto store_v = [&]<bool kByRatio>() {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        float values[kVec];
+        float values[kVec] = {};
         if (r.holds<kWhole>(i)) {
           unpack<T, kVec>(held[i], values);
 #pragma unroll

@@ -137,8 +137,8 @@ void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& 
 }
 
 // Max over KH x KW windows that tile the plane (kernel = stride, no padding, dilation 1, every window
-// whole), where each thread's 16 bytes of a row start on a 16-byte boundary and its outputs fill
-// whole vectors: pool2d_disjoint_kernel. Returns false, launching nothing, where that does not hold.
+// whole), where each thread's kLoadBytes of a row start on a kLoadBytes boundary and its outputs
+// fill whole vectors: pool2d_disjoint_kernel. Returns false, launching nothing, where that does not hold.
 template <class T, Reduction kReduction, int KH, int KW, int kLoadBytes>
 bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
                      int64_t* indices, cudaStream_t stream) {
@@ -148,7 +148,7 @@ bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef
                            int64_t{g.out_h} * KH <= g.in_h && int64_t{g.out_w} * KW <= g.in_w;
   const bool vectors = g.in_w % (kOutputs * KW) == 0 && g.out_w % kOutputs == 0 && aligned_to(x.data, kLoadBytes) &&
                        aligned_to(y.data, kOutputs * sizeof(T)) &&
-                       (indices == nullptr || aligned_to(indices, kOutputs == 1 ? 8 : 16));
+                       (indices == nullptr || aligned_to(indices, 16));
   if (!tiles_plane || !vectors) return false;
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);

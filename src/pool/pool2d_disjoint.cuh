@@ -1,9 +1,9 @@
 // 2-D max pooling, with or without positions, over windows that tile the plane: kernel = stride,
 // no padding, dilation 1, no partial window (VGG's 2x2 stride 2). No input element belongs to two
 // windows, so a thread needs neither halo columns nor a staged band: it takes kOutputs adjacent
-// outputs of one output row, loads the kLoadBytes of each of its KH input rows that their windows
-// cover, scans each window in PyTorch's order, and writes its values as one vector and its positions
-// as 16-byte stores (8-byte for a single output).
+// outputs of one output row, loads the kLoadBytes (8 or 16) of each of its KH input rows that their
+// windows cover, scans each window in PyTorch's order, and writes its values as one vector and its
+// positions as 16-byte stores.
 #pragma once
 
 #include <cstdint>
@@ -37,9 +37,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
                            const Pool2dArgs a, const DisjointTiling tiling) {
   constexpr int kOutputs = kDisjointOutputs<T, KW, kLoadBytes>;
   constexpr int kVec = kLoadBytes / static_cast<int>(sizeof(T));
-  static_assert(kOutputs >= 1 && kOutputs * KW == kVec);
-  using Word = Bits<(kLoadBytes < 16 ? kLoadBytes : 16)>;
-  constexpr int kWords = kLoadBytes / static_cast<int>(sizeof(Word));
+  static_assert((kLoadBytes == 8 || kLoadBytes == 16) && kOutputs % 2 == 0 && kOutputs * KW == kVec);
   const int tile = static_cast<int>(blockIdx.x) * kPool2dThreads + static_cast<int>(threadIdx.x);
   if (tile >= tiling.tiles) return;
   const int row = tiling.row_tiles.divide(tile);  // the output row among the launch's planes
@@ -48,12 +46,9 @@ __global__ void __launch_bounds__(kPool2dThreads)
   const int oh = row - plane * tiling.out_h.divisor();
   const int h0 = oh * KH, w0 = ow0 * KW;
   const T* const top = x + (int64_t{plane} * a.in_h + h0) * a.in_w + w0;
-  Word bits[KH][kWords];
+  Bits<kLoadBytes> bits[KH];
 #pragma unroll
-  for (int kh = 0; kh < KH; ++kh) {
-#pragma unroll
-    for (int k = 0; k < kWords; ++k) bits[kh][k] = __ldg(reinterpret_cast<const Word*>(top + int64_t{kh} * a.in_w) + k);
-  }
+  for (int kh = 0; kh < KH; ++kh) bits[kh] = __ldg(reinterpret_cast<const Bits<kLoadBytes>*>(top + int64_t{kh} * a.in_w));
   T taps[KH][kVec];
 #pragma unroll
   for (int kh = 0; kh < KH; ++kh) memcpy(taps[kh], &bits[kh], sizeof bits[kh]);
@@ -94,13 +89,9 @@ __global__ void __launch_bounds__(kPool2dThreads)
   memcpy(&packed, best, sizeof packed);
   *reinterpret_cast<Bits<sizeof best>*>(y + out) = packed;
   if constexpr (kReduction == Reduction::max_with_index) {
-    if constexpr (kOutputs == 1) {
-      indices[out] = at[0];
-    } else {
 #pragma unroll
-      for (int o = 0; o < kOutputs; o += 2) {
-        *reinterpret_cast<longlong2*>(indices + out + o) = make_longlong2(at[o], at[o + 1]);
-      }
+    for (int o = 0; o < kOutputs; o += 2) {
+      *reinterpret_cast<longlong2*>(indices + out + o) = make_longlong2(at[o], at[o + 1]);
     }
   }
 }
