@@ -9,7 +9,9 @@ On the GPU machine, from the repo root, after `build=build/release; . scripts/de
 scripts/device-check.sh sets up); SOLOPS_LIBRARY picks a variant's library.
 
 Unlike ncu, it runs torch-compile's kernels as they are timed (compiled and autotuned first, no
-replays, clocks and caches as the benchmark leaves them).
+replays, clocks and caches as the benchmark leaves them). With TORCH_LOGS=output_code in the
+environment, torch-compile's generated Triton source is printed too (stderr) as each row compiles;
+it does not say which of its configs autotuning chose (TRITON_PRINT_AUTOTUNING=1 may; untried).
 """
 
 import sys
