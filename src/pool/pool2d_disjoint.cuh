@@ -48,7 +48,9 @@ __global__ void __launch_bounds__(kPool2dThreads)
   const T* const top = x + (int64_t{plane} * a.in_h + h0) * a.in_w + w0;
   Bits<kLoadBytes> bits[KH];
 #pragma unroll
-  for (int kh = 0; kh < KH; ++kh) bits[kh] = __ldg(reinterpret_cast<const Bits<kLoadBytes>*>(top + int64_t{kh} * a.in_w));
+  for (int kh = 0; kh < KH; ++kh) {
+    bits[kh] = __ldg(reinterpret_cast<const Bits<kLoadBytes>*>(top + int64_t{kh} * a.in_w));
+  }
   T taps[KH][kVec];
 #pragma unroll
   for (int kh = 0; kh < KH; ++kh) memcpy(taps[kh], &bits[kh], sizeof bits[kh]);

@@ -147,10 +147,11 @@ TEST_P(Pool2dGpu, CatalogueWindowsOnRandomShapes) {
 }
 
 // 2x2 windows of stride 2 and no padding tile the plane: max runs pool2d_disjoint_kernel where each
-// thread's 16 bytes of a row are aligned and its outputs fill whole vectors. Planes with a left-over
-// input row or column, unbatched input, ceil mode with and without a partial window, NaN, -inf and
-// ties, and shapes and offsets that take the other kernels (rows not whole vectors, out_w not a
-// multiple of the outputs a thread, a tensor one element into its allocation).
+// thread's bytes of a row (8 with positions on half types, 16 otherwise) are aligned and its outputs
+// fill whole vectors. Planes with a left-over input row or column, unbatched input, ceil mode with
+// and without a partial window, NaN, -inf and ties, and shapes and offsets that take the other
+// kernels (rows not whole vectors, out_w not a multiple of the outputs a thread, a tensor one
+// element into its allocation).
 TEST_P(Pool2dGpu, WindowsThatTileThePlane) {
   std::mt19937_64 rng(41);
   Pool2d p;
