@@ -248,8 +248,8 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // instructions at the same 56 registers. bf16 unpacks by a shift, which ptxas already keeps;
     // RMSNorm's two passes gain less than the block an SM its 7 more registers cost, and the
     // per-vector tests of the other forms leave no registers for it (the fused LayerNorm spilled).
-    // Kernels bound to one block an SM (few rows) hold x, and the scale and shift of its columns, as
-    // floats from the loads on: the unpacking and the weight offset leave the pass after the
+    // Kernels bound to one block an SM (few rows) hold x and the scale of its columns as floats from
+    // the loads on: the unpacking and the weight offset leave the pass after the
     // reductions, whose instructions a decode row waits for (one row of 16384 on one SM: ~440 warp
     // instructions a warp, four warps a scheduler, most of them after the row has arrived).
     constexpr bool kFloatsHeld = kOneBlockAnSm && kWhole;
@@ -308,16 +308,11 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
         for (int e = 0; e < kVec; ++e) shift[e] = 0;
       }
     };
-    // The LayerNorm kind's shift too, where the row's three floats an element fit the registers: at
-    // 32 elements a thread they spilled (120-136 bytes); the bias is unpacked in the output pass there.
-    constexpr bool kShiftHeld = kFloatsHeld && kKind == NormKind::layer && kVecs * kVec <= 16;
-    [[maybe_unused]] float held_scale[kFloatsHeld ? kVecs : 1][kVec], held_shift[kShiftHeld ? kVecs : 1][kVec];
+    // The bias stays packed: with the shift as floats too, 32 elements a thread spilled (120-136 bytes).
+    [[maybe_unused]] float held_scale[kFloatsHeld ? kVecs : 1][kVec];
     if constexpr (kFloatsHeld) {
 #pragma unroll
-      for (int i = 0; i < kVecs; ++i) {
-        weight_scale(weight[i], held_scale[i]);
-        if constexpr (kShiftHeld) bias_shift(bias[i], held_shift[i]);
-      }
+      for (int i = 0; i < kVecs; ++i) weight_scale(weight[i], held_scale[i]);
     }
     // RMSNormQuant takes its amax in the first pass, as inv_std · max |x · scale| (inv_std >= 0),
     // and reduces it beside the squares: a pass over the row and a round of barriers fewer than
@@ -352,26 +347,17 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // The output values of the held vector i, given the weight and bias at its columns.
     const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
       held_values(i, values);
+      float scale[kVec], shift[kVec];
       if constexpr (kFloatsHeld) {
-        float shift[kVec];
-        if constexpr (kShiftHeld) {
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) shift[e] = held_shift[i][e];
-        } else {
-          bias_shift(b, shift);
-        }
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          values[e] = normalized<kKind>(values[e], mean, inv_std, held_scale[i][e], shift[e]);
-        }
+        for (int e = 0; e < kVec; ++e) scale[e] = held_scale[i][e];
       } else {
-        float scale[kVec], shift[kVec];
         weight_scale(w, scale);
-        bias_shift(b, shift);
+      }
+      bias_shift(b, shift);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) {
-          values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
-        }
+      for (int e = 0; e < kVec; ++e) {
+        values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
       }
     };
     // f(at, values) for each held vector: its index among the tensor's vectors and its output values.
@@ -429,15 +415,19 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
 }
 
-// Few whole rows (fewer than one an SM: decode rows) of two or four vectors a thread, without a
-// residual, in blocks bound to one an SM, so that they hold x, weight and bias from the start, as
-// floats (normalize_rows' kFloatsHeld). The LayerNorm kind's 4-vector rows at the two-block bound of
-// row_norm_in_registers spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip
-// after the reductions (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with
-// late reads, 3.20 holding them; Liger 3.12).
-template <class T, NormKind kKind, bool kQuant, int kVecs>
+// Few whole rows (fewer than one an SM: decode rows) of four vectors a thread, without a residual,
+// in blocks bound to one an SM, so that they hold x, weight and bias from the start, x and the
+// weight's scale as floats (normalize_rows' kFloatsHeld): the LayerNorm kind, with or without
+// codes, and the RMS kind without. The LayerNorm kind's 4-vector rows at the two-block bound of row_norm_in_registers
+// spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip after the reductions
+// (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with late reads, 3.20
+// holding them; Liger 3.12). Floats held (few-rows-floats against fd61477, µs): RMSNorm 405b 2.72 ->
+// 2.62, GemmaRMSNorm 2.72 -> 2.66, LayerNormQuant 4.25 -> 4.13, LayerNorm 3.20 -> 3.23, the 70b rows
+// within ±0.03. At two vectors (8b) they lost: LayerNorm 2.02 -> 2.21, whose weight and bias,
+// unpacked before the first reduction, made it wait for their loads; RMSNormQuant gained nothing.
+template <class T, NormKind kKind, bool kQuant>
 __global__ void __launch_bounds__(512, 1) few_rows(const RowPointers<T> p, const RowShape s) {
-  normalize_rows<T, kKind, false, kQuant, false, false, kVectorBytes / sizeof(T), kVecs, true, true>(p, s);
+  normalize_rows<T, kKind, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
 }
 
 // RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
@@ -527,9 +517,10 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
           }
         }
         launch_whole_rows_or_not<kVec, kVecs, 4>(s, block, cluster, [&]<bool kWhole>() {
-          if constexpr (!kResidual && !kGroups && kVec > 1 && kVecs >= 2 && kWhole) {
+          if constexpr (!kResidual && !kGroups && kVec > 1 && kVecs == 4 && kWhole &&
+                        (kKind == NormKind::layer || !kQuant)) {
             if (!many_rows) {
-              return launch_clustered(few_rows<T, kKind, kQuant, kVecs>, grid, block, cluster, 0, stream, p, s);
+              return launch_clustered(few_rows<T, kKind, kQuant>, grid, block, cluster, 0, stream, p, s);
             }
           }
           launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>,
