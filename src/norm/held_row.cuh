@@ -512,7 +512,7 @@ constexpr int64_t kOneBlockRowBytes = 512 * 4 * kVectorBytes;
 //   against a3ba445): RMSNorm 2.82 / 2.14 -> 2.72 / 2.08, GemmaRMSNorm 2.78 / 2.16 -> 2.72 / 2.08,
 //   GroupRMSNorm 3.01 / 2.18 -> 2.85 / 2.18, WeightNorm 2.91 / 2.46 -> 2.82 / 2.46, QKNorm 3.07 /
 //   2.43 -> 3.01 / 2.46, as Liger holds its rows;
-// - the LayerNorm kind without a residual, in row_norm's layer_norm_few_rows (lnblock2 against
+// - the LayerNorm kind without a residual, in row_norm's few_rows (lnblock2 against
 //   ca9b2a3, lnfour against 745cfee): LayerNorm 3.65 / 2.53 -> 3.20 / 2.40, LayerNormQuant 4.64 /
 //   3.39 -> 4.26 / 3.10.
 // The fused norms and RMSNormQuant lost in one block (decode4: FusedAddRMSNorm 2.91 -> 3.84,

@@ -163,7 +163,7 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // 13.1 and every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from
 // DRAM, are held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm is an RMS norm;
 // RMSNormQuant holds its weight, whose products with x give its amax in the first pass. Kernels
-// bound to one block an SM (normalize_rows' kOneBlockAnSm: layer_norm_few_rows) hold them.
+// bound to one block an SM (normalize_rows' kOneBlockAnSm: few_rows) hold them.
 template <NormKind kKind, bool kResidual, int kVecs>
 __host__ __device__ constexpr bool reads_affine_late() {
   return kVecs >= 4 && (kKind == NormKind::layer || kResidual);
@@ -248,7 +248,13 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // instructions at the same 56 registers. bf16 unpacks by a shift, which ptxas already keeps;
     // RMSNorm's two passes gain less than the block an SM its 7 more registers cost, and the
     // per-vector tests of the other forms leave no registers for it (the fused LayerNorm spilled).
-    constexpr bool kUnpackOnce = kWhole && kKind == NormKind::layer && std::is_same_v<T, __half> && kVecs <= 2;
+    // Kernels bound to one block an SM (few rows) hold x and the scale of its columns as floats from
+    // the loads on: the unpacking and the weight offset leave the pass after the
+    // reductions, whose instructions a decode row waits for (one row of 16384 on one SM: ~440 warp
+    // instructions a warp, four warps a scheduler, most of them after the row has arrived).
+    constexpr bool kFloatsHeld = kOneBlockAnSm && kWhole;
+    constexpr bool kUnpackOnce =
+        kFloatsHeld || (kWhole && kKind == NormKind::layer && std::is_same_v<T, __half> && kVecs <= 2);
     [[maybe_unused]] float unpacked[kUnpackOnce ? kVecs : 1][kVec];
     if constexpr (kUnpackOnce) {
 #pragma unroll
@@ -293,6 +299,21 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
         for (int e = 0; e < kVec; ++e) scale[e] = 1;
       }
     };
+    // The shift the bias vector b gives (0 without a bias, and for the RMS kind).
+    const auto bias_shift = [&](const P& b, float (&shift)[kVec]) {
+      if (kKind == NormKind::layer && p.bias) {
+        unpack<T, kVec>(b, shift);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) shift[e] = 0;
+      }
+    };
+    // The bias stays packed: with the shift as floats too, 32 elements a thread spilled (120-136 bytes).
+    [[maybe_unused]] float held_scale[kFloatsHeld ? kVecs : 1][kVec];
+    if constexpr (kFloatsHeld) {
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) weight_scale(weight[i], held_scale[i]);
+    }
     // RMSNormQuant takes its amax in the first pass, as inv_std · max |x · scale| (inv_std >= 0),
     // and reduces it beside the squares: a pass over the row and a round of barriers fewer than
     // taking it from the output values (its code pass then computes them once).
@@ -325,15 +346,15 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
 
     // The output values of the held vector i, given the weight and bias at its columns.
     const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
-      float scale[kVec], shift[kVec];
       held_values(i, values);
-      weight_scale(w, scale);
-      if (kKind == NormKind::layer && p.bias) {
-        unpack<T, kVec>(b, shift);
-      } else {
+      float scale[kVec], shift[kVec];
+      if constexpr (kFloatsHeld) {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) shift[e] = 0;
+        for (int e = 0; e < kVec; ++e) scale[e] = held_scale[i][e];
+      } else {
+        weight_scale(w, scale);
       }
+      bias_shift(b, shift);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) {
         values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
@@ -394,15 +415,19 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
 }
 
-// The LayerNorm kind's few whole rows of four vectors a thread (a decode row of 16384 half elements
-// in one 512-thread block: kOneBlockSpread), bound to one block an SM, so that they hold weight
-// and bias from the start, in 80-96 registers. At the two-block bound of row_norm_in_registers they
+// Few whole rows (fewer than one an SM: decode rows) of four vectors a thread, without a residual,
+// in blocks bound to one an SM, so that they hold x, weight and bias from the start, x and the
+// weight's scale as floats (normalize_rows' kFloatsHeld): the LayerNorm kind, with or without
+// codes, and the RMS kind without. The LayerNorm kind's 4-vector rows at the two-block bound of row_norm_in_registers
 // spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip after the reductions
 // (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with late reads, 3.20
-// holding them; Liger 3.12).
-template <class T, bool kQuant>
-__global__ void __launch_bounds__(512, 1) layer_norm_few_rows(const RowPointers<T> p, const RowShape s) {
-  normalize_rows<T, NormKind::layer, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
+// holding them; Liger 3.12). Floats held (few-rows-floats against fd61477, µs): RMSNorm 405b 2.72 ->
+// 2.62, GemmaRMSNorm 2.72 -> 2.66, LayerNormQuant 4.25 -> 4.13, LayerNorm 3.20 -> 3.23, the 70b rows
+// within ±0.03. At two vectors (8b) they lost: LayerNorm 2.02 -> 2.21, whose weight and bias,
+// unpacked before the first reduction, made it wait for their loads; RMSNormQuant gained nothing.
+template <class T, NormKind kKind, bool kQuant>
+__global__ void __launch_bounds__(512, 1) few_rows(const RowPointers<T> p, const RowShape s) {
+  normalize_rows<T, kKind, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
 }
 
 // RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
@@ -492,9 +517,10 @@ void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessor
           }
         }
         launch_whole_rows_or_not<kVec, kVecs, 4>(s, block, cluster, [&]<bool kWhole>() {
-          if constexpr (kKind == NormKind::layer && !kResidual && !kGroups && kVec > 1 && kVecs == 4 && kWhole) {
+          if constexpr (!kResidual && !kGroups && kVec > 1 && kVecs == 4 && kWhole &&
+                        (kKind == NormKind::layer || !kQuant)) {
             if (!many_rows) {
-              return launch_clustered(layer_norm_few_rows<T, kQuant>, grid, block, cluster, 0, stream, p, s);
+              return launch_clustered(few_rows<T, kKind, kQuant>, grid, block, cluster, 0, stream, p, s);
             }
           }
           launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>,
