@@ -21,9 +21,9 @@ namespace {
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 // Planes of at least this many loads take a whole warp each.
-constexpr int kWarpPlaneLoads = 128;
+constexpr int kWarpPlaneLoads = 8 * kLoadsInFlight + 1;
 // Loads of a lane issued before any of them is reduced.
-constexpr int kLoadsInFlight = 4;
+constexpr int kLoadsInFlight = 8;
 
 // kElements consecutive elements of a plane, read with one load.
 template <class T, int kElements>
