@@ -20,10 +20,10 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
-// Planes of at least this many loads take a whole warp each.
-constexpr int kWarpPlaneLoads = 8 * kLoadsInFlight + 1;
 // Loads of a lane issued before any of them is reduced.
 constexpr int kLoadsInFlight = 8;
+// Planes of at least this many loads take a whole warp each.
+constexpr int kWarpPlaneLoads = 8 * kLoadsInFlight + 1;
 
 // kElements consecutive elements of a plane, read with one load.
 template <class T, int kElements>
