@@ -20,14 +20,17 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
-// Loads of a lane issued before any of them is reduced: eight, so that a group of 8 lanes issues a
-// 7×7 plane's 49 loads in one round, where four took two rounds, two DRAM round trips (H200,
-// global-pool-eight-loads against b16ba3d: AdaptiveAvgPool2d / AdaptiveMaxPool2d [2048, 7, 7] f16
-// 2.05 / 1.95 -> 1.84 / 1.76 µs, with positions 2.27 -> 2.05, the batched [8, 2048, 7, 7] rows 5-9 %
-// faster; 16 lanes of four loads gained on the unbatched rows only).
-constexpr int kLoadsInFlight = 8;
-// Planes of more loads than a group of 8 lanes issues in one round take a whole warp each.
-constexpr int kWarpPlaneLoads = 8 * kLoadsInFlight + 1;
+// Loads of a lane issued before any of them is reduced. Eight single elements, so that a group of
+// 8 lanes issues a 7×7 plane's 49 loads in one round, where four took two rounds, two DRAM round
+// trips (H200, global-pool-eight-loads against b16ba3d: AdaptiveAvgPool2d / AdaptiveMaxPool2d
+// [2048, 7, 7] f16 2.05 / 1.95 -> 1.84 / 1.76 µs, with positions 2.27 -> 2.05, the batched
+// [8, 2048, 7, 7] rows 5-9 % faster; 16 lanes of four loads gained on the unbatched rows only).
+// Four 16-byte vectors: eight took 66 registers and MaxPool1d textcnn-global [64, 256, 128] f16
+// from 3.26 to 4.22 µs (the pooling run at 1ccb7f7).
+template <int kElements>
+constexpr int kLoadsInFlight = kElements == 1 ? 8 : 4;
+// Planes of at least this many loads take a whole warp each.
+constexpr int kWarpPlaneLoads = 128;
 
 // kElements consecutive elements of a plane, read with one load.
 template <class T, int kElements>
@@ -62,14 +65,14 @@ __global__ void __launch_bounds__(kThreads)
     const int loads = plane < planes ? plane_loads : 0;
     const T* const plane_x = x + plane * plane_size;
     Accumulator<kReduction> acc;
-    for (int l0 = lane; l0 < loads; l0 += kLanes * kLoadsInFlight) {
-      Load<T, kElements> load[kLoadsInFlight];
+    for (int l0 = lane; l0 < loads; l0 += kLanes * kLoadsInFlight<kElements>) {
+      Load<T, kElements> load[kLoadsInFlight<kElements>];
 #pragma unroll
-      for (int i = 0; i < kLoadsInFlight; ++i) {
+      for (int i = 0; i < kLoadsInFlight<kElements>; ++i) {
         if (l0 + i * kLanes < loads) load[i] = Load<T, kElements>::at(plane_x, l0 + i * kLanes);
       }
 #pragma unroll
-      for (int i = 0; i < kLoadsInFlight; ++i) {
+      for (int i = 0; i < kLoadsInFlight<kElements>; ++i) {
         if (l0 + i * kLanes >= loads) break;
 #pragma unroll
         for (int e = 0; e < kElements; ++e) {  // a lane's taps come in plane order
