@@ -249,9 +249,9 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // RMSNorm's two passes gain less than the block an SM its 7 more registers cost, and the
     // per-vector tests of the other forms leave no registers for it (the fused LayerNorm spilled).
     // Kernels bound to one block an SM (few rows) hold x and the scale of its columns as floats from
-    // the loads on: the unpacking and the weight offset leave the pass after the
-    // reductions, whose instructions a decode row waits for (one row of 16384 on one SM: ~440 warp
-    // instructions a warp, four warps a scheduler, most of them after the row has arrived).
+    // the loads on: the weight's unpacking and offset leave the pass after the reductions, whose
+    // instructions a decode row waits for (one row of 16384 on one SM: ~440 warp instructions a
+    // warp, four warps a scheduler, most of them issued after the row has arrived).
     constexpr bool kFloatsHeld = kOneBlockAnSm && kWhole;
     constexpr bool kUnpackOnce =
         kFloatsHeld || (kWhole && kKind == NormKind::layer && std::is_same_v<T, __half> && kVecs <= 2);
@@ -415,16 +415,17 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
   normalize_rows<T, kKind, kResidual, kQuant, kGroups, kPair, kVec, kVecs, kWhole>(p, s);
 }
 
-// Few whole rows (fewer than one an SM: decode rows) of four vectors a thread, without a residual,
-// in blocks bound to one an SM, so that they hold x, weight and bias from the start, x and the
-// weight's scale as floats (normalize_rows' kFloatsHeld): the LayerNorm kind, with or without
-// codes, and the RMS kind without. The LayerNorm kind's 4-vector rows at the two-block bound of row_norm_in_registers
-// spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip after the reductions
-// (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with late reads, 3.20
-// holding them; Liger 3.12). Floats held (few-rows-floats against fd61477, µs): RMSNorm 405b 2.72 ->
-// 2.62, GemmaRMSNorm 2.72 -> 2.66, LayerNormQuant 4.25 -> 4.13, LayerNorm 3.20 -> 3.23, the 70b rows
-// within ±0.03. At two vectors (8b) they lost: LayerNorm 2.02 -> 2.21, whose weight and bias,
-// unpacked before the first reduction, made it wait for their loads; RMSNormQuant gained nothing.
+// Few whole rows (fewer than one an SM: decode rows) of four vectors a thread without a residual,
+// the LayerNorm kind's with or without codes and the RMS kind's without, in blocks bound to one an
+// SM, so that they hold x, weight and bias from the start, x and the weight's scale as floats
+// (normalize_rows' kFloatsHeld). The LayerNorm kind's rows at the two-block bound of
+// row_norm_in_registers spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip
+// after the reductions (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with
+// late reads, 3.20 holding them; Liger 3.12). The floats (few-rows-floats against fd61477, µs):
+// RMSNorm 405b 2.72 -> 2.62, GemmaRMSNorm 2.72 -> 2.66, LayerNormQuant 4.25 -> 4.13, LayerNorm 3.20
+// -> 3.23, the 70b rows within ±0.03. Two-vector rows (8b) lost with them (LayerNorm 2.02 -> 2.21:
+// weight and bias, unpacked before the first reduction, made it wait for their loads), and
+// RMSNormQuant gained nothing.
 template <class T, NormKind kKind, bool kQuant>
 __global__ void __launch_bounds__(512, 1) few_rows(const RowPointers<T> p, const RowShape s) {
   normalize_rows<T, kKind, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
