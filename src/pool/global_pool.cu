@@ -29,8 +29,10 @@ constexpr int kWarp = 32;
 // from 3.26 to 4.22 µs (the pooling run at 1ccb7f7).
 template <int kElements>
 constexpr int kLoadsInFlight = kElements == 1 ? 8 : 4;
-// Planes of at least this many loads take a whole warp each.
-constexpr int kWarpPlaneLoads = 128;
+// Planes of at least this many loads take a whole warp each: single elements past one round of a
+// group of 8 lanes, as the run at 1ccb7f7 measured them; 16-byte vectors from 128, as before.
+template <int kElements>
+constexpr int kWarpPlaneLoads = kElements == 1 ? 8 * kLoadsInFlight<1> + 1 : 128;
 
 // kElements consecutive elements of a plane, read with one load.
 template <class T, int kElements>
@@ -109,10 +111,10 @@ void launch(std::string_view op, int64_t planes, int plane_size, float divisor, 
     const bool vectors = reinterpret_cast<uintptr_t>(x.data) % 16 == 0 && plane_size % kVector == 0;
     const int plane_loads = vectors ? plane_size / kVector : plane_size;
     if (vectors) {
-      if (plane_loads >= kWarpPlaneLoads) return run.template operator()<kWarp, kVector>();
+      if (plane_loads >= kWarpPlaneLoads<kVector>) return run.template operator()<kWarp, kVector>();
       return run.template operator()<8, kVector>();
     }
-    if (plane_loads >= kWarpPlaneLoads) return run.template operator()<kWarp, 1>();
+    if (plane_loads >= kWarpPlaneLoads<1>) return run.template operator()<kWarp, 1>();
     run.template operator()<8, 1>();
   });
   check_launch(op);
