@@ -198,6 +198,139 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
   }
 }
 
+// Many rows whose vectors fill whole blocks (row_norm_backward_staged): each block walks rows
+// blockIdx.x, + gridDim.x, ...; each thread copies its own vectors of x and grad_out for the next
+// kStages - 1 rows into shared memory with cp.async while it works on this one, and reads back only
+// what it copied, so the stages need no barrier: the block keeps (kStages - 1) rows of loads in flight
+// through its reductions and stores, with no registers held for them. The parameter terms of the
+// thread's columns add up in registers over its rows and leave once, as the block's row of the
+// partials. The row kernel above holds the row in registers and its column sums in shared memory:
+// 1.4-2.4 TB/s on the 2048-row catalogue rows (docs/perf-notes.md, fourth session).
+template <int kVecs>
+constexpr int kStagedRows = kVecs == 2 ? 4 : 3;
+constexpr int kMaxStagedThreads = 512;
+constexpr int kMinStagedThreads = 128;
+
+// A block's shared memory for rows of `vectors` 16-byte vectors at kVecs a thread: kStagedRows rows
+// of x and of grad_out.
+template <int kVecs>
+constexpr size_t staged_bytes(int vectors) {
+  return size_t{kStagedRows<kVecs>} * 2 * static_cast<size_t>(vectors) * kVectorBytes;
+}
+
+template <class T, NormKind kKind, int kVecs>
+__global__ void __launch_bounds__(kMaxStagedThreads)
+    row_norm_backward_staged(const BackwardPointers<T> p, const RowShape s) {
+  constexpr int kVec = kVectorBytes / sizeof(T), kStages = kStagedRows<kVecs>;
+  extern __shared__ uint4 staged[];
+  __shared__ alignas(16) float partials[2 * kHeldRowPartials];
+  unsigned reductions = 0;
+  const int threads = blockDim.x, vectors = s.row_len / kVec;
+  // This thread's vector i of x (tensor 0) or grad_out (1) in stage `stage`.
+  const auto slot = [&](int stage, int tensor, int i) {
+    return staged + ((stage * 2 + tensor) * kVecs + i) * threads + threadIdx.x;
+  };
+  const auto vector = [&](int i) { return static_cast<int>(threadIdx.x) + i * threads; };
+  // Every stage commits a group, empty past the last row, so that waiting for all but the newest
+  // kStages - 1 groups always finds this row's.
+  const auto stage_row = [&](int64_t row, int stage) {
+    if (row < s.rows) {
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        const int64_t at = row * vectors + vector(i);
+        const auto x_address = static_cast<unsigned>(__cvta_generic_to_shared(slot(stage, 0, i)));
+        const auto dy_address = static_cast<unsigned>(__cvta_generic_to_shared(slot(stage, 1, i)));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(x_address),
+                     "l"(reinterpret_cast<const uint4*>(p.x) + at)
+                     : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dy_address),
+                     "l"(reinterpret_cast<const uint4*>(p.grad_out) + at)
+                     : "memory");
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  };
+  const auto statistics = [&](int64_t row) {
+    const bool exists = row < s.rows;
+    return float2{kKind == NormKind::layer && exists ? p.mean[row] : 0.0f, exists ? p.rstd[row] : 0.0f};
+  };
+
+  float weight_terms[kVecs][kVec] = {}, bias_terms[kVecs][kVec] = {};
+
+  const int64_t stride = gridDim.x;
+  int64_t row = blockIdx.x;
+#pragma unroll
+  for (int k = 0; k < kStages - 1; ++k) stage_row(row + k * stride, k);
+  float2 stats = statistics(row);
+  for (int stage = 0; row < s.rows; row += stride, stage = stage == kStages - 1 ? 0 : stage + 1) {
+    stage_row(row + (kStages - 1) * stride, stage == 0 ? kStages - 1 : stage - 1);
+    const float2 next_stats = statistics(row + stride);
+    asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1) : "memory");
+    const float mean = stats.x, rstd = stats.y;
+    // Calls term(e, x_hat, h, dy) for each element e of staged vector i.
+    const auto for_terms = [&](int i, auto term) {
+      float xs[kVec], dys[kVec], ws[kVec];
+      unpack<T, kVec>(*slot(stage, 0, i), xs);
+      unpack<T, kVec>(*slot(stage, 1, i), dys);
+      if (p.weight) {
+        unpack<T, kVec>(__ldg(reinterpret_cast<const uint4*>(p.weight) + vector(i)), ws);
+      } else {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) ws[e] = 1;
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        float x_hat, h;
+        element_terms<kKind>(xs[e], dys[e], ws[e], mean, rstd, x_hat, h);
+        term(e, x_hat, h, dys[e]);
+      }
+    };
+    float h_sum = 0, projection = 0;
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      for_terms(i, [&](int e, float x_hat, float h, float dy) {
+        h_sum += h;
+        projection += h * x_hat;
+        weight_terms[i][e] += dy * x_hat;
+        if constexpr (kKind == NormKind::layer) bias_terms[i][e] += dy;
+      });
+    }
+    RowReduction<false> reduce(partials, reductions, nullptr);
+    float h_mean = 0;
+    if constexpr (kKind == NormKind::layer) {
+      const auto add = [](float x, float y) { return x + y; };
+      const float2 sums = reduce.pair(h_sum, projection, 0.0f, 0.0f, add, add);
+      h_mean = sums.x * s.inv_len;
+      projection = sums.y * s.inv_len;
+    } else {
+      projection = reduce.sum(projection) * s.inv_len;
+    }
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      float out[kVec];
+      for_terms(i, [&](int e, float x_hat, float h, float) { out[e] = input_gradient(x_hat, h, rstd, h_mean, projection); });
+      reinterpret_cast<uint4*>(p.grad_x)[row * vectors + vector(i)] = pack<T, kVec>(out);
+    }
+    stats = next_stats;
+  }
+  // The block's row of the partials: gradient 0 the weight's terms, 1 the bias's.
+  const auto write_terms = [&](const float (&terms)[kVecs][kVec], int gradient) {
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      auto* const at = reinterpret_cast<float4*>(p.partial + (gradient * int64_t{gridDim.x} + blockIdx.x) * s.row_len +
+                                                  int64_t{vector(i)} * kVec);
+#pragma unroll
+      for (int q = 0; q < kVec / 4; ++q) {
+        at[q] = float4{terms[i][4 * q], terms[i][4 * q + 1], terms[i][4 * q + 2], terms[i][4 * q + 3]};
+      }
+    }
+  };
+  if (p.grad_weight) write_terms(weight_terms, 0);
+  if constexpr (kKind == NormKind::layer) {
+    if (p.grad_bias) write_terms(bias_terms, 1);
+  }
+}
+
 // Rows too long for registers, one element per access: the second pass reads the row again.
 template <class T, NormKind kKind>
 __global__ void __launch_bounds__(kStreamingThreads)
@@ -364,6 +497,37 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
   return blocks;
 }
 
+// Runs row_norm_backward_staged where it applies: many rows (one an SM or more) of 16-byte vectors
+// that fill blocks of kMinStagedThreads to kMaxStagedThreads threads at two vectors a thread (four
+// from 1024 vectors a row: 8192 half elements), as many blocks as are resident, within the
+// workspace's rows of partials. Returns the blocks, 0 where it does not apply.
+template <class T, NormKind kKind>
+int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
+                               int multiprocessors, cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  if (!has_many_rows(s, multiprocessors) || !rows_of_vectors<T>({p.grad_out, p.x, p.weight, p.grad_x}, s.row_len)) {
+    return 0;
+  }
+  const int vectors = s.row_len / kVec;
+  const auto launch = [&]<int kVecs>() -> int64_t {
+    const int threads = vectors / kVecs;
+    if (vectors % (kVecs * kWarp) != 0 || threads < kMinStagedThreads || threads > kMaxStagedThreads) return 0;
+    const auto kernel = row_norm_backward_staged<T, kKind, kVecs>;
+    const size_t shared_bytes = staged_bytes<kVecs>(vectors);
+    check_cuda(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), op,
+        "cudaFuncSetAttribute");
+    int resident = 0;
+    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, shared_bytes), op,
+               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+    const int64_t blocks = std::min({s.rows, int64_t{std::max(resident, 1)} * multiprocessors,
+                                     backward_partial_blocks({s.rows, s.row_len})});
+    kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(p, s);
+    return blocks;
+  };
+  return vectors >= 2 * kMaxStagedThreads ? launch.template operator()<4>() : launch.template operator()<2>();
+}
+
 // The partials kernel where it applies, else the row kernel of the forward's shapes: one row a
 // block (or short rows sharing one), with partials over rows of single elements or of more than
 // 512 threads' vectors, and the streaming kernel with the column kernel beyond.
@@ -375,7 +539,10 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
   const bool partials = parameters && s.rows > 1;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
-  if (partials && s.row_len / kVec <= kMaxThreads &&
+  if (const int64_t staged_blocks = launch_backward_staged<T, kKind>(op, p, s, multiprocessors, stream)) {
+    column_kernel = false;
+    if (partials) blocks = staged_blocks;
+  } else if (partials && s.row_len / kVec <= kMaxThreads &&
       rows_of_vectors<T>({p.grad_out, p.x, p.weight, p.grad_x}, s.row_len)) {
     blocks = launch_backward_partials<T, kKind>(op, p, s, multiprocessors, stream);
     column_kernel = false;

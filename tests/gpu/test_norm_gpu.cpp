@@ -992,6 +992,23 @@ TEST_P(NormBackwardGpu, ManyRowsInBlocksOfSeveralRows) {
   }
 }
 
+// Many rows staged ahead in shared memory (row_norm_backward_staged): rows that leave some blocks
+// one row fewer than others and blocks with fewer rows than stages ahead (140 rows), two and four
+// vectors a thread in 128 to 512 threads, with and without a weight, every dtype.
+TEST_P(NormBackwardGpu, ManyRowsStagedAhead) {
+  std::mt19937_64 rng(23);
+  const struct {
+    Shape shape;
+    DType dtype;
+    bool weight;
+  } cases[] = {{{140, 2048}, DType::bf16, true},  {{140, 2048}, DType::f16, false}, {{265, 1024}, DType::f32, false},
+               {{1000, 3072}, DType::bf16, true}, {{397, 16384}, DType::bf16, true}, {{300, 8192}, DType::f16, false}};
+  for (const auto& c : cases) {
+    BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng, c.weight);
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+  }
+}
+
 // Rows shared by the blocks of a cluster: one row (its parameter gradients written directly), and
 // several rows without a weight (no partials); with a weight, several rows stay a block's own.
 TEST_P(NormBackwardGpu, RowsSharedByClusters) {
