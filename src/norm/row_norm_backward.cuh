@@ -202,20 +202,21 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 // blockIdx.x, + gridDim.x, ...; each thread copies its own vectors of x and grad_out for the next
 // kStages - 1 rows into shared memory with cp.async while it works on this one, and reads back only
 // what it copied, so the stages need no barrier: the block keeps (kStages - 1) rows of loads in flight
-// through its reductions and stores, with no registers held for them. The parameter terms of the
-// thread's columns add up in registers over its rows and leave once, as the block's row of the
-// partials. The row kernel above holds the row in registers and its column sums in shared memory:
-// 1.4-2.4 TB/s on the 2048-row catalogue rows (docs/perf-notes.md, fourth session).
+// through its reductions and stores, with no registers held for them. The thread's vectors of the
+// weight (ones without one) wait in shared memory too, read back as the rows' are. The parameter
+// terms of the thread's columns add up in registers over its rows and leave once, as the block's
+// row of the partials. The row kernel above holds the row in registers and its column sums in
+// shared memory: 1.4-2.4 TB/s on the 2048-row catalogue rows (docs/perf-notes.md, fourth session).
 template <int kVecs>
 constexpr int kStagedRows = kVecs == 2 ? 4 : 3;
 constexpr int kMaxStagedThreads = 512;
 constexpr int kMinStagedThreads = 128;
 
 // A block's shared memory for rows of `vectors` 16-byte vectors at kVecs a thread: kStagedRows rows
-// of x and of grad_out.
+// of x and of grad_out, and the weight.
 template <int kVecs>
 constexpr size_t staged_bytes(int vectors) {
-  return size_t{kStagedRows<kVecs>} * 2 * static_cast<size_t>(vectors) * kVectorBytes;
+  return (size_t{kStagedRows<kVecs>} * 2 + 1) * static_cast<size_t>(vectors) * kVectorBytes;
 }
 
 template <class T, NormKind kKind, int kVecs>
@@ -226,26 +227,31 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
   __shared__ alignas(16) float partials[2 * kHeldRowPartials];
   unsigned reductions = 0;
   const int threads = blockDim.x, vectors = s.row_len / kVec;
-  // This thread's vector i of x (tensor 0) or grad_out (1) in stage `stage`.
-  const auto slot = [&](int stage, int tensor, int i) {
-    return staged + ((stage * 2 + tensor) * kVecs + i) * threads + threadIdx.x;
-  };
-  const auto vector = [&](int i) { return static_cast<int>(threadIdx.x) + i * threads; };
+  // Slot j of this thread: vector i of x in stage k is slot (2k) * kVecs + i, of grad_out (2k + 1) *
+  // kVecs + i; the weight's vector i, slot 2 * kStages * kVecs + i.
+  const auto slot = [&](int j) { return staged + j * threads + threadIdx.x; };
+  const auto weight_slot = [&](int i) { return slot(2 * kStages * kVecs + i); };
+  float ones[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) ones[e] = 1;
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    *weight_slot(i) = p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + threadIdx.x + i * threads)
+                               : pack<T, kVec>(ones);
+  }
   // Every stage commits a group, empty past the last row, so that waiting for all but the newest
   // kStages - 1 groups always finds this row's.
   const auto stage_row = [&](int64_t row, int stage) {
     if (row < s.rows) {
+      const int64_t first = row * vectors + threadIdx.x;
+      const auto* const x = reinterpret_cast<const uint4*>(p.x) + first;
+      const auto* const dy = reinterpret_cast<const uint4*>(p.grad_out) + first;
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        const int64_t at = row * vectors + vector(i);
-        const auto x_address = static_cast<unsigned>(__cvta_generic_to_shared(slot(stage, 0, i)));
-        const auto dy_address = static_cast<unsigned>(__cvta_generic_to_shared(slot(stage, 1, i)));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(x_address),
-                     "l"(reinterpret_cast<const uint4*>(p.x) + at)
-                     : "memory");
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dy_address),
-                     "l"(reinterpret_cast<const uint4*>(p.grad_out) + at)
-                     : "memory");
+        const auto x_to = static_cast<unsigned>(__cvta_generic_to_shared(slot(2 * stage * kVecs + i)));
+        const auto dy_to = static_cast<unsigned>(__cvta_generic_to_shared(slot((2 * stage + 1) * kVecs + i)));
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(x_to), "l"(x + i * threads) : "memory");
+        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dy_to), "l"(dy + i * threads) : "memory");
       }
     }
     asm volatile("cp.async.commit_group;" ::: "memory");
@@ -256,7 +262,6 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
   };
 
   float weight_terms[kVecs][kVec] = {}, bias_terms[kVecs][kVec] = {};
-
   const int64_t stride = gridDim.x;
   int64_t row = blockIdx.x;
 #pragma unroll
@@ -266,50 +271,53 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
     stage_row(row + (kStages - 1) * stride, stage == 0 ? kStages - 1 : stage - 1);
     const float2 next_stats = statistics(row + stride);
     asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1) : "memory");
-    const float mean = stats.x, rstd = stats.y;
-    // Calls term(e, x_hat, h, dy) for each element e of staged vector i.
-    const auto for_terms = [&](int i, auto term) {
+    const float rstd = stats.y, centred_shift = -stats.x * stats.y;  // x_hat = x * rstd + centred_shift
+    // Calls f(e, x, dy, weight) for each element e of this row's vector i.
+    const auto for_elements = [&](int i, auto f) {
       float xs[kVec], dys[kVec], ws[kVec];
-      unpack<T, kVec>(*slot(stage, 0, i), xs);
-      unpack<T, kVec>(*slot(stage, 1, i), dys);
-      if (p.weight) {
-        unpack<T, kVec>(__ldg(reinterpret_cast<const uint4*>(p.weight) + vector(i)), ws);
-      } else {
+      unpack<T, kVec>(*slot(2 * stage * kVecs + i), xs);
+      unpack<T, kVec>(*slot((2 * stage + 1) * kVecs + i), dys);
+      unpack<T, kVec>(*weight_slot(i), ws);
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) ws[e] = 1;
-      }
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        float x_hat, h;
-        element_terms<kKind>(xs[e], dys[e], ws[e], mean, rstd, x_hat, h);
-        term(e, x_hat, h, dys[e]);
-      }
+      for (int e = 0; e < kVec; ++e) f(e, xs[e], dys[e], ws[e]);
     };
+    // The RMS kind's sums leave rstd out (dy * x taken once for both), LayerNorm's carry it in x_hat.
     float h_sum = 0, projection = 0;
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      for_terms(i, [&](int e, float x_hat, float h, float dy) {
-        h_sum += h;
-        projection += h * x_hat;
-        weight_terms[i][e] += dy * x_hat;
-        if constexpr (kKind == NormKind::layer) bias_terms[i][e] += dy;
+      for_elements(i, [&](int e, float x, float dy, float weight) {
+        if constexpr (kKind == NormKind::layer) {
+          const float x_hat = fmaf(x, rstd, centred_shift), h = dy * weight;
+          h_sum += h;
+          projection = fmaf(h, x_hat, projection);
+          weight_terms[i][e] = fmaf(dy, x_hat, weight_terms[i][e]);
+          bias_terms[i][e] += dy;
+        } else {
+          const float dy_x = dy * x;
+          projection = fmaf(weight, dy_x, projection);
+          weight_terms[i][e] = fmaf(rstd, dy_x, weight_terms[i][e]);
+        }
       });
     }
     RowReduction<false> reduce(partials, reductions, nullptr);
     float h_mean = 0;
     if constexpr (kKind == NormKind::layer) {
-      const auto add = [](float x, float y) { return x + y; };
+      const auto add = [](float a, float b) { return a + b; };
       const float2 sums = reduce.pair(h_sum, projection, 0.0f, 0.0f, add, add);
       h_mean = sums.x * s.inv_len;
       projection = sums.y * s.inv_len;
     } else {
-      projection = reduce.sum(projection) * s.inv_len;
+      projection = reduce.sum(projection) * s.inv_len * rstd;
     }
+    // grad_x = rstd * (h - h_mean - x_hat * projection) = rstd * h + x_scale * x + shift.
+    const float x_scale = -rstd * projection * rstd, shift = -rstd * (h_mean + projection * centred_shift);
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       float out[kVec];
-      for_terms(i, [&](int e, float x_hat, float h, float) { out[e] = input_gradient(x_hat, h, rstd, h_mean, projection); });
-      reinterpret_cast<uint4*>(p.grad_x)[row * vectors + vector(i)] = pack<T, kVec>(out);
+      for_elements(i, [&](int e, float x, float dy, float weight) {
+        out[e] = fmaf(rstd, dy * weight, fmaf(x_scale, x, shift));
+      });
+      reinterpret_cast<uint4*>(p.grad_x)[row * vectors + threadIdx.x + i * threads] = pack<T, kVec>(out);
     }
     stats = next_stats;
   }
@@ -318,7 +326,7 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
       auto* const at = reinterpret_cast<float4*>(p.partial + (gradient * int64_t{gridDim.x} + blockIdx.x) * s.row_len +
-                                                  int64_t{vector(i)} * kVec);
+                                                  int64_t{threadIdx.x + i * threads} * kVec);
 #pragma unroll
       for (int q = 0; q < kVec / 4; ++q) {
         at[q] = float4{terms[i][4 * q], terms[i][4 * q + 1], terms[i][4 * q + 2], terms[i][4 * q + 3]};
@@ -514,6 +522,13 @@ int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p
     if (vectors % (kVecs * kWarp) != 0 || threads < kMinStagedThreads || threads > kMaxStagedThreads) return 0;
     const auto kernel = row_norm_backward_staged<T, kKind, kVecs>;
     const size_t shared_bytes = staged_bytes<kVecs>(vectors);
+    cudaFuncAttributes attributes{};
+    check_cuda(cudaFuncGetAttributes(&attributes, kernel), op, "cudaFuncGetAttributes");
+    int device = 0, most_shared = 0;
+    check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
+    check_cuda(cudaDeviceGetAttribute(&most_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op,
+               "cudaDeviceGetAttribute");
+    if (shared_bytes + attributes.sharedSizeBytes > static_cast<size_t>(most_shared)) return 0;
     check_cuda(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), op,
         "cudaFuncSetAttribute");
