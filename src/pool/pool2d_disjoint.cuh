@@ -59,31 +59,17 @@ __global__ void __launch_bounds__(kPool2dThreads)
   [[maybe_unused]] int64_t at[kOutputs];
 #pragma unroll
   for (int o = 0; o < kOutputs; ++o) {
+    Accumulator<kReduction> acc;
+#pragma unroll
+    for (int kh = 0; kh < KH; ++kh) {
+#pragma unroll
+      for (int kw = 0; kw < KW; ++kw) acc.add(to_float(taps[kh][o * KW + kw]), kh * KW + kw);
+    }
     if constexpr (kReduction == Reduction::max) {
-      float value = to_float(taps[0][o * KW]);
-#pragma unroll
-      for (int kh = 0; kh < KH; ++kh) {
-#pragma unroll
-        for (int kw = 0; kw < KW; ++kw) value = max_propagating_nan(value, to_float(taps[kh][o * KW + kw]));
-      }
-      best[o] = from_float<T>(value);
+      best[o] = from_float<T>(acc.best);
     } else {
-      // The first tap seeds the scan, so an all -inf window reports it (spec §4.2-4.3).
-      int best_tap = 0;
-      float best_value = to_float(taps[0][o * KW]);
-#pragma unroll
-      for (int kh = 0; kh < KH; ++kh) {
-#pragma unroll
-        for (int kw = kh == 0 ? 1 : 0; kw < KW; ++kw) {
-          const float value = to_float(taps[kh][o * KW + kw]);
-          if (replaces_best(value, best_value)) {
-            best_value = value;
-            best_tap = kh * KW + kw;
-          }
-        }
-      }
-      best[o] = from_float<T>(best_value);
-      at[o] = int64_t{h0 + best_tap / KW} * a.in_w + w0 + o * KW + best_tap % KW;
+      best[o] = from_float<T>(acc.best.value);
+      at[o] = int64_t{h0 + acc.best.at / KW} * a.in_w + w0 + o * KW + acc.best.at % KW;
     }
   }
   const int64_t out = int64_t{row} * a.out_w + ow0;
