@@ -199,6 +199,15 @@ template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bo
 __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_pointers, const RowShape s) {
   using P = Pack<T, kVec>;
   constexpr bool kLateAffine = !kOneBlockAnSm && reads_affine_late<kKind, kResidual, kVecs>();
+  // Kernels bound to one block an SM (few rows) hold x and the weight's scale as floats (see below).
+  constexpr bool kFloatsHeld = kOneBlockAnSm && kWhole;
+  // The RMS kind's few rows read their weight once x has arrived: x then enters the SM alone, and
+  // its reduction covers the weight's arrival (H200, weight-after-x against 9ac6524: RMSNorm and
+  // GemmaRMSNorm 405b decode 2.66 -> 2.59 µs with the scale unpacked after the reduction, the 70b
+  // rows level; the LayerNorm kind lost 0.13-0.45 µs, its weight and bias arriving after its two
+  // reductions). They unpack the scale in the output pass: before the reduction it would wait for
+  // the weight.
+  constexpr bool kWeightAfterX = kFloatsHeld && kKind == NormKind::rms;
   constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
   // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
   // where a bias or the residual's registers leave no room for more without losing a block an SM.
@@ -213,8 +222,13 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // The weight and bias vectors at held vector i's columns, read into w and b.
     const auto read_affine = [&](int i, P& w, P& b) {
       const int64_t affine = affine_first<kGroups>(r.row, first, r.vectors, s.modulation, s.groups) + r.vector(i);
-      if (p.weight) w = __ldg(reinterpret_cast<const P*>(p.weight) + affine);
-      if (kKind == NormKind::layer && p.bias) b = __ldg(reinterpret_cast<const P*>(p.bias) + affine);
+      // Read after x (kWeightAfterX), coherently: the fence before them orders coherent loads only.
+      const auto load = [](const T* at) {
+        if constexpr (kWeightAfterX) return *reinterpret_cast<const P*>(at);
+        else return __ldg(reinterpret_cast<const P*>(at));
+      };
+      if (p.weight) w = load(p.weight + affine * kVec);
+      if (kKind == NormKind::layer && p.bias) b = load(p.bias + affine * kVec);
     };
     P held[kVecs], residual[kResidual ? kVecs : 1], weight[kHeldAffine], bias[kHeldAffine];
 #pragma unroll
@@ -230,7 +244,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
         held[i] = reinterpret_cast<const P*>(p.x)[first + v];
       }
       if constexpr (kResidual) residual[i] = reinterpret_cast<const P*>(p.residual)[first + v];
-      if constexpr (!kLateAffine) read_affine(i, weight[i], bias[i]);
+      if constexpr (!kLateAffine && !kWeightAfterX) read_affine(i, weight[i], bias[i]);
     }
     // After every load of the row: the compiler may not move a load above a store that could alias
     // it (the in-place form does alias), and with the add beside the loads it serialized them and
@@ -249,10 +263,9 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // RMSNorm's two passes gain less than the block an SM its 7 more registers cost, and the
     // per-vector tests of the other forms leave no registers for it (the fused LayerNorm spilled).
     // Kernels bound to one block an SM (few rows) hold x and the scale of its columns as floats from
-    // the loads on: the weight's unpacking and offset leave the pass after the reductions, whose
-    // instructions a decode row waits for (one row of 16384 on one SM: ~440 warp instructions a
-    // warp, four warps a scheduler, most of them issued after the row has arrived).
-    constexpr bool kFloatsHeld = kOneBlockAnSm && kWhole;
+    // the loads on: the unpacking and the weight offset leave the pass after the
+    // reductions, whose instructions a decode row waits for (one row of 16384 on one SM: ~440 warp
+    // instructions a warp, four warps a scheduler, most of them after the row has arrived).
     constexpr bool kUnpackOnce =
         kFloatsHeld || (kWhole && kKind == NormKind::layer && std::is_same_v<T, __half> && kVecs <= 2);
     [[maybe_unused]] float unpacked[kUnpackOnce ? kVecs : 1][kVec];
@@ -309,8 +322,9 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       }
     };
     // The bias stays packed: with the shift as floats too, 32 elements a thread spilled (120-136 bytes).
-    [[maybe_unused]] float held_scale[kFloatsHeld ? kVecs : 1][kVec];
-    if constexpr (kFloatsHeld) {
+    constexpr bool kScaleHeld = kFloatsHeld && !kWeightAfterX;
+    [[maybe_unused]] float held_scale[kScaleHeld ? kVecs : 1][kVec];
+    if constexpr (kScaleHeld) {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) weight_scale(weight[i], held_scale[i]);
     }
@@ -340,6 +354,12 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       product_amax = reduced.y;
     } else {
       const float squares = held_sum([mean](float v) { return (v - mean) * (v - mean); });
+      if constexpr (kWeightAfterX) {
+        // Without the fence ptxas hoists the weight's loads up beside x's.
+        __threadfence_block();
+#pragma unroll
+        for (int i = 0; i < kVecs; ++i) read_affine(i, weight[i], bias[i]);
+      }
       inv_std = rsqrtf(reduce.sum(squares) * s.inv_len + s.eps);
     }
     if (r.leads()) write_stats(p, r.row, mean, inv_std);
@@ -348,7 +368,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
       held_values(i, values);
       float scale[kVec], shift[kVec];
-      if constexpr (kFloatsHeld) {
+      if constexpr (kScaleHeld) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) scale[e] = held_scale[i][e];
       } else {
