@@ -28,6 +28,7 @@
 #include "core/dispatch.cuh"
 #include "norm/held_row.cuh"
 #include "norm/row_norm.hpp"
+#include "norm/staged_rows.cuh"
 
 namespace solops::detail::row_norm {
 
@@ -466,6 +467,112 @@ __global__ void __maxnreg__(kQuantManyRowsRegisters)
   normalize_rows<T, NormKind::rms, false, true, false, false, kVec, 2, false>(p, s);
 }
 
+// Many rows of the LayerNorm kind and RMSNormQuant (without a residual, weight rows or per-row
+// modulation) whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x rows, the weight
+// (ones without one) and the bias (zeros) as column vectors. The passes read the staged row back
+// from shared memory: the mean, the squared deviations, the amax (LayerNormQuant), the outputs.
+template <class T, NormKind kKind, bool kQuant, int kVecs>
+__global__ void __launch_bounds__(kMaxStagedThreads) row_norm_staged(const RowPointers<T> p, const RowShape s) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  extern __shared__ uint4 staged_shared[];
+  __shared__ alignas(16) float partials[2 * kHeldRowPartials];
+  unsigned reductions = 0;
+  StagedRows<kVecs, 1, 2> staged(staged_shared, s.rows);
+  const int threads = blockDim.x;
+  float ones[kVec], zeros[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    ones[e] = 1;
+    zeros[e] = 0;
+  }
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    const int v = threadIdx.x + i * threads;
+    staged.set_column_vector(0, i, p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + v) : pack<T, kVec>(ones));
+    staged.set_column_vector(1, i,
+                             kKind == NormKind::layer && p.bias ? __ldg(reinterpret_cast<const uint4*>(p.bias) + v)
+                                                                : pack<T, kVec>(zeros));
+  }
+  // f(e, x, scale, shift) for each element e of the staged row's vector i.
+  const auto for_elements = [&](int stage, int i, auto f) {
+    float xs[kVec], scale[kVec], shift[kVec];
+    unpack<T, kVec>(staged.row_vector(stage, 0, i), xs);
+    unpack<T, kVec>(staged.column_vector(0, i), scale);
+    if constexpr (kKind == NormKind::layer) unpack<T, kVec>(staged.column_vector(1, i), shift);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      // Only Gemma's (an RMS norm's) weight is offset, and an absent weight's ones are not.
+      if constexpr (kKind == NormKind::rms) scale[e] += p.weight ? s.weight_offset : 0.0f;
+      f(e, xs[e], scale[e], kKind == NormKind::layer ? shift[e] : 0.0f);
+    }
+  };
+  // The sum of term(x) over this thread's elements, in two chains (even and odd elements).
+  const auto row_sum_of = [&](int stage, auto term) {
+    float totals[2] = {0, 0};
+#pragma unroll
+    for (int i = 0; i < kVecs; ++i) {
+      for_elements(stage, i, [&](int e, float x, float, float) { totals[e % 2] += term(x); });
+    }
+    return totals[0] + totals[1];
+  };
+  const uint4* const tensors[1] = {reinterpret_cast<const uint4*>(p.x)};
+  staged.for_each_row(tensors, [&](int64_t row, int stage) {
+    RowReduction<false> reduce(partials, reductions, nullptr);
+    float mean = 0, inv_std, product_amax = 0;
+    if constexpr (kKind == NormKind::layer) {
+      mean = reduce.sum(row_sum_of(stage, [](float x) { return x; })) * s.inv_len;
+      inv_std = rsqrtf(reduce.sum(row_sum_of(stage, [mean](float x) { return (x - mean) * (x - mean); })) * s.inv_len +
+                       s.eps);
+    } else {
+      // RMSNormQuant's amax as inv_std · max |x · scale|, reduced beside the squares (normalize_rows).
+      float squares = 0;
+      unsigned amax_bits = 0;
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        for_elements(stage, i, [&](int, float x, float scale, float) {
+          squares = fmaf(x, x, squares);
+          amax_bits = max(amax_bits, magnitude_bits(x * scale));
+        });
+      }
+      const float2 reduced = reduce.sum_and_max(squares, __uint_as_float(amax_bits));
+      inv_std = rsqrtf(reduced.x * s.inv_len + s.eps);
+      product_amax = reduced.y;
+    }
+    if (threadIdx.x == 0) write_stats(p, row, mean, inv_std);
+    // f(at, values) for each vector of the row: its index among the tensor's vectors, its outputs.
+    const auto for_each_output = [&](auto f) {
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        float values[kVec];
+        for_elements(stage, i, [&](int e, float x, float scale, float shift) {
+          values[e] = normalized<kKind>(x, mean, inv_std, scale, shift);
+        });
+        f(row * kVecs * threads + threadIdx.x + i * threads, values);
+      }
+    };
+    if constexpr (kQuant) {
+      QuantScale row_scale;
+      if constexpr (kKind == NormKind::rms) {
+        row_scale = quant_scale(inv_std * product_amax, p.row_scale, row, threadIdx.x == 0);
+      } else {
+        unsigned amax = 0;
+        for_each_output([&](int64_t, const float (&values)[kVec]) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
+        });
+        row_scale = quant_scale(reduce.max(__uint_as_float(amax)), p.row_scale, row, threadIdx.x == 0);
+      }
+      for_each_output([&](int64_t at, const float (&values)[kVec]) {
+        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
+      });
+    } else {
+      for_each_output([&](int64_t at, const float (&values)[kVec]) {
+        reinterpret_cast<uint4*>(p.y)[at] = pack<T, kVec>(values);
+      });
+    }
+  });
+}
+
 constexpr int kStreamingThreads = 1024;
 
 // Rows too long for registers, one element per access: each pass reads the row again (the fused
@@ -519,8 +626,37 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
   }
 }
 
+// Runs row_norm_staged where it applies: many rows of the LayerNorm kind or RMSNormQuant, without a
+// residual, weight rows or per-row modulation, of 16-byte vectors that fill its blocks (staged_vecs).
+// Returns whether it ran.
+template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups>
+bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowShape& s, int multiprocessors,
+                        cudaStream_t stream) {
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  if constexpr (kResidual || kGroups || (kKind == NormKind::rms && !kQuant)) {
+    return false;
+  } else {
+    if (s.modulation || !has_many_rows(s, multiprocessors) ||
+        !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y, p.codes}, s.row_len)) {
+      return false;
+    }
+    const int vectors = s.row_len / kVec;
+    const auto launch = [&]<int kVecs>() {
+      return launch_staged(op, row_norm_staged<T, kKind, kQuant, kVecs>, vectors / kVecs,
+                           StagedRows<kVecs, 1, 2>::bytes(vectors), s.rows, s.rows, multiprocessors, stream, p, s) > 0;
+    };
+    switch (staged_vecs(vectors)) {
+      case 2: return launch.template operator()<2>();
+      case 4: return launch.template operator()<4>();
+      default: return false;
+    }
+  }
+}
+
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups = false>
-void launch_typed(const RowPointers<T>& p, const RowShape& s, int multiprocessors, cudaStream_t stream) {
+void launch_typed(std::string_view op, const RowPointers<T>& p, const RowShape& s, int multiprocessors,
+                  cudaStream_t stream) {
+  if (launch_staged_rows<T, kKind, kResidual, kQuant, kGroups>(op, p, s, multiprocessors, stream)) return;
   // The spreads measured for each kind (held_row.cuh): the fused norms' few long rows shared by a
   // cluster, RMSNormQuant's rows and the LayerNorm kind's many f16 rows of 4096 at four vectors, the
   // others' few rows of up to 32 KB in one block.
@@ -579,11 +715,11 @@ void launch_rows(std::string_view op, const RowGeometry& g, const NormMath& math
                            data_of<T>(t.bias),    y,                      data_of<T>(t.residual_out),
                            data_of<float>(t.mean), data_of<float>(t.rstd), codes,
                            data_of<float>(t.row_scale), {}};
-    if (quant) launch_typed<T, kKind, false, true>(p, s, multiprocessors, stream);
-    else if (t.residual) launch_typed<T, kKind, true, false>(p, s, multiprocessors, stream);
+    if (quant) launch_typed<T, kKind, false, true>(op, p, s, multiprocessors, stream);
+    else if (t.residual) launch_typed<T, kKind, true, false>(op, p, s, multiprocessors, stream);
     else if (kKind == NormKind::rms && t.affine == AffineRows::per_group)
-      launch_typed<T, kKind, false, false, kKind == NormKind::rms>(p, s, multiprocessors, stream);
-    else launch_typed<T, kKind, false, false>(p, s, multiprocessors, stream);
+      launch_typed<T, kKind, false, false, kKind == NormKind::rms>(op, p, s, multiprocessors, stream);
+    else launch_typed<T, kKind, false, false>(op, p, s, multiprocessors, stream);
   });
   check_launch(op);
 }

@@ -18,6 +18,7 @@
 #pragma once
 
 #include "norm/row_norm.cuh"
+#include "norm/staged_rows.cuh"
 
 namespace solops::detail::row_norm {
 
@@ -198,86 +199,43 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
   }
 }
 
-// Many rows whose vectors fill whole blocks (row_norm_backward_staged): each block walks rows
-// blockIdx.x, + gridDim.x, ...; each thread copies its own vectors of x and grad_out for the next
-// kStages - 1 rows into shared memory with cp.async while it works on this one, and reads back only
-// what it copied, so the stages need no barrier: the block keeps (kStages - 1) rows of loads in flight
-// through its reductions and stores, with no registers held for them. The thread's vectors of the
-// weight (ones without one) wait in shared memory too, read back as the rows' are. The parameter
-// terms of the thread's columns add up in registers over its rows and leave once, as the block's
-// row of the partials. The row kernel above holds the row in registers and its column sums in
-// shared memory: 1.4-2.4 TB/s on the 2048-row catalogue rows (docs/perf-notes.md, fourth session).
-template <int kVecs>
-constexpr int kStagedRows = kVecs == 2 ? 4 : 3;
-constexpr int kMaxStagedThreads = 512;
-constexpr int kMinStagedThreads = 128;
-
-// A block's shared memory for rows of `vectors` 16-byte vectors at kVecs a thread: kStagedRows rows
-// of x and of grad_out, and the weight.
-template <int kVecs>
-constexpr size_t staged_bytes(int vectors) {
-  return (size_t{kStagedRows<kVecs>} * 2 + 1) * static_cast<size_t>(vectors) * kVectorBytes;
-}
-
+// Many rows whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x and grad_out rows,
+// the weight (ones without one) as a column vector. The parameter terms of the thread's columns add
+// up in registers over its rows and leave once, as the block's row of the partials.
 template <class T, NormKind kKind, int kVecs>
 __global__ void __launch_bounds__(kMaxStagedThreads)
     row_norm_backward_staged(const BackwardPointers<T> p, const RowShape s) {
-  constexpr int kVec = kVectorBytes / sizeof(T), kStages = kStagedRows<kVecs>;
-  extern __shared__ uint4 staged[];
+  constexpr int kVec = kVectorBytes / sizeof(T);
+  extern __shared__ uint4 staged_shared[];
   __shared__ alignas(16) float partials[2 * kHeldRowPartials];
   unsigned reductions = 0;
+  StagedRows<kVecs, 2, 1> staged(staged_shared, s.rows);
   const int threads = blockDim.x, vectors = s.row_len / kVec;
-  // Slot j of this thread: vector i of x in stage k is slot (2k) * kVecs + i, of grad_out (2k + 1) *
-  // kVecs + i; the weight's vector i, slot 2 * kStages * kVecs + i.
-  const auto slot = [&](int j) { return staged + j * threads + threadIdx.x; };
-  const auto weight_slot = [&](int i) { return slot(2 * kStages * kVecs + i); };
   float ones[kVec];
 #pragma unroll
   for (int e = 0; e < kVec; ++e) ones[e] = 1;
 #pragma unroll
   for (int i = 0; i < kVecs; ++i) {
-    *weight_slot(i) = p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + threadIdx.x + i * threads)
-                               : pack<T, kVec>(ones);
+    staged.set_column_vector(0, i, p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + threadIdx.x + i * threads)
+                                            : pack<T, kVec>(ones));
   }
-  // Every stage commits a group, empty past the last row, so that waiting for all but the newest
-  // kStages - 1 groups always finds this row's.
-  const auto stage_row = [&](int64_t row, int stage) {
-    if (row < s.rows) {
-      const int64_t first = row * vectors + threadIdx.x;
-      const auto* const x = reinterpret_cast<const uint4*>(p.x) + first;
-      const auto* const dy = reinterpret_cast<const uint4*>(p.grad_out) + first;
-#pragma unroll
-      for (int i = 0; i < kVecs; ++i) {
-        const auto x_to = static_cast<unsigned>(__cvta_generic_to_shared(slot(2 * stage * kVecs + i)));
-        const auto dy_to = static_cast<unsigned>(__cvta_generic_to_shared(slot((2 * stage + 1) * kVecs + i)));
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(x_to), "l"(x + i * threads) : "memory");
-        asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(dy_to), "l"(dy + i * threads) : "memory");
-      }
-    }
-    asm volatile("cp.async.commit_group;" ::: "memory");
-  };
   const auto statistics = [&](int64_t row) {
     const bool exists = row < s.rows;
     return float2{kKind == NormKind::layer && exists ? p.mean[row] : 0.0f, exists ? p.rstd[row] : 0.0f};
   };
 
   float weight_terms[kVecs][kVec] = {}, bias_terms[kVecs][kVec] = {};
-  const int64_t stride = gridDim.x;
-  int64_t row = blockIdx.x;
-#pragma unroll
-  for (int k = 0; k < kStages - 1; ++k) stage_row(row + k * stride, k);
-  float2 stats = statistics(row);
-  for (int stage = 0; row < s.rows; row += stride, stage = stage == kStages - 1 ? 0 : stage + 1) {
-    stage_row(row + (kStages - 1) * stride, stage == 0 ? kStages - 1 : stage - 1);
-    const float2 next_stats = statistics(row + stride);
-    asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1) : "memory");
+  float2 stats = statistics(blockIdx.x);
+  const uint4* const tensors[2] = {reinterpret_cast<const uint4*>(p.x), reinterpret_cast<const uint4*>(p.grad_out)};
+  staged.for_each_row(tensors, [&](int64_t row, int stage) {
+    const float2 next_stats = statistics(row + gridDim.x);
     const float rstd = stats.y, centred_shift = -stats.x * stats.y;  // x_hat = x * rstd + centred_shift
     // Calls f(e, x, dy, weight) for each element e of this row's vector i.
     const auto for_elements = [&](int i, auto f) {
       float xs[kVec], dys[kVec], ws[kVec];
-      unpack<T, kVec>(*slot(2 * stage * kVecs + i), xs);
-      unpack<T, kVec>(*slot((2 * stage + 1) * kVecs + i), dys);
-      unpack<T, kVec>(*weight_slot(i), ws);
+      unpack<T, kVec>(staged.row_vector(stage, 0, i), xs);
+      unpack<T, kVec>(staged.row_vector(stage, 1, i), dys);
+      unpack<T, kVec>(staged.column_vector(0, i), ws);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) f(e, xs[e], dys[e], ws[e]);
     };
@@ -320,7 +278,7 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
       reinterpret_cast<uint4*>(p.grad_x)[row * vectors + threadIdx.x + i * threads] = pack<T, kVec>(out);
     }
     stats = next_stats;
-  }
+  });
   // The block's row of the partials: gradient 0 the weight's terms, 1 the bias's.
   const auto write_terms = [&](const float (&terms)[kVecs][kVec], int gradient) {
 #pragma unroll
@@ -506,9 +464,8 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
 }
 
 // Runs row_norm_backward_staged where it applies: many rows (one an SM or more) of 16-byte vectors
-// that fill blocks of kMinStagedThreads to kMaxStagedThreads threads at two vectors a thread (four
-// from 1024 vectors a row: 8192 half elements), as many blocks as are resident, within the
-// workspace's rows of partials. Returns the blocks, 0 where it does not apply.
+// that fill its blocks (staged_vecs), as many blocks as are resident, within the workspace's rows of
+// partials. Returns the blocks, 0 where it does not apply.
 template <class T, NormKind kKind>
 int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
                                int multiprocessors, cudaStream_t stream) {
@@ -517,30 +474,16 @@ int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p
     return 0;
   }
   const int vectors = s.row_len / kVec;
-  const auto launch = [&]<int kVecs>() -> int64_t {
-    const int threads = vectors / kVecs;
-    if (vectors % (kVecs * kWarp) != 0 || threads < kMinStagedThreads || threads > kMaxStagedThreads) return 0;
-    const auto kernel = row_norm_backward_staged<T, kKind, kVecs>;
-    const size_t shared_bytes = staged_bytes<kVecs>(vectors);
-    cudaFuncAttributes attributes{};
-    check_cuda(cudaFuncGetAttributes(&attributes, kernel), op, "cudaFuncGetAttributes");
-    int device = 0, most_shared = 0;
-    check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
-    check_cuda(cudaDeviceGetAttribute(&most_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op,
-               "cudaDeviceGetAttribute");
-    if (shared_bytes + attributes.sharedSizeBytes > static_cast<size_t>(most_shared)) return 0;
-    check_cuda(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), op,
-        "cudaFuncSetAttribute");
-    int resident = 0;
-    check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, shared_bytes), op,
-               "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
-    const int64_t blocks = std::min({s.rows, int64_t{std::max(resident, 1)} * multiprocessors,
-                                     backward_partial_blocks({s.rows, s.row_len})});
-    kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(p, s);
-    return blocks;
+  const auto launch = [&]<int kVecs>() {
+    return launch_staged(op, row_norm_backward_staged<T, kKind, kVecs>, vectors / kVecs,
+                         StagedRows<kVecs, 2, 1>::bytes(vectors), s.rows, backward_partial_blocks({s.rows, s.row_len}),
+                         multiprocessors, stream, p, s);
   };
-  return vectors >= 2 * kMaxStagedThreads ? launch.template operator()<4>() : launch.template operator()<2>();
+  switch (staged_vecs(vectors)) {
+    case 2: return launch.template operator()<2>();
+    case 4: return launch.template operator()<4>();
+    default: return 0;
+  }
 }
 
 // The partials kernel where it applies, else the row kernel of the forward's shapes: one row a

@@ -480,12 +480,16 @@ TEST_P(NormGpu, InfiniteWeightGivesAnInfiniteScale) {
 // unpacks x once), streaming rows, f32, row lengths that are not a multiple of the block's vectors,
 // the fused ops in place, and unaligned pointers; each with normal values and with NaN and -inf
 // among them (one value in 100: nearly every row of these lengths then holds one).
+// Many rows: rows of 16-byte vectors that fill the staged kernels' blocks (the LayerNorm kind's and
+// RMSNormQuant's: 2048, 4096, 8192 f16, 8192 f32, 16384 bf16, with and without an affine, whose
+// absence stages ones and zeros) and rows that do not, each with special values and unaligned.
 TEST_P(NormGpu, ManyRows) {
   std::mt19937_64 rng(14);
   const ShapeAndType cases[] = {
       {{1500, 2048}, DType::bf16}, {{700, 3000}, DType::f16},   {{300, 4104}, DType::bf16},
       {{400, 1028}, DType::f32},   {{140, 16392}, DType::bf16}, {{133, 8192}, DType::f32},
-      {{150, 16000}, DType::f16},  {{600, 4096}, DType::f16},   {{140, 8192}, DType::f16}};
+      {{150, 16000}, DType::f16},  {{600, 4096}, DType::f16},   {{140, 8192}, DType::f16},
+      {{141, 16384}, DType::bf16}};
   for (const auto& c : cases) {
     for (Values values : {Values::normal, Values::special}) {
       NormInputs in = make_inputs(GetParam(), c.shape, c.dtype, rng, c.shape[0] % 2 == 0, 1, values);

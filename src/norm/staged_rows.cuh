@@ -1,0 +1,118 @@
+// Many rows staged ahead in shared memory: a block walks rows blockIdx.x, + gridDim.x, ... of row
+// tensors whose rows are exactly its threads' vectors (kVecs 16-byte vectors a thread); each thread
+// copies its own vectors of each tensor's next kStages - 1 rows into shared memory with cp.async
+// while it works on this one, and reads back only what it copied, so the stages need no barrier:
+// the block keeps kStages - 1 rows of loads in flight through its reductions and stores, with no
+// registers held for them. Column vectors the rows share (weight, bias) wait there too, copied
+// once. The row norms' forward and backward over many rows (row_norm.cuh, row_norm_backward.cuh)
+// are kernels of this pattern; rows held in registers had no loads in flight through their
+// reductions (backward: 1.4-2.4 TB/s on the 2048-row catalogue rows, docs/perf-notes.md).
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <string_view>
+
+#include "core/device.hpp"
+#include "norm/held_row.cuh"
+
+namespace solops::detail::row_norm {
+
+constexpr int kMaxStagedThreads = 512;
+constexpr int kMinStagedThreads = 128;
+
+// kTensors row tensors and kColumns column vectors, kVecs vectors of each a thread.
+template <int kVecs, int kTensors, int kColumns>
+class StagedRows {
+ public:
+  // Rows staged: three rows ahead at two vectors a thread, two at four (the shared memory of a
+  // 16384-wide half-type row).
+  static constexpr int kStages = kVecs == 2 ? 4 : 3;
+
+  // Shared memory of a block for rows of `vectors` vectors.
+  static constexpr size_t bytes(int vectors) {
+    return size_t{kStages * kTensors + kColumns} * static_cast<size_t>(vectors) * kVectorBytes;
+  }
+
+  __device__ StagedRows(uint4* shared, int64_t rows) : shared_(shared), rows_(rows) {}
+
+  // This thread's vector i of tensor t in stage `stage`, and of column vector c.
+  __device__ uint4 row_vector(int stage, int t, int i) const { return *slot((stage * kTensors + t) * kVecs + i); }
+  __device__ uint4 column_vector(int c, int i) const { return *slot((kStages * kTensors + c) * kVecs + i); }
+  __device__ void set_column_vector(int c, int i, uint4 value) { *slot((kStages * kTensors + c) * kVecs + i) = value; }
+
+  // body(row, stage) for each row of this block, the row's vectors staged in `stage`. Every thread
+  // of the block takes part; rows are whole blocks' vectors, so the walk is the same for each.
+  template <class Body>
+  __device__ void for_each_row(const uint4* const (&tensors)[kTensors], Body body) {
+    const int64_t stride = gridDim.x;
+    int64_t row = blockIdx.x;
+#pragma unroll
+    for (int k = 0; k < kStages - 1; ++k) copy(tensors, row + k * stride, k);
+    for (int stage = 0; row < rows_; row += stride, stage = stage == kStages - 1 ? 0 : stage + 1) {
+      copy(tensors, row + (kStages - 1) * stride, stage == 0 ? kStages - 1 : stage - 1);
+      asm volatile("cp.async.wait_group %0;" ::"n"(kStages - 1) : "memory");
+      body(row, stage);
+    }
+  }
+
+ private:
+  __device__ uint4* slot(int j) const { return shared_ + j * blockDim.x + threadIdx.x; }
+
+  // Copies this thread's vectors of row `row` of each tensor into `stage` and commits them as a
+  // group, empty past the last row, so that waiting for all but the newest kStages - 1 groups
+  // always finds the row in hand.
+  __device__ void copy(const uint4* const (&tensors)[kTensors], int64_t row, int stage) {
+    if (row < rows_) {
+      const int64_t first = row * kVecs * blockDim.x + threadIdx.x;
+#pragma unroll
+      for (int t = 0; t < kTensors; ++t) {
+#pragma unroll
+        for (int i = 0; i < kVecs; ++i) {
+          const auto to = static_cast<unsigned>(__cvta_generic_to_shared(slot((stage * kTensors + t) * kVecs + i)));
+          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(tensors[t] + first + i * blockDim.x)
+                       : "memory");
+        }
+      }
+    }
+    asm volatile("cp.async.commit_group;" ::: "memory");
+  }
+
+  uint4* shared_;
+  int64_t rows_;
+};
+
+// The vectors a thread of a staged kernel holds for rows of `vectors` vectors: two, four from 1024
+// (8192 half-type elements), if the rows fill blocks of kMinStagedThreads to kMaxStagedThreads
+// threads; 0 otherwise.
+inline int staged_vecs(int vectors) {
+  const int vecs = vectors >= 2 * kMaxStagedThreads ? 4 : 2;
+  const int threads = vectors / vecs;
+  const bool fills = vectors % (vecs * kWarp) == 0 && threads >= kMinStagedThreads && threads <= kMaxStagedThreads;
+  return fills ? vecs : 0;
+}
+
+// Launches kernel<<<blocks, vectors / kVecs threads, shared_bytes>>>(args...) over `rows` rows with
+// as many blocks as are resident (at most most_blocks), and returns the blocks; 0, launching
+// nothing, where the block's shared memory exceeds what the device allows.
+template <class... Params, class... Args>
+int64_t launch_staged(std::string_view op, void (*kernel)(Params...), int threads, size_t shared_bytes, int64_t rows,
+                      int64_t most_blocks, int multiprocessors, cudaStream_t stream, const Args&... args) {
+  cudaFuncAttributes attributes{};
+  check_cuda(cudaFuncGetAttributes(&attributes, kernel), op, "cudaFuncGetAttributes");
+  int device = 0, most_shared = 0;
+  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
+  check_cuda(cudaDeviceGetAttribute(&most_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op,
+             "cudaDeviceGetAttribute");
+  if (shared_bytes + attributes.sharedSizeBytes > static_cast<size_t>(most_shared)) return 0;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+             op, "cudaFuncSetAttribute");
+  int resident = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, shared_bytes), op,
+             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int64_t blocks = std::min({rows, int64_t{std::max(resident, 1)} * multiprocessors, most_blocks});
+  kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(args...);
+  return blocks;
+}
+
+}  // namespace solops::detail::row_norm
