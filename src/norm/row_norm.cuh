@@ -467,12 +467,18 @@ __global__ void __maxnreg__(kQuantManyRowsRegisters)
   normalize_rows<T, NormKind::rms, false, true, false, false, kVec, 2, false>(p, s);
 }
 
-// Many rows of the LayerNorm kind and RMSNormQuant (without a residual, weight rows or per-row
-// modulation) whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x rows, the weight
-// (ones without one) and the bias (zeros) as column vectors. The passes read the staged row back
-// from shared memory: the mean, the squared deviations, the amax (LayerNormQuant), the outputs.
-template <class T, NormKind kKind, bool kQuant, int kVecs>
-__global__ void __launch_bounds__(kMaxStagedThreads) row_norm_staged(const RowPointers<T> p, const RowShape s) {
+// Many bf16 LayerNorm rows of at least four vectors a thread (8192 elements), without a residual,
+// codes or per-row modulation, whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x
+// rows, the weight (ones without one) and the bias (zeros) as column vectors; each of the three
+// passes (the mean, the squared deviations, the outputs) reads the staged row back. There the
+// held-row kernel spills (kWhole, 40 bytes); staged, H200, 2048 rows (µs): 8192 22.9 -> 19.9, 16384
+// 43.5 -> 37.3. The same kernel lost on rows it does not replace a spilling kernel on (f16 LayerNorm
+// 8192 20.2 -> 20.4, 4096 bf16 12.6 -> 12.8), on the quantizing norms (LayerNormQuant f16 16384
+// 55.8 -> 57.4, RMSNormQuant 8-28 %) and on the RMS kind (RMSNorm 7-29 %): with a row a block at a
+// time, a block's rows wait on each other's reductions, where one row a block of the held-row
+// kernels lets an SM's resident blocks overlap theirs (docs/perf-notes.md, twelfth session).
+template <class T, int kVecs>
+__global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const RowPointers<T> p, const RowShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   extern __shared__ uint4 staged_shared[];
   __shared__ alignas(16) float partials[2 * kHeldRowPartials];
@@ -489,86 +495,37 @@ __global__ void __launch_bounds__(kMaxStagedThreads) row_norm_staged(const RowPo
   for (int i = 0; i < kVecs; ++i) {
     const int v = threadIdx.x + i * threads;
     staged.set_column_vector(0, i, p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + v) : pack<T, kVec>(ones));
-    staged.set_column_vector(1, i,
-                             kKind == NormKind::layer && p.bias ? __ldg(reinterpret_cast<const uint4*>(p.bias) + v)
-                                                                : pack<T, kVec>(zeros));
+    staged.set_column_vector(1, i, p.bias ? __ldg(reinterpret_cast<const uint4*>(p.bias) + v) : pack<T, kVec>(zeros));
   }
-  // f(e, x, scale, shift) for each element e of the staged row's vector i.
-  const auto for_elements = [&](int stage, int i, auto f) {
-    float xs[kVec], scale[kVec], shift[kVec];
-    unpack<T, kVec>(staged.row_vector(stage, 0, i), xs);
-    unpack<T, kVec>(staged.column_vector(0, i), scale);
-    if constexpr (kKind == NormKind::layer) unpack<T, kVec>(staged.column_vector(1, i), shift);
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) {
-      // Only Gemma's (an RMS norm's) weight is offset, and an absent weight's ones are not.
-      if constexpr (kKind == NormKind::rms) scale[e] += p.weight ? s.weight_offset : 0.0f;
-      f(e, xs[e], scale[e], kKind == NormKind::layer ? shift[e] : 0.0f);
-    }
-  };
-  // The sum of term(x) over this thread's elements, in two chains (even and odd elements).
+  // The sum of term(x) over this thread's elements of the row in `stage`, in two chains (even and
+  // odd elements).
   const auto row_sum_of = [&](int stage, auto term) {
     float totals[2] = {0, 0};
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      for_elements(stage, i, [&](int e, float x, float, float) { totals[e % 2] += term(x); });
+      float xs[kVec];
+      unpack<T, kVec>(staged.row_vector(stage, 0, i), xs);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) totals[e % 2] += term(xs[e]);
     }
     return totals[0] + totals[1];
   };
   const uint4* const tensors[1] = {reinterpret_cast<const uint4*>(p.x)};
   staged.for_each_row(tensors, [&](int64_t row, int stage) {
     RowReduction<false> reduce(partials, reductions, nullptr);
-    float mean = 0, inv_std, product_amax = 0;
-    if constexpr (kKind == NormKind::layer) {
-      mean = reduce.sum(row_sum_of(stage, [](float x) { return x; })) * s.inv_len;
-      inv_std = rsqrtf(reduce.sum(row_sum_of(stage, [mean](float x) { return (x - mean) * (x - mean); })) * s.inv_len +
-                       s.eps);
-    } else {
-      // RMSNormQuant's amax as inv_std · max |x · scale|, reduced beside the squares (normalize_rows).
-      float squares = 0;
-      unsigned amax_bits = 0;
-#pragma unroll
-      for (int i = 0; i < kVecs; ++i) {
-        for_elements(stage, i, [&](int, float x, float scale, float) {
-          squares = fmaf(x, x, squares);
-          amax_bits = max(amax_bits, magnitude_bits(x * scale));
-        });
-      }
-      const float2 reduced = reduce.sum_and_max(squares, __uint_as_float(amax_bits));
-      inv_std = rsqrtf(reduced.x * s.inv_len + s.eps);
-      product_amax = reduced.y;
-    }
+    const float mean = reduce.sum(row_sum_of(stage, [](float x) { return x; })) * s.inv_len;
+    const float squares = row_sum_of(stage, [mean](float x) { return (x - mean) * (x - mean); });
+    const float inv_std = rsqrtf(reduce.sum(squares) * s.inv_len + s.eps);
     if (threadIdx.x == 0) write_stats(p, row, mean, inv_std);
-    // f(at, values) for each vector of the row: its index among the tensor's vectors, its outputs.
-    const auto for_each_output = [&](auto f) {
 #pragma unroll
-      for (int i = 0; i < kVecs; ++i) {
-        float values[kVec];
-        for_elements(stage, i, [&](int e, float x, float scale, float shift) {
-          values[e] = normalized<kKind>(x, mean, inv_std, scale, shift);
-        });
-        f(row * kVecs * threads + threadIdx.x + i * threads, values);
-      }
-    };
-    if constexpr (kQuant) {
-      QuantScale row_scale;
-      if constexpr (kKind == NormKind::rms) {
-        row_scale = quant_scale(inv_std * product_amax, p.row_scale, row, threadIdx.x == 0);
-      } else {
-        unsigned amax = 0;
-        for_each_output([&](int64_t, const float (&values)[kVec]) {
+    for (int i = 0; i < kVecs; ++i) {
+      float xs[kVec], scale[kVec], shift[kVec];
+      unpack<T, kVec>(staged.row_vector(stage, 0, i), xs);
+      unpack<T, kVec>(staged.column_vector(0, i), scale);
+      unpack<T, kVec>(staged.column_vector(1, i), shift);
 #pragma unroll
-          for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
-        });
-        row_scale = quant_scale(reduce.max(__uint_as_float(amax)), p.row_scale, row, threadIdx.x == 0);
-      }
-      for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
-      });
-    } else {
-      for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<uint4*>(p.y)[at] = pack<T, kVec>(values);
-      });
+      for (int e = 0; e < kVec; ++e) xs[e] = normalized<NormKind::layer>(xs[e], mean, inv_std, scale[e], shift[e]);
+      reinterpret_cast<uint4*>(p.y)[row * kVecs * threads + threadIdx.x + i * threads] = pack<T, kVec>(xs);
     }
   });
 }
@@ -626,30 +583,23 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
   }
 }
 
-// Runs row_norm_staged where it applies: many rows of the LayerNorm kind or RMSNormQuant, without a
-// residual, weight rows or per-row modulation, of 16-byte vectors that fill its blocks (staged_vecs).
-// Returns whether it ran.
+// Runs layer_norm_staged where it applies (bf16 LayerNorm without a residual, codes or per-row
+// modulation, many rows of 16-byte vectors that fill its blocks at four vectors a thread). Returns
+// whether it ran.
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups>
 bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowShape& s, int multiprocessors,
                         cudaStream_t stream) {
-  constexpr int kVec = kVectorBytes / sizeof(T);
-  if constexpr (kResidual || kGroups || (kKind == NormKind::rms && !kQuant)) {
-    return false;
-  } else {
-    if (s.modulation || !has_many_rows(s, multiprocessors) ||
-        !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y, p.codes}, s.row_len)) {
+  if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kQuant && !kGroups) {
+    constexpr int kVec = kVectorBytes / sizeof(T), kVecs = 4;
+    const int vectors = s.row_len / kVec;
+    if (s.modulation || !has_many_rows(s, multiprocessors) || !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y}, s.row_len) ||
+        staged_vecs(vectors) != kVecs) {
       return false;
     }
-    const int vectors = s.row_len / kVec;
-    const auto launch = [&]<int kVecs>() {
-      return launch_staged(op, row_norm_staged<T, kKind, kQuant, kVecs>, vectors / kVecs,
-                           StagedRows<kVecs, 1, 2>::bytes(vectors), s.rows, s.rows, multiprocessors, stream, p, s) > 0;
-    };
-    switch (staged_vecs(vectors)) {
-      case 2: return launch.template operator()<2>();
-      case 4: return launch.template operator()<4>();
-      default: return false;
-    }
+    return launch_staged(op, layer_norm_staged<T, kVecs>, vectors / kVecs, StagedRows<kVecs, 1, 2>::bytes(vectors),
+                         s.rows, s.rows, multiprocessors, stream, p, s) > 0;
+  } else {
+    return false;
   }
 }
 
