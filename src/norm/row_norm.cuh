@@ -17,7 +17,8 @@
 // takes its amax from x · weight in the first pass, beside the squares. Rows too long to hold
 // (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors; with vectors, few rows are
 // held up to eight times longer by a cluster) take the streaming kernel, which reads the row again
-// each pass.
+// each pass. Many bf16 LayerNorm rows of at least 8192 elements run layer_norm_staged, whose rows are
+// staged ahead in shared memory (norm/staged_rows.cuh).
 #pragma once
 
 #include <cstdint>

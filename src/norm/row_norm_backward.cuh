@@ -9,6 +9,9 @@
 // its rows' terms per column in shared memory (each thread its own columns, in row order), writes
 // them as one f32 row of the caller's workspace, and add_partials sums each column's block rows in
 // block order (blocks of several rows where the rows are short enough: launch_backward_partials).
+// Many rows that fill the blocks of the staged kernel run it instead (row_norm_backward_staged:
+// rows staged ahead in shared memory, each thread's column sums in registers over its rows; H200,
+// 2048 rows, 25-37 % faster at 8192 and 16384, level at 4096).
 // x and grad_out are read once (the measured version read them again in a column
 // kernel: 2·M·N more bytes, RMSNormBwd 2048 x 16384 at 117 µs against a 47 µs floor); the block
 // count, and so the order of the sums, is a function of the shape and the device, so the result is
@@ -486,9 +489,10 @@ int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p
   }
 }
 
-// The partials kernel where it applies, else the row kernel of the forward's shapes: one row a
-// block (or short rows sharing one), with partials over rows of single elements or of more than
-// 512 threads' vectors, and the streaming kernel with the column kernel beyond.
+// The staged kernel where it applies, else the partials kernel, else the row kernel of the
+// forward's shapes: one row a block (or short rows sharing one), with partials over rows of single
+// elements or of more than 512 threads' vectors, and the streaming kernel with the column kernel
+// beyond.
 template <class T, NormKind kKind>
 void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, int multiprocessors,
                            cudaStream_t stream) {
