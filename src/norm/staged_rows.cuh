@@ -92,9 +92,9 @@ inline int staged_vecs(int vectors) {
   return fills ? vecs : 0;
 }
 
-// Launches kernel<<<blocks, vectors / kVecs threads, shared_bytes>>>(args...) over `rows` rows with
-// as many blocks as are resident (at most most_blocks), and returns the blocks; 0, launching
-// nothing, where the block's shared memory exceeds what the device allows.
+// Launches kernel<<<blocks, threads, shared_bytes>>>(args...) over `rows` rows with as many blocks as
+// are resident (at most most_blocks), and returns the blocks; 0, launching nothing, where the
+// block's shared memory exceeds what the device allows.
 template <class... Params, class... Args>
 int64_t launch_staged(std::string_view op, void (*kernel)(Params...), int threads, size_t shared_bytes, int64_t rows,
                       int64_t most_blocks, int multiprocessors, cudaStream_t stream, const Args&... args) {
