@@ -495,7 +495,8 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
 #pragma unroll
   for (int i = 0; i < kVecs; ++i) {
     const int v = threadIdx.x + i * threads;
-    staged.set_column_vector(0, i, p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + v) : pack<T, kVec>(ones));
+    staged.set_column_vector(0, i,
+                             p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + v) : pack<T, kVec>(ones));
     staged.set_column_vector(1, i, p.bias ? __ldg(reinterpret_cast<const uint4*>(p.bias) + v) : pack<T, kVec>(zeros));
   }
   // The sum of term(x) over this thread's elements of the row in `stage`, in two chains (even and
@@ -593,8 +594,8 @@ bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowS
   if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kQuant && !kGroups) {
     constexpr int kVec = kVectorBytes / sizeof(T), kVecs = 4;
     const int vectors = s.row_len / kVec;
-    if (s.modulation || !has_many_rows(s, multiprocessors) || !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y}, s.row_len) ||
-        staged_vecs(vectors) != kVecs) {
+    if (s.modulation || !has_many_rows(s, multiprocessors) ||
+        !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y}, s.row_len) || staged_vecs(vectors) != kVecs) {
       return false;
     }
     return launch_staged(op, layer_norm_staged<T, kVecs>, vectors / kVecs, StagedRows<kVecs, 1, 2>::bytes(vectors),

@@ -70,6 +70,19 @@ __device__ __forceinline__ float input_gradient(float x_hat, float h, float rstd
   return rstd * (h - h_mean - x_hat * projection);
 }
 
+// The row means of h and of h * x_hat from this thread's sums of them: LayerNorm's two in one round
+// of barriers; RMSNorm has no mean of h (0).
+template <NormKind kKind, class Reduction>
+__device__ __forceinline__ float2 row_means(Reduction& reduce, float h_sum, float projection, float inv_len) {
+  if constexpr (kKind == NormKind::layer) {
+    const auto add = [](float a, float b) { return a + b; };
+    const float2 sums = reduce.pair(h_sum, projection, 0.0f, 0.0f, add, add);
+    return {sums.x * inv_len, sums.y * inv_len};
+  } else {
+    return {0.0f, reduce.sum(projection) * inv_len};
+  }
+}
+
 // grad_weight and grad_bias, where asked for (non-null): kPartials, per-block column sums into
 // `partial`, added by add_partials; otherwise the kernel has a single row, whose terms are the
 // gradients. kPartials is a template parameter, not a run-time mode: compiled for one of them, the
@@ -154,16 +167,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
         if (p.grad_bias) reinterpret_cast<P*>(p.grad_bias)[r.vector(i)] = dy[i];
       }
     }
-    // LayerNorm's two sums in one round of barriers.
-    float h_mean = 0;
-    if constexpr (kKind == NormKind::layer) {
-      const auto add = [](float x, float y) { return x + y; };
-      const float2 sums = reduce.pair(h_sum, projection, 0.0f, 0.0f, add, add);
-      h_mean = sums.x * s.inv_len;
-      projection = sums.y * s.inv_len;
-    } else {
-      projection = reduce.sum(projection) * s.inv_len;
-    }
+    const float2 means = row_means<kKind>(reduce, h_sum, projection, s.inv_len);
+    const float h_mean = means.x;
+    projection = means.y;
 
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
@@ -219,8 +225,9 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
   for (int e = 0; e < kVec; ++e) ones[e] = 1;
 #pragma unroll
   for (int i = 0; i < kVecs; ++i) {
-    staged.set_column_vector(0, i, p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + threadIdx.x + i * threads)
-                                            : pack<T, kVec>(ones));
+    staged.set_column_vector(
+        0, i,
+        p.weight ? __ldg(reinterpret_cast<const uint4*>(p.weight) + threadIdx.x + i * threads) : pack<T, kVec>(ones));
   }
   const auto statistics = [&](int64_t row) {
     const bool exists = row < s.rows;
@@ -261,15 +268,10 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
       });
     }
     RowReduction<false> reduce(partials, reductions, nullptr);
-    float h_mean = 0;
-    if constexpr (kKind == NormKind::layer) {
-      const auto add = [](float a, float b) { return a + b; };
-      const float2 sums = reduce.pair(h_sum, projection, 0.0f, 0.0f, add, add);
-      h_mean = sums.x * s.inv_len;
-      projection = sums.y * s.inv_len;
-    } else {
-      projection = reduce.sum(projection) * s.inv_len * rstd;
-    }
+    const float2 means = row_means<kKind>(reduce, h_sum, projection, s.inv_len);
+    const float h_mean = means.x;
+    // The RMS kind's sum left rstd out.
+    projection = kKind == NormKind::layer ? means.y : means.y * rstd;
     // grad_x = rstd * (h - h_mean - x_hat * projection) = rstd * h + x_scale * x + shift.
     const float x_scale = -rstd * projection * rstd, shift = -rstd * (h_mean + projection * centred_shift);
 #pragma unroll

@@ -344,6 +344,12 @@ struct ShapeAndType {
   DType dtype;
 };
 
+struct ShapeTypeAndWeight {
+  Shape shape;
+  DType dtype;
+  bool weight;
+};
+
 class NormGpu : public testing::GpuTestWithParam<Op> {};
 
 const char* catalogue_op(Op op) {
@@ -1001,12 +1007,9 @@ TEST_P(NormBackwardGpu, ManyRowsInBlocksOfSeveralRows) {
 // vectors a thread in 128 to 512 threads, with and without a weight, every dtype.
 TEST_P(NormBackwardGpu, ManyRowsStagedAhead) {
   std::mt19937_64 rng(23);
-  const struct {
-    Shape shape;
-    DType dtype;
-    bool weight;
-  } cases[] = {{{140, 2048}, DType::bf16, true},  {{140, 2048}, DType::f16, false}, {{265, 1024}, DType::f32, false},
-               {{1000, 3072}, DType::bf16, true}, {{397, 16384}, DType::bf16, true}, {{300, 8192}, DType::f16, false}};
+  const ShapeTypeAndWeight cases[] = {{{140, 2048}, DType::bf16, true},  {{140, 2048}, DType::f16, false},
+                                      {{265, 1024}, DType::f32, false},  {{1000, 3072}, DType::bf16, true},
+                                      {{397, 16384}, DType::bf16, true}, {{300, 8192}, DType::f16, false}};
   for (const auto& c : cases) {
     BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng, c.weight);
     EXPECT_EQ(compare_backward(in), "") << describe(in);
@@ -1017,12 +1020,11 @@ TEST_P(NormBackwardGpu, ManyRowsStagedAhead) {
 // several rows without a weight (no partials); with a weight, several rows stay a block's own.
 TEST_P(NormBackwardGpu, RowsSharedByClusters) {
   std::mt19937_64 rng(21);
-  const struct {
-    Shape shape;
-    DType dtype;
-    bool weight;
-  } cases[] = {{{1, 65536}, DType::f16, true}, {{1, 40000}, DType::bf16, true}, {{1, 8192}, DType::f32, true},
-               {{3, 8192}, DType::bf16, false}, {{3, 8192}, DType::bf16, true}};
+  const ShapeTypeAndWeight cases[] = {{{1, 65536}, DType::f16, true},
+                                      {{1, 40000}, DType::bf16, true},
+                                      {{1, 8192}, DType::f32, true},
+                                      {{3, 8192}, DType::bf16, false},
+                                      {{3, 8192}, DType::bf16, true}};
   for (const auto& c : cases) {
     BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng, c.weight);
     EXPECT_EQ(compare_backward(in), "") << describe(in);
