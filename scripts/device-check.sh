@@ -4,7 +4,9 @@
 # the benchmark results in bench/results/<gpu>/ of the copy there.
 # Usage (from the repo root on the GPU machine): scripts/device-check.sh FAMILY [GPU_NAME]
 # SOLOPS_COMMIT names the measured commit in the results; give it as a literal from the machine
-# that holds the checkout (a copy's .git, as the device tool makes, can lag its working tree).
+# that holds the checkout (a copy's .git, as the device tool makes, can lag its working tree, and
+# `$(git rev-parse ...)` in the command runs there). Without it the results name git's HEAD, marked
+# "+modified" where the tracked sources differ from it (solops.bench.commit).
 # SOLOPS_DIAGNOSE=1 adds compute-sanitizer over the GPU tests (SOLOPS_MEMCHECK_FILTER picks them)
 # and an ncu profile of every row's kernels (logs/memcheck.log, logs/ncu.log).
 # A family too large for one call splits: SOLOPS_SKIP_TESTS=1 runs only calibration, benchmark and

@@ -19,7 +19,6 @@ import datetime
 import importlib
 import json
 import os
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ from typing import Any, Callable
 import torch
 
 from solops.bench import timing
+from solops.bench.commit import measured_commit
 from solops.bench.report import roofline
 
 TORCH_DTYPES = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
@@ -209,18 +209,6 @@ def progress_text(index: int, total: int, lines: list[dict]) -> str:
     return text
 
 
-def git_commit() -> str:
-    # The device machine gets a copy of the working tree whose .git may lag behind it, so the
-    # commit named by the caller (SOLOPS_COMMIT, a literal from the CPU machine) wins over git.
-    if os.environ.get("SOLOPS_COMMIT"):
-        return os.environ["SOLOPS_COMMIT"]
-    try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True)
-        return result.stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def load_profile(path: Path) -> dict | None:
     if not path.exists():
         print(f"note: no device profile at {path}; sol_ms and bound are left empty "
@@ -301,7 +289,7 @@ def main(argv=None) -> int:
     context = {
         "family": args.family,
         "device": torch.cuda.get_device_name(),
-        "commit": git_commit(),
+        "commit": measured_commit(),
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "present_alternatives": alternatives,
         "profile": load_profile(args.profile or out.parent / "profile.json"),
