@@ -81,6 +81,20 @@ __device__ __forceinline__ Pack<T, kVec> pack(const float (&values)[kVec]) {
   return bits;
 }
 
+// kVec floats to `at`: kVec / 4 16-byte stores (16-byte aligned `at`), or one element.
+template <int kVec>
+__device__ __forceinline__ void store_floats(float* at, const float (&values)[kVec]) {
+  if constexpr (kVec == 1) {
+    at[0] = values[0];
+  } else {
+#pragma unroll
+    for (int q = 0; q < kVec / 4; ++q) {
+      reinterpret_cast<float4*>(at)[q] =
+          make_float4(values[4 * q], values[4 * q + 1], values[4 * q + 2], values[4 * q + 3]);
+    }
+  }
+}
+
 // The reduction by `combine` over a warp, the same value in every lane.
 template <class Combine>
 __device__ __forceinline__ float warp_reduce(float value, Combine combine) {

@@ -289,12 +289,9 @@ __global__ void __launch_bounds__(kMaxStagedThreads)
   const auto write_terms = [&](const float (&terms)[kVecs][kVec], int gradient) {
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      auto* const at = reinterpret_cast<float4*>(p.partial + (gradient * int64_t{gridDim.x} + blockIdx.x) * s.row_len +
-                                                  int64_t{threadIdx.x + i * threads} * kVec);
-#pragma unroll
-      for (int q = 0; q < kVec / 4; ++q) {
-        at[q] = float4{terms[i][4 * q], terms[i][4 * q + 1], terms[i][4 * q + 2], terms[i][4 * q + 3]};
-      }
+      store_floats<kVec>(p.partial + (gradient * int64_t{gridDim.x} + blockIdx.x) * s.row_len +
+                             int64_t{threadIdx.x + i * threads} * kVec,
+                         terms[i]);
     }
   };
   if (p.grad_weight) write_terms(weight_terms, 0);

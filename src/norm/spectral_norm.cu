@@ -33,6 +33,7 @@ using row_norm::kWarp;
 using row_norm::nan_max;
 using row_norm::Pack;
 using row_norm::row_sum;
+using row_norm::store_floats;
 using row_norm::unpack;
 
 constexpr int kColumnWarps = 8;
@@ -122,20 +123,6 @@ __device__ __forceinline__ void load_floats(const float* at, float (&values)[kVe
       values[4 * q + 1] = four.y;
       values[4 * q + 2] = four.z;
       values[4 * q + 3] = four.w;
-    }
-  }
-}
-
-// kVec floats of v to `at`: one or two 16-byte stores (16-byte aligned `at`), or one element.
-template <int kVec>
-__device__ __forceinline__ void store_floats(float* at, const float (&values)[kVec]) {
-  if constexpr (kVec == 1) {
-    at[0] = values[0];
-  } else {
-#pragma unroll
-    for (int q = 0; q < kVec / 4; ++q) {
-      reinterpret_cast<float4*>(at)[q] =
-          make_float4(values[4 * q], values[4 * q + 1], values[4 * q + 2], values[4 * q + 3]);
     }
   }
 }
