@@ -304,8 +304,8 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     const auto weight_scale = [&](const P& w, float (&scale)[kVec]) {
       if (p.weight) {
         unpack<T, kVec>(w, scale);
-        // Only Gemma's (an RMS norm's) weight is offset.
-        if constexpr (kKind == NormKind::rms) {
+        // Only Gemma's (an RMS norm's, not a quantizing one) weight is offset.
+        if constexpr (kKind == NormKind::rms && !kQuant) {
 #pragma unroll
           for (int e = 0; e < kVec; ++e) scale[e] += s.weight_offset;
         }
