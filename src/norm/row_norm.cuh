@@ -17,8 +17,8 @@
 // takes its amax from x · weight in the first pass, beside the squares. Rows too long to hold
 // (over 16384 f16/bf16 elements, 8192 f32 ones or 8192 without vectors; with vectors, few rows are
 // held up to eight times longer by a cluster) take the streaming kernel, which reads the row again
-// each pass. Many bf16 LayerNorm rows of at least 8192 elements run layer_norm_staged, whose rows are
-// staged ahead in shared memory (norm/staged_rows.cuh).
+// each pass. Many bf16 rows of the LayerNorm kind of at least 8192 elements run layer_norm_staged,
+// whose rows are staged ahead in shared memory (norm/staged_rows.cuh).
 #pragma once
 
 #include <cstdint>
@@ -468,17 +468,19 @@ __global__ void __maxnreg__(kQuantManyRowsRegisters)
   normalize_rows<T, NormKind::rms, false, true, false, false, kVec, 2, false>(p, s);
 }
 
-// Many bf16 LayerNorm rows of at least four vectors a thread (8192 elements), without a residual,
-// codes or per-row modulation, whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x
-// rows, the weight (ones without one) and the bias (zeros) as column vectors; each of the three
-// passes (the mean, the squared deviations, the outputs) reads the staged row back. There the
-// held-row kernel spills (kWhole, 40 bytes); staged, H200, 2048 rows (µs): 8192 22.9 -> 19.9, 16384
-// 43.5 -> 37.3. The same kernel lost on rows it does not replace a spilling kernel on (f16 LayerNorm
-// 8192 20.2 -> 20.4, 4096 bf16 12.6 -> 12.8), on the quantizing norms (LayerNormQuant f16 16384
-// 55.8 -> 57.4, RMSNormQuant 8-28 %) and on the RMS kind (RMSNorm 7-29 %): with a row a block at a
-// time, a block's rows wait on each other's reductions, where one row a block of the held-row
-// kernels lets an SM's resident blocks overlap theirs (docs/perf-notes.md, twelfth session).
-template <class T, int kVecs>
+// Many bf16 rows of the LayerNorm kind (LayerNorm, LayerNormQuant) of at least four vectors a thread
+// (8192 elements), without a residual or per-row modulation, whose vectors fill whole blocks, staged
+// ahead (staged_rows.cuh): x rows, the weight (ones without one) and the bias (zeros) as column
+// vectors; each pass (the mean, the squared deviations, LayerNormQuant's amax, the outputs) reads the
+// staged row back. There the held-row kernels spill (LayerNorm's kWhole 40 bytes, LayerNormQuant's
+// 62 local loads a row); staged, H200, 2048 rows (µs): LayerNorm 8192 22.9 -> 19.9, 16384 43.5 ->
+// 37.3; LayerNormQuant 8192 29.3 -> 29.1, 16384 61.3 -> 56.5. The same kernel lost on rows it does
+// not replace a spilling kernel on (f16 LayerNorm 8192 20.2 -> 20.4, f16 LayerNormQuant 16384 55.8
+// -> 57.4, 4096 bf16 12.6 -> 12.8), on RMSNormQuant (8-28 %) and on the RMS kind (RMSNorm 7-29 %):
+// with a row a block at a time, a block's rows wait on each other's reductions, where one row a
+// block of the held-row kernels lets an SM's resident blocks overlap theirs (docs/perf-notes.md,
+// twelfth session).
+template <class T, bool kQuant, int kVecs>
 __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const RowPointers<T> p, const RowShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   extern __shared__ uint4 staged_shared[];
@@ -519,15 +521,36 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
     const float squares = row_sum_of(stage, [mean](float x) { return (x - mean) * (x - mean); });
     const float inv_std = rsqrtf(reduce.sum(squares) * s.inv_len + s.eps);
     if (threadIdx.x == 0) write_stats(p, row, mean, inv_std);
+    // f(at, values) for each vector of the row: its index among the tensor's vectors, its outputs.
+    const auto for_each_output = [&](auto f) {
 #pragma unroll
-    for (int i = 0; i < kVecs; ++i) {
-      float xs[kVec], scale[kVec], shift[kVec];
-      unpack<T, kVec>(staged.row_vector(stage, 0, i), xs);
-      unpack<T, kVec>(staged.column_vector(0, i), scale);
-      unpack<T, kVec>(staged.column_vector(1, i), shift);
+      for (int i = 0; i < kVecs; ++i) {
+        float values[kVec], scale[kVec], shift[kVec];
+        unpack<T, kVec>(staged.row_vector(stage, 0, i), values);
+        unpack<T, kVec>(staged.column_vector(0, i), scale);
+        unpack<T, kVec>(staged.column_vector(1, i), shift);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) xs[e] = normalized<NormKind::layer>(xs[e], mean, inv_std, scale[e], shift[e]);
-      reinterpret_cast<uint4*>(p.y)[row * kVecs * threads + threadIdx.x + i * threads] = pack<T, kVec>(xs);
+        for (int e = 0; e < kVec; ++e) {
+          values[e] = normalized<NormKind::layer>(values[e], mean, inv_std, scale[e], shift[e]);
+        }
+        f(row * kVecs * threads + threadIdx.x + i * threads, values);
+      }
+    };
+    if constexpr (kQuant) {
+      // LayerNormQuant: the amax of the outputs, then their codes (normalize_rows' passes).
+      unsigned amax = 0;
+      for_each_output([&](int64_t, const float (&values)[kVec]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
+      });
+      const QuantScale row_scale = quant_scale(reduce.max(__uint_as_float(amax)), p.row_scale, row, threadIdx.x == 0);
+      for_each_output([&](int64_t at, const float (&values)[kVec]) {
+        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
+      });
+    } else {
+      for_each_output([&](int64_t at, const float (&values)[kVec]) {
+        reinterpret_cast<uint4*>(p.y)[at] = pack<T, kVec>(values);
+      });
     }
   });
 }
@@ -585,20 +608,20 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
   }
 }
 
-// Runs layer_norm_staged where it applies (bf16 LayerNorm without a residual, codes or per-row
-// modulation, many rows of 16-byte vectors that fill its blocks at four vectors a thread). Returns
-// whether it ran.
+// Runs layer_norm_staged where it applies (bf16 rows of the LayerNorm kind without a residual or
+// per-row modulation, many rows of 16-byte vectors that fill its blocks at four vectors a thread).
+// Returns whether it ran.
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups>
 bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowShape& s, int multiprocessors,
                         cudaStream_t stream) {
-  if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kQuant && !kGroups) {
+  if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kGroups) {
     constexpr int kVec = kVectorBytes / sizeof(T), kVecs = 4;
     const int vectors = s.row_len / kVec;
     if (s.modulation || !has_many_rows(s, multiprocessors) ||
-        !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y}, s.row_len) || staged_vecs(vectors) != kVecs) {
+        !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y, p.codes}, s.row_len) || staged_vecs(vectors) != kVecs) {
       return false;
     }
-    return launch_staged(op, layer_norm_staged<T, kVecs>, vectors / kVecs, StagedRows<kVecs, 1, 2>::bytes(vectors),
+    return launch_staged(op, layer_norm_staged<T, kQuant, kVecs>, vectors / kVecs, StagedRows<kVecs, 1, 2>::bytes(vectors),
                          s.rows, s.rows, multiprocessors, stream, p, s) > 0;
   } else {
     return false;
