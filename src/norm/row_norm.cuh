@@ -621,8 +621,8 @@ bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowS
         !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y, p.codes}, s.row_len) || staged_vecs(vectors) != kVecs) {
       return false;
     }
-    return launch_staged(op, layer_norm_staged<T, kQuant, kVecs>, vectors / kVecs, StagedRows<kVecs, 1, 2>::bytes(vectors),
-                         s.rows, s.rows, multiprocessors, stream, p, s) > 0;
+    return launch_staged(op, layer_norm_staged<T, kQuant, kVecs>, vectors / kVecs,
+                         StagedRows<kVecs, 1, 2>::bytes(vectors), s.rows, s.rows, multiprocessors, stream, p, s) > 0;
   } else {
     return false;
   }
