@@ -339,7 +339,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
           amax_bits = max(amax_bits, magnitude_bits(values[e] * scale[e]));
         }
       }
-      const float2 reduced = reduce.sum_and_max(squares, __uint_as_float(amax_bits));
+      const float2 reduced = reduce.sum_and_magnitude_max(squares, amax_bits);
       inv_std = rsqrtf(reduced.x * s.inv_len + s.eps);
       product_amax = reduced.y;
     } else {
@@ -405,7 +405,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
 #pragma unroll
           for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
         });
-        inverse = quant_inverse(reduce.max(__uint_as_float(amax)), p.row_scale, r.row, r.leads());
+        inverse = quant_inverse(reduce.magnitude_max(amax), p.row_scale, r.row, r.leads());
       }
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
         reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
@@ -531,7 +531,7 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
 #pragma unroll
         for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
       });
-      const float inverse = quant_inverse(reduce.max(__uint_as_float(amax)), p.row_scale, row, threadIdx.x == 0);
+      const float inverse = quant_inverse(reduce.magnitude_max(amax), p.row_scale, row, threadIdx.x == 0);
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
         reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
       });
@@ -585,7 +585,7 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
       unsigned amax = 0;
       for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) amax = max(amax, magnitude_bits(output_value(j)));
       const float row_amax =
-          row_reduce(__uint_as_float(amax), partial, -INFINITY, [](float a, float b) { return nan_max(a, b); });
+          row_reduce(__uint_as_float(amax), partial, 0.0f, [](float a, float b) { return larger_magnitude(a, b); });
       const float inverse = quant_inverse(row_amax, p.row_scale, row, threadIdx.x == 0);
       for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
         p.codes[first + j] = quantize(output_value(j), inverse);
