@@ -186,6 +186,13 @@ __device__ __forceinline__ float row_sum(float value, float* partial) {
 // where fmaxf would drop it.
 __device__ __forceinline__ float nan_max(float a, float b) { return a > b || a != a ? a : b; }
 
+// The larger of two magnitudes given by their bits (row_norm.cuh's magnitude_bits: non-negative
+// floats, every NaN's bits above +inf's) as unsigned integers: one instruction a step of a
+// reduction, where nan_max takes three; its identity is 0.
+__device__ __forceinline__ float larger_magnitude(float a, float b) {
+  return __uint_as_float(max(__float_as_uint(a), __float_as_uint(b)));
+}
+
 // The reductions of a by combine_a and of b by combine_b (identities identity_a, identity_b) over this
 // thread's row of the block, in every thread, both in one round of barriers; `partial` (twice
 // block_reduce's) stays in use until the caller's next barrier.
@@ -271,18 +278,19 @@ class RowReduction {
     return across_blocks({total, 0.0f}, {0.0f, 0.0f}, plus, plus).x;
   }
 
-  // The largest (nan_max) of the row's values.
-  __device__ float max(float value) {
-    const float total = block_reduce<kRowBarriers>(value, next_partials(), -INFINITY, larger);
-    return across_blocks({total, -INFINITY}, {-INFINITY, -INFINITY}, larger, larger).x;
+  // The largest of the row's magnitudes, each given by its bits (larger_magnitude).
+  __device__ float magnitude_max(unsigned bits) {
+    const float total = block_reduce<kRowBarriers>(__uint_as_float(bits), next_partials(), 0.0f, larger_magnitude);
+    return across_blocks({total, 0.0f}, {0.0f, 0.0f}, larger_magnitude, larger_magnitude).x;
   }
 
-  // The row's sum of `sum` and largest of `maximum`, in one round of barriers.
-  __device__ float2 sum_and_max(float sum, float maximum) { return pair(sum, maximum, 0.0f, -INFINITY, plus, larger); }
+  // The row's sum of `sum` and largest magnitude of `bits`, in one round of barriers.
+  __device__ float2 sum_and_magnitude_max(float sum, unsigned bits) {
+    return pair(sum, __uint_as_float(bits), 0.0f, 0.0f, plus, larger_magnitude);
+  }
 
  private:
   static __device__ float plus(float a, float b) { return a + b; }
-  static __device__ float larger(float a, float b) { return nan_max(a, b); }
 
   __device__ float* next_partials() { return partials_ + (reductions_++ % 2) * kHeldRowPartials; }
 

@@ -73,33 +73,21 @@ struct RowPointers {
 // integer max an element, where nan_max over fabsf takes three instructions.
 __device__ __forceinline__ unsigned magnitude_bits(float value) { return __float_as_uint(value) & 0x7fffffffu; }
 
-// A row's quantization scale as quotient uses it: its reciprocal, and the scale itself for the
-// correction, 0 where it is infinite (an infinite weight), so that a finite value's quotient stays
-// 0 as with a division (with inf, its correction would be 0 * inf = NaN).
-struct QuantScale {
-  float scale;
-  float inverse;
-};
-
-// The row's scale from its amax, stored where `stores` (one thread of the row).
-__device__ __forceinline__ QuantScale quant_scale(float amax, float* row_scale, int64_t row, bool stores) {
+// The row's scale from its amax, stored where `stores` (one thread of the row), and returned as its
+// reciprocal: the codes are value · (1 / scale), which spec §2.15 allows (each code within one e4m3
+// step of value / scale's, at least 99.9 % identical), one instruction an element where the
+// correctly rounded quotient took three (an FMA correction) and a division about ten; the
+// quantizing norms are issue-bound. An infinite scale's reciprocal is 0: finite values' codes 0 and
+// infinite ones' NaN, as the division gives.
+__device__ __forceinline__ float quant_inverse(float amax, float* row_scale, int64_t row, bool stores) {
   const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
   if (stores) row_scale[row] = scale;
-  return {isinf(scale) ? 0.0f : scale, 1.0f / scale};
-}
-
-// value / scale by the row's reciprocal and one FMA correction (Markstein): the correctly rounded
-// quotient wherever it is a normal float, in three instructions where a division takes about ten
-// and a branch, an element (the quantizing norms were issue-bound: 40-47 instructions an element).
-// Below the normal range the quotient is far under e4m3's smallest code, so its code is 0 either way.
-__device__ __forceinline__ float quotient(float value, const QuantScale& q) {
-  const float estimate = value * q.inverse;
-  return fmaf(fmaf(-estimate, q.scale, value), q.inverse, estimate);
+  return 1.0f / scale;
 }
 
 // Round to nearest even, saturating to +-448 (spec §2.15; NaN stays NaN).
-__device__ __forceinline__ __nv_fp8_storage_t quantize(float value, const QuantScale& q) {
-  return __nv_cvt_float_to_fp8(quotient(value, q), __NV_SATFINITE, __NV_E4M3);
+__device__ __forceinline__ __nv_fp8_storage_t quantize(float value, float inverse) {
+  return __nv_cvt_float_to_fp8(value * inverse, __NV_SATFINITE, __NV_E4M3);
 }
 
 // kVec codes, stored as one access. Vectors convert in pairs: one instruction, and a 16-bit lane
@@ -114,14 +102,14 @@ struct Codes<1> {
 };
 
 template <int kVec>
-__device__ __forceinline__ Codes<kVec> quantize(const float (&values)[kVec], const QuantScale& q) {
+__device__ __forceinline__ Codes<kVec> quantize(const float (&values)[kVec], float inverse) {
   Codes<kVec> codes;
   if constexpr (kVec == 1) {
-    codes.code = quantize(values[0], q);
+    codes.code = quantize(values[0], inverse);
   } else {
 #pragma unroll
     for (int e = 0; e < kVec; e += 2) {
-      codes.pairs[e / 2] = __nv_cvt_float2_to_fp8x2(make_float2(quotient(values[e], q), quotient(values[e + 1], q)),
+      codes.pairs[e / 2] = __nv_cvt_float2_to_fp8x2(make_float2(values[e] * inverse, values[e + 1] * inverse),
                                                      __NV_SATFINITE, __NV_E4M3);
     }
   }
@@ -351,7 +339,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
           amax_bits = max(amax_bits, magnitude_bits(values[e] * scale[e]));
         }
       }
-      const float2 reduced = reduce.sum_and_max(squares, __uint_as_float(amax_bits));
+      const float2 reduced = reduce.sum_and_magnitude_max(squares, amax_bits);
       inv_std = rsqrtf(reduced.x * s.inv_len + s.eps);
       product_amax = reduced.y;
     } else {
@@ -408,19 +396,19 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       }
     };
     if constexpr (kQuant) {
-      QuantScale row_scale;
+      float inverse;
       if constexpr (kAmaxFromProducts) {
-        row_scale = quant_scale(inv_std * product_amax, p.row_scale, r.row, r.leads());
+        inverse = quant_inverse(inv_std * product_amax, p.row_scale, r.row, r.leads());
       } else {
         unsigned amax = 0;
         for_each_output([&](int64_t, const float (&values)[kVec]) {
 #pragma unroll
           for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
         });
-        row_scale = quant_scale(reduce.max(__uint_as_float(amax)), p.row_scale, r.row, r.leads());
+        inverse = quant_inverse(reduce.magnitude_max(amax), p.row_scale, r.row, r.leads());
       }
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
+        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
       });
     } else {
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
@@ -543,9 +531,9 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
 #pragma unroll
         for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
       });
-      const QuantScale row_scale = quant_scale(reduce.max(__uint_as_float(amax)), p.row_scale, row, threadIdx.x == 0);
+      const float inverse = quant_inverse(reduce.magnitude_max(amax), p.row_scale, row, threadIdx.x == 0);
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, row_scale);
+        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
       });
     } else {
       for_each_output([&](int64_t at, const float (&values)[kVec]) {
@@ -597,10 +585,10 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
       unsigned amax = 0;
       for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) amax = max(amax, magnitude_bits(output_value(j)));
       const float row_amax =
-          row_reduce(__uint_as_float(amax), partial, -INFINITY, [](float a, float b) { return nan_max(a, b); });
-      const QuantScale row_scale = quant_scale(row_amax, p.row_scale, row, threadIdx.x == 0);
+          row_reduce(__uint_as_float(amax), partial, 0.0f, [](float a, float b) { return larger_magnitude(a, b); });
+      const float inverse = quant_inverse(row_amax, p.row_scale, row, threadIdx.x == 0);
       for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) {
-        p.codes[first + j] = quantize(output_value(j), row_scale);
+        p.codes[first + j] = quantize(output_value(j), inverse);
       }
     } else {
       for (int j = threadIdx.x; j < s.row_len; j += blockDim.x) p.y[first + j] = from_float<T>(output_value(j));
