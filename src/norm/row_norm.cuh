@@ -77,8 +77,10 @@ __device__ __forceinline__ unsigned magnitude_bits(float value) { return __float
 // reciprocal: the codes are value · (1 / scale), which spec §2.15 allows (each code within one e4m3
 // step of value / scale's, at least 99.9 % identical), one instruction an element where the
 // correctly rounded quotient took three (an FMA correction) and a division about ten; the
-// quantizing norms are issue-bound. An infinite scale's reciprocal is 0: finite values' codes 0 and
-// infinite ones' NaN, as the division gives.
+// quantizing norms are issue-bound. With the amax reduced as integers (larger_magnitude), H200,
+// ebb8b8e against this (µs): RMSNormQuant 2048 x 16384 bf16 34.4 -> 31.1, x 4096 10.2 -> 9.5;
+// LayerNormQuant x 16384 bf16 56.2 -> 50.9, x 4096 16.1 -> 15.1. An infinite scale's reciprocal is
+// 0: finite values' codes 0 and infinite ones' NaN, as the division gives.
 __device__ __forceinline__ float quant_inverse(float amax, float* row_scale, int64_t row, bool stores) {
   const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
   if (stores) row_scale[row] = scale;
