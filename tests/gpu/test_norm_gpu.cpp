@@ -1016,6 +1016,21 @@ TEST_P(NormBackwardGpu, ManyRowsStagedAhead) {
   }
 }
 
+// 1000 + randn, as NormGpu.LargeCommonOffset: x_hat from x and the f32 statistics must not lose the
+// unit spread to the offset, in the staged kernel (many rows: x * rstd - mean * rstd in one FMA) and
+// the row kernel (few rows: (x - mean) * rstd). The spec's tolerances.
+TEST_P(NormBackwardGpu, LargeCommonOffset) {
+  std::mt19937_64 rng(24);
+  const ShapeTypeAndWeight cases[] = {{{264, 4096}, DType::f32, true},
+                                      {{264, 4096}, DType::bf16, true},
+                                      {{140, 8192}, DType::f16, false},
+                                      {{16, 3000}, DType::f32, true}};
+  for (const auto& c : cases) {
+    BackwardInputs in = make_backward_inputs(GetParam(), c.shape, c.dtype, rng, c.weight, 1, Values::offset);
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+  }
+}
+
 // Rows shared by the blocks of a cluster: one row (its parameter gradients written directly), and
 // several rows without a weight (no partials); with a weight, several rows stay a block's own.
 TEST_P(NormBackwardGpu, RowsSharedByClusters) {
