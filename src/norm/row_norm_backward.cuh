@@ -370,28 +370,34 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
   if (p.grad_bias) p.grad_bias[column] = from_float<T>(bias_sum);
 }
 
+// add_partials' blocks: 64 columns of 16 lanes, so that 16384 columns are 256 blocks of 1024
+// threads, one wave on 132 SMs (32 columns of 32 lanes ran two), with eight rows a lane in flight.
+constexpr int kPartialColumns = 2 * kWarp;
+constexpr int kPartialLanes = 16;
+
 // Column j of gradient g (weight 0, bias 1; blockIdx.y counts the gradients asked for) as the sum
 // of column j over the `blocks` rows of its partials ([blocks, N] each, the weight's first), in row
-// order: lane threadIdx.y adds rows y, y + kColumnLanes, ..., then the lanes are added in order.
-// A warp reads 32 adjacent floats of a partial row; one column a thread keeps N / 32 blocks a
-// gradient (128 each for N = 4096, where four columns a thread gave 32 blocks in all).
+// order: lane threadIdx.y adds rows y, y + kPartialLanes, ..., then the lanes are added in order.
+// A warp reads 32 adjacent floats of a partial row; one column a thread keeps N / 64 blocks a
+// gradient (four columns a thread gave 32 blocks in all for N = 4096).
+
 template <class T>
-__global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
+__global__ void __launch_bounds__(kPartialColumns * kPartialLanes)
     add_partials(const float* __restrict__ partial, int64_t blocks, int row_len, T* grad_weight, T* grad_bias) {
-  __shared__ float lane_sums[kColumnLanes][kColumnsPerBlock];
+  __shared__ float lane_sums[kPartialLanes][kPartialColumns];
   const int gradient = static_cast<int>(blockIdx.y) + (grad_weight ? 0 : 1);
   const float* const rows = partial + gradient * blocks * row_len;
-  const int column = static_cast<int>(blockIdx.x) * kColumnsPerBlock + static_cast<int>(threadIdx.x);
+  const int column = static_cast<int>(blockIdx.x) * kPartialColumns + static_cast<int>(threadIdx.x);
   float sum = 0;
   if (column < row_len) {
-#pragma unroll 4
-    for (int64_t block = threadIdx.y; block < blocks; block += kColumnLanes) sum += rows[block * row_len + column];
+#pragma unroll 8
+    for (int64_t block = threadIdx.y; block < blocks; block += kPartialLanes) sum += rows[block * row_len + column];
   }
   lane_sums[threadIdx.y][threadIdx.x] = sum;
   __syncthreads();
   if (threadIdx.y != 0 || column >= row_len) return;
   float total = 0;
-  for (int lane = 0; lane < kColumnLanes; ++lane) total += lane_sums[lane][threadIdx.x];
+  for (int lane = 0; lane < kPartialLanes; ++lane) total += lane_sums[lane][threadIdx.x];
   (gradient == 0 ? grad_weight : grad_bias)[column] = from_float<T>(total);
 }
 
@@ -535,9 +541,9 @@ void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, co
     row_norm_column_sums<T, kKind><<<grid, dim3(kColumnsPerBlock, kColumnLanes), 0, stream>>>(p, s);
   }
   if (blocks == 0) return;
-  const dim3 grid(static_cast<unsigned>((s.row_len + kColumnsPerBlock - 1) / kColumnsPerBlock),
+  const dim3 grid(static_cast<unsigned>((s.row_len + kPartialColumns - 1) / kPartialColumns),
                   (p.grad_weight ? 1 : 0) + (p.grad_bias ? 1 : 0));
-  add_partials<T><<<grid, dim3(kColumnsPerBlock, kColumnLanes), 0, stream>>>(p.partial, blocks, s.row_len,
+  add_partials<T><<<grid, dim3(kPartialColumns, kPartialLanes), 0, stream>>>(p.partial, blocks, s.row_len,
                                                                            p.grad_weight, p.grad_bias);
 }
 
