@@ -118,6 +118,30 @@ __device__ __forceinline__ Codes<kVec> quantize(const float (&values)[kVec], flo
   return codes;
 }
 
+// The output stage of a row kernel (normalize_rows, layer_norm_staged), in which for_each_output(f)
+// calls f(at, values) for each vector of this thread's share of the row: its index among the tensor's
+// vectors and its output values.
+// The largest magnitude among this thread's outputs, as bits (magnitude_bits).
+template <int kVec, class ForEachOutput>
+__device__ __forceinline__ unsigned outputs_magnitude_max(ForEachOutput for_each_output) {
+  unsigned amax = 0;
+  for_each_output([&](int64_t, const float (&values)[kVec]) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
+  });
+  return amax;
+}
+
+// This thread's outputs to y, or with kQuant their codes given the row's reciprocal scale `inverse`.
+template <class T, bool kQuant, int kVec, class ForEachOutput>
+__device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
+                                              float inverse = 0) {
+  for_each_output([&](int64_t at, const float (&values)[kVec]) {
+    if constexpr (kQuant) reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
+    else reinterpret_cast<Pack<T, kVec>*>(p.y)[at] = pack<T, kVec>(values);
+  });
+}
+
 // x + residual rounded to T (residual_out), written out and returned: the norm reads the rounded sum.
 template <class T, int kVec>
 __device__ __forceinline__ Pack<T, kVec> add_residual(const Pack<T, kVec>& x, const Pack<T, kVec>& residual,
@@ -398,24 +422,12 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       }
     };
     if constexpr (kQuant) {
-      float inverse;
-      if constexpr (kAmaxFromProducts) {
-        inverse = quant_inverse(inv_std * product_amax, p.row_scale, r.row, r.leads());
-      } else {
-        unsigned amax = 0;
-        for_each_output([&](int64_t, const float (&values)[kVec]) {
-#pragma unroll
-          for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
-        });
-        inverse = quant_inverse(reduce.magnitude_max(amax), p.row_scale, r.row, r.leads());
-      }
-      for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
-      });
+      float amax;
+      if constexpr (kAmaxFromProducts) amax = inv_std * product_amax;
+      else amax = reduce.magnitude_max(outputs_magnitude_max<kVec>(for_each_output));
+      store_outputs<T, true, kVec>(p, for_each_output, quant_inverse(amax, p.row_scale, r.row, r.leads()));
     } else {
-      for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<P*>(p.y)[at] = pack<T, kVec>(values);
-      });
+      store_outputs<T, false, kVec>(p, for_each_output);
     }
   });
 }
@@ -527,20 +539,10 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
       }
     };
     if constexpr (kQuant) {
-      // LayerNormQuant: the amax of the outputs, then their codes (normalize_rows' passes).
-      unsigned amax = 0;
-      for_each_output([&](int64_t, const float (&values)[kVec]) {
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
-      });
-      const float inverse = quant_inverse(reduce.magnitude_max(amax), p.row_scale, row, threadIdx.x == 0);
-      for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
-      });
+      const float amax = reduce.magnitude_max(outputs_magnitude_max<kVec>(for_each_output));
+      store_outputs<T, true, kVec>(p, for_each_output, quant_inverse(amax, p.row_scale, row, threadIdx.x == 0));
     } else {
-      for_each_output([&](int64_t at, const float (&values)[kVec]) {
-        reinterpret_cast<uint4*>(p.y)[at] = pack<T, kVec>(values);
-      });
+      store_outputs<T, false, kVec>(p, for_each_output);
     }
   });
 }
