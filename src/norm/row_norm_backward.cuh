@@ -372,6 +372,8 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
 
 // add_partials' blocks: 64 columns of 16 lanes, so that 16384 columns are 256 blocks of 1024
 // threads, one wave on 132 SMs (32 columns of 32 lanes ran two), with eight rows a lane in flight.
+// H200, against 32 x 32 (µs, whole backward): RMSNormBwd 2048 x 16384 61.6 -> 60.3, LayerNormBwd
+// 70.7 -> 68.6, x 8192 39.2 -> 37.9, x 4096 24.5 -> 24.1.
 constexpr int kPartialColumns = 2 * kWarp;
 constexpr int kPartialLanes = 16;
 
@@ -380,7 +382,6 @@ constexpr int kPartialLanes = 16;
 // order: lane threadIdx.y adds rows y, y + kPartialLanes, ..., then the lanes are added in order.
 // A warp reads 32 adjacent floats of a partial row; one column a thread keeps N / 64 blocks a
 // gradient (four columns a thread gave 32 blocks in all for N = 4096).
-
 template <class T>
 __global__ void __launch_bounds__(kPartialColumns * kPartialLanes)
     add_partials(const float* __restrict__ partial, int64_t blocks, int row_len, T* grad_weight, T* grad_bias) {
