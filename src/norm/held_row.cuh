@@ -517,11 +517,15 @@ bool rows_of_vectors(std::initializer_list<const void*> pointers, int row_len) {
 // four a thread, not two (rows of 4096 half elements in 128 threads, not 256).
 // few_rows_four_vecs: few rows of at least four vectors for each of kManyRowsThreads threads hold
 // four a thread (rows of 8192 half elements in 256 threads, not 512).
+// many_rows_eight_vecs: many rows of at least eight vectors for each of kMinBlockThreads threads hold
+// eight a thread (rows of 8192 and 16384 half elements in 128 and 256 threads); the kernel's
+// launch_row_kernel must compile eight (kMostVecs).
 struct RowSpread {
   int64_t min_shared_row_bytes;
   int few_rows_threads = kMaxThreads;
   bool many_rows_four_vecs = false;
   bool few_rows_four_vecs = false;
+  bool many_rows_eight_vecs = false;
 };
 constexpr RowSpread kForwardSpread{32 * 1024};
 // The most of x one 512-thread block holds at four vectors a thread: 32 KB.
@@ -554,6 +558,16 @@ constexpr RowSpread kFourVectorSpread{32 * 1024, kMaxThreads, true};
 // kFourVectorSpread.
 constexpr RowSpread kOneBlockFourVectorSpread{kOneBlockSpread.min_shared_row_bytes, kOneBlockSpread.few_rows_threads,
                                               true, kOneBlockSpread.few_rows_four_vecs};
+// The quantizing norms' many long rows at eight vectors a thread (in blocks of at most 128
+// registers, min_blocks), where four (or LayerNormQuant's bf16 rows staged) are left to the other
+// rows. H200, w8 against 27022af, 2048 rows (µs): RMSNormQuant 16384 bf16 / f16 31.3 / 30.3 -> 30.1
+// / 29.2, 8192 16.3 / 15.6 -> 15.6 / 15.1; LayerNormQuant f16 16384 54.5 -> 47.7, 8192 26.8 -> 25.3;
+// their rows of 4096 level. Every other forward kind lost at eight: RMSNorm 8192 bf16 17.4 -> 19.0,
+// LayerNorm f16 20.4 -> 21.4.
+constexpr RowSpread with_eight_vectors(RowSpread spread) {
+  spread.many_rows_eight_vecs = true;
+  return spread;
+}
 constexpr RowSpread kHeavySpread{16 * 1024};
 constexpr RowSpread kUnsharedSpread{INT64_MAX};
 
@@ -570,7 +584,8 @@ inline bool has_many_rows(const RowShape& s, int multiprocessors) { return s.row
 // blocks of 8 warps (H200, 6bca4ba against 32d1a8f, 2048 x 16384 bf16: RMSNorm 35.9 -> 34.8 µs,
 // LayerNorm 44.9 -> 43.8, RMSNormBwd 90.1 -> 84.8). Eight for WeightNorm's rows, whose 8-vector
 // kernel holds 60 registers, four 256-thread blocks (four rows) an SM against three of 512 threads
-// at four vectors (33.4 -> 33.9 µs at four). Two for SpectralNorm's one row: few rows take two
+// at four vectors (33.4 -> 33.9 µs at four), and for the quantizing norms' long rows
+// (with_eight_vectors). Two for SpectralNorm's one row: few rows take two
 // vectors wherever four would fit (or one in a cluster), so more are never launched.
 template <class T, int kMostVecs = 4, class InRegisters, class Streaming>
 void launch_row_kernel(std::initializer_list<const void*> pointers, const RowShape& s, int multiprocessors,
@@ -591,10 +606,12 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
     // Few rows take two vectors a thread where that fits (256 threads on a row of 4096 half
     // elements, as Liger runs its decode rows): half the warps in each reduction. Long rows take
     // four where the spread says so.
+    const bool eight_vecs = many_rows && spread.many_rows_eight_vecs && units >= 8 * kMinBlockThreads;
     const bool four_vecs = many_rows ? spread.many_rows_four_vecs && units >= 4 * kMinBlockThreads
                                      : spread.few_rows_four_vecs && units >= 4 * kManyRowsThreads;
     const LaunchShape shape =
-        four_vecs   ? choose_shape<kMostVecs, 4, 1, 2, 8>(units, kVec, many_rows, spread.few_rows_threads)
+        eight_vecs  ? choose_shape<kMostVecs, 8, 4, 2, 1>(units, kVec, true)
+        : four_vecs ? choose_shape<kMostVecs, 4, 1, 2, 8>(units, kVec, many_rows, spread.few_rows_threads)
         : many_rows ? choose_shape<kMostVecs, 1, 2, 4, 8>(units, kVec, true)
                     : choose_shape<kMostVecs, 2, 1, 4, 8>(units, kVec, false, spread.few_rows_threads);
     if (shape.vecs) return launch_in_registers<kVec, kMostVecs, 1, 2, 4, 8>(shape, s.rows, 1, in_registers);

@@ -193,6 +193,7 @@ __host__ __device__ constexpr bool reads_affine_late() {
 template <NormKind kKind, bool kResidual, int kVec, int kVecs>
 __host__ __device__ constexpr int min_blocks() {
   if (max_threads(kVec, kVecs) == 512) return kKind == NormKind::layer && kResidual ? 1 : 2;
+  if (max_threads(kVec, kVecs) == 256) return 2;  // the quantizing norms' 8-vector kernels (with_eight_vectors)
   return 1;
 }
 
@@ -626,13 +627,15 @@ void launch_typed(std::string_view op, const RowPointers<T>& p, const RowShape& 
   if (launch_staged_rows<T, kKind, kResidual, kQuant, kGroups>(op, p, s, multiprocessors, stream)) return;
   // The spreads measured for each kind (held_row.cuh): the fused norms' few long rows shared by a
   // cluster, RMSNormQuant's rows and the LayerNorm kind's many f16 rows of 4096 at four vectors, the
-  // others' few rows of up to 32 KB in one block.
-  constexpr RowSpread spread = kResidual                   ? kForwardSpread
-                               : kKind == NormKind::rms     ? (kQuant ? kFourVectorSpread : kOneBlockSpread)
-                               : std::is_same_v<T, __half> ? kOneBlockFourVectorSpread
-                                                           : kOneBlockSpread;
+  // others' few rows of up to 32 KB in one block; the quantizing norms' many long rows at eight.
+  constexpr RowSpread kind_spread = kResidual                   ? kForwardSpread
+                                    : kKind == NormKind::rms     ? (kQuant ? kFourVectorSpread : kOneBlockSpread)
+                                    : std::is_same_v<T, __half> ? kOneBlockFourVectorSpread
+                                                                : kOneBlockSpread;
+  constexpr RowSpread spread = kQuant ? with_eight_vectors(kind_spread) : kind_spread;
+  constexpr int kMostVecs = kQuant ? 8 : 4;
   const bool many_rows = has_many_rows(s, multiprocessors);
-  launch_row_kernel<T>(
+  launch_row_kernel<T, kMostVecs>(
       {p.x, p.residual, p.weight, p.bias, p.y, p.residual_out, p.codes}, s, multiprocessors, spread,
       [&]<int kVec, int kVecs>(dim3 grid, dim3 block, unsigned cluster) {
         if constexpr (kKind == NormKind::rms && kQuant && !kGroups && kVec > 1 && kVecs == 2) {
@@ -640,7 +643,7 @@ void launch_typed(std::string_view op, const RowPointers<T>& p, const RowShape& 
             return launch_clustered(rms_norm_quant_many_rows<T, kVec>, grid, block, cluster, 0, stream, p, s);
           }
         }
-        launch_whole_rows_or_not<kVec, kVecs, 4>(s, block, cluster, [&]<bool kWhole>() {
+        launch_whole_rows_or_not<kVec, kVecs, kMostVecs>(s, block, cluster, [&]<bool kWhole>() {
           if constexpr (!kResidual && !kGroups && kVec > 1 && kVecs == 4 && kWhole &&
                         (kKind == NormKind::layer || !kQuant)) {
             if (!many_rows) {
