@@ -623,7 +623,7 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups>
 bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowShape& s, int multiprocessors,
                         cudaStream_t stream) {
-  if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kGroups) {
+  if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kGroups && !kQuant) {
     constexpr int kVec = kVectorBytes / sizeof(T), kVecs = 4;
     const int vectors = s.row_len / kVec;
     if (s.modulation || !has_many_rows(s, multiprocessors) ||
