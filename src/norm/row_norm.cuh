@@ -118,28 +118,42 @@ __device__ __forceinline__ Codes<kVec> quantize(const float (&values)[kVec], flo
   return codes;
 }
 
-// The output stage of a row kernel (normalize_rows, layer_norm_staged), in which for_each_output(f)
-// calls f(at, values) for each vector of this thread's share of the row: its index among the tensor's
-// vectors and its output values.
-// The largest magnitude among this thread's outputs, as bits (magnitude_bits).
-template <int kVec, class ForEachOutput>
-__device__ __forceinline__ unsigned outputs_magnitude_max(ForEachOutput for_each_output) {
-  unsigned amax = 0;
-  for_each_output([&](int64_t, const float (&values)[kVec]) {
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) amax = max(amax, magnitude_bits(values[e]));
+// The output stage of a row kernel (normalize_rows, layer_norm_staged): for_each_output(f) calls
+// f(i, values) for each vector i of this thread's share of the row with its output values, and
+// output_at(i) is that vector's index among the tensor's vectors.
+// This thread's outputs to y, or with kQuant their codes given the row's reciprocal scale `inverse`.
+template <class T, bool kQuant, int kVec, class ForEachOutput, class OutputAt>
+__device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOutput for_each_output, OutputAt output_at,
+                                              float inverse = 0) {
+  for_each_output([&](int i, const float (&values)[kVec]) {
+    if constexpr (kQuant) reinterpret_cast<Codes<kVec>*>(p.codes)[output_at(i)] = quantize<kVec>(values, inverse);
+    else reinterpret_cast<Pack<T, kVec>*>(p.y)[output_at(i)] = pack<T, kVec>(values);
   });
-  return amax;
 }
 
-// This thread's outputs to y, or with kQuant their codes given the row's reciprocal scale `inverse`.
-template <class T, bool kQuant, int kVec, class ForEachOutput>
-__device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
-                                              float inverse = 0) {
-  for_each_output([&](int64_t at, const float (&values)[kVec]) {
-    if constexpr (kQuant) reinterpret_cast<Codes<kVec>*>(p.codes)[at] = quantize<kVec>(values, inverse);
-    else reinterpret_cast<Pack<T, kVec>*>(p.y)[at] = pack<T, kVec>(values);
+// The codes of the quantizing LayerNorm kind, whose scale is the amax of its outputs: the outputs,
+// computed once, are held as floats through the amax's reduction (`reduce`, a RowReduction), then
+// coded. Computed again for the codes, each output unpacked x, weight and bias a second time, and
+// the kernels that read weight and bias late loaded them again. holds(i): whether this thread holds
+// vector i.
+template <class T, int kVecs, int kVec, class ForEachOutput, class OutputAt, class Holds, class Reduce>
+__device__ __forceinline__ void quantize_held_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
+                                                      OutputAt output_at, Holds holds, Reduce& reduce, int64_t row,
+                                                      bool leads) {
+  float outputs[kVecs][kVec];
+  unsigned amax = 0;
+  for_each_output([&](int i, const float (&values)[kVec]) {
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) {
+      outputs[i][e] = values[e];
+      amax = max(amax, magnitude_bits(values[e]));
+    }
   });
+  const float inverse = quant_inverse(reduce.magnitude_max(amax), p.row_scale, row, leads);
+#pragma unroll
+  for (int i = 0; i < kVecs; ++i) {
+    if (holds(i)) reinterpret_cast<Codes<kVec>*>(p.codes)[output_at(i)] = quantize<kVec>(outputs[i], inverse);
+  }
 }
 
 // x + residual rounded to T (residual_out), written out and returned: the norm reads the rounded sum.
@@ -397,8 +411,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
         values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
       }
     };
-    // f(at, values) for each held vector: its index among the tensor's vectors and its output values.
-    // Read late, the affine vectors of a batch are all loaded before any is used: one at a time, each
+    // f(i, values) for each held vector i and its output values (store_outputs). Read late, the affine vectors of a batch are all loaded before any is used: one at a time, each
     // vector's output waited on its own L2 round trip (8 in a row a pass at 8 vectors a thread, the
     // quantizing norms' two passes at 0.64 of torch.compile).
     const auto for_each_output = [&](auto f) {
@@ -418,17 +431,19 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
           float values[kVec];
           if constexpr (kLateAffine) output_values(i, late_weight[k], late_bias[k], values);
           else output_values(i, weight[i], bias[i], values);
-          f(first + r.vector(i), values);
+          f(i, values);
         }
       }
     };
-    if constexpr (kQuant) {
-      float amax;
-      if constexpr (kAmaxFromProducts) amax = inv_std * product_amax;
-      else amax = reduce.magnitude_max(outputs_magnitude_max<kVec>(for_each_output));
-      store_outputs<T, true, kVec>(p, for_each_output, quant_inverse(amax, p.row_scale, r.row, r.leads()));
+    const auto output_at = [&](int i) { return first + r.vector(i); };
+    if constexpr (kAmaxFromProducts) {
+      store_outputs<T, true, kVec>(p, for_each_output, output_at,
+                                   quant_inverse(inv_std * product_amax, p.row_scale, r.row, r.leads()));
+    } else if constexpr (kQuant) {
+      quantize_held_outputs<T, kVecs, kVec>(p, for_each_output, output_at,
+                                            [&](int i) { return r.holds<kWhole>(i); }, reduce, r.row, r.leads());
     } else {
-      store_outputs<T, false, kVec>(p, for_each_output);
+      store_outputs<T, false, kVec>(p, for_each_output, output_at);
     }
   });
 }
@@ -524,7 +539,7 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
     const float squares = row_sum_of(stage, [mean](float x) { return (x - mean) * (x - mean); });
     const float inv_std = rsqrtf(reduce.sum(squares) * s.inv_len + s.eps);
     if (threadIdx.x == 0) write_stats(p, row, mean, inv_std);
-    // f(at, values) for each vector of the row: its index among the tensor's vectors, its outputs.
+    // f(i, values) for each vector i of the row and its output values (store_outputs).
     const auto for_each_output = [&](auto f) {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
@@ -536,14 +551,15 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
         for (int e = 0; e < kVec; ++e) {
           values[e] = normalized<NormKind::layer>(values[e], mean, inv_std, scale[e], shift[e]);
         }
-        f(row * kVecs * threads + threadIdx.x + i * threads, values);
+        f(i, values);
       }
     };
+    const auto output_at = [&](int i) { return row * kVecs * threads + threadIdx.x + i * threads; };
     if constexpr (kQuant) {
-      const float amax = reduce.magnitude_max(outputs_magnitude_max<kVec>(for_each_output));
-      store_outputs<T, true, kVec>(p, for_each_output, quant_inverse(amax, p.row_scale, row, threadIdx.x == 0));
+      quantize_held_outputs<T, kVecs, kVec>(p, for_each_output, output_at, [](int) { return true; }, reduce, row,
+                                            threadIdx.x == 0);
     } else {
-      store_outputs<T, false, kVec>(p, for_each_output);
+      store_outputs<T, false, kVec>(p, for_each_output, output_at);
     }
   });
 }
@@ -607,7 +623,7 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups>
 bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowShape& s, int multiprocessors,
                         cudaStream_t stream) {
-  if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kGroups) {
+  if constexpr (kKind == NormKind::layer && std::is_same_v<T, __nv_bfloat16> && !kResidual && !kGroups && !kQuant) {
     constexpr int kVec = kVectorBytes / sizeof(T), kVecs = 4;
     const int vectors = s.row_len / kVec;
     if (s.modulation || !has_many_rows(s, multiprocessors) ||
