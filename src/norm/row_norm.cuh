@@ -134,8 +134,9 @@ __device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOu
 // The codes of the quantizing LayerNorm kind, whose scale is the amax of its outputs: the outputs,
 // computed once, are held as floats through the amax's reduction (`reduce`, a RowReduction), then
 // coded. Computed again for the codes, each output unpacked x, weight and bias a second time, and
-// the kernels that read weight and bias late loaded them again. holds(i): whether this thread holds
-// vector i.
+// the kernels that read weight and bias late loaded them again: H200, 2048 rows (µs), 4096 bf16 /
+// f16 15.1 / 15.4 -> 14.0 / 13.6, 8192 f16 25.3 -> 22.6, 16384 f16 47.9 -> 40.0; one row of 16384
+// 3.84 -> 3.62. holds(i): whether this thread holds vector i.
 template <class T, int kVecs, int kVec, class ForEachOutput, class OutputAt, class Holds, class Reduce>
 __device__ __forceinline__ void quantize_held_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
                                                       OutputAt output_at, Holds holds, Reduce& reduce, int64_t row,
@@ -486,19 +487,19 @@ __global__ void __maxnreg__(kQuantManyRowsRegisters)
   normalize_rows<T, NormKind::rms, false, true, false, false, kVec, 2, false>(p, s);
 }
 
-// Many bf16 rows of the LayerNorm kind (LayerNorm, LayerNormQuant) of at least four vectors a thread
-// (8192 elements), without a residual or per-row modulation, whose vectors fill whole blocks, staged
-// ahead (staged_rows.cuh): x rows, the weight (ones without one) and the bias (zeros) as column
-// vectors; each pass (the mean, the squared deviations, LayerNormQuant's amax, the outputs) reads the
-// staged row back. There the held-row kernels spill (LayerNorm's kWhole 40 bytes, LayerNormQuant's
-// 62 local loads a row); staged, H200, 2048 rows (µs): LayerNorm 8192 22.9 -> 19.9, 16384 43.5 ->
-// 37.3; LayerNormQuant 8192 29.3 -> 29.1, 16384 61.3 -> 56.5. The same kernel lost on rows it does
-// not replace a spilling kernel on (f16 LayerNorm 8192 20.2 -> 20.4, f16 LayerNormQuant 16384 55.8
-// -> 57.4, 4096 bf16 12.6 -> 12.8), on RMSNormQuant (8-28 %) and on the RMS kind (RMSNorm 7-29 %):
+// Many bf16 LayerNorm rows of at least four vectors a thread (8192 elements), without a residual or
+// per-row modulation, whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x rows, the
+// weight (ones without one) and the bias (zeros) as column vectors; each pass (the mean, the squared
+// deviations, the outputs) reads the staged row back. There the held-row kernels spill (LayerNorm's
+// kWhole 40 bytes); staged, H200, 2048 rows (µs): LayerNorm 8192 22.9 -> 19.9, 16384 43.5 -> 37.3.
+// The same kernel lost on rows it does not replace a spilling kernel on (f16 LayerNorm 8192 20.2 ->
+// 20.4, 4096 bf16 12.6 -> 12.8), on RMSNormQuant (8-28 %) and on the RMS kind (RMSNorm 7-29 %):
 // with a row a block at a time, a block's rows wait on each other's reductions, where one row a
 // block of the held-row kernels lets an SM's resident blocks overlap theirs (docs/perf-notes.md,
-// twelfth session).
-template <class T, bool kQuant, int kVecs>
+// twelfth session). LayerNormQuant's bf16 rows left it once the held-row kernels held their outputs
+// (quantize_held_outputs) at eight vectors a thread: 8192 26.3 -> 22.2 µs, 16384 50.9 -> 38.8
+// (staged and holding them: 23.3, 43.9).
+template <class T, int kVecs>
 __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const RowPointers<T> p, const RowShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   extern __shared__ uint4 staged_shared[];
@@ -554,13 +555,8 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
         f(i, values);
       }
     };
-    const auto output_at = [&](int i) { return row * kVecs * threads + threadIdx.x + i * threads; };
-    if constexpr (kQuant) {
-      quantize_held_outputs<T, kVecs, kVec>(p, for_each_output, output_at, [](int) { return true; }, reduce, row,
-                                            threadIdx.x == 0);
-    } else {
-      store_outputs<T, false, kVec>(p, for_each_output, output_at);
-    }
+    store_outputs<T, false, kVec>(p, for_each_output,
+                                  [&](int i) { return row * kVecs * threads + threadIdx.x + i * threads; });
   });
 }
 
@@ -617,9 +613,9 @@ __global__ void __launch_bounds__(kStreamingThreads) row_norm_streaming(const Ro
   }
 }
 
-// Runs layer_norm_staged where it applies (bf16 rows of the LayerNorm kind without a residual or
-// per-row modulation, many rows of 16-byte vectors that fill its blocks at four vectors a thread).
-// Returns whether it ran.
+// Runs layer_norm_staged where it applies (bf16 LayerNorm rows without a residual or per-row
+// modulation, many rows of 16-byte vectors that fill its blocks at four vectors a thread). Returns
+// whether it ran.
 template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups>
 bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowShape& s, int multiprocessors,
                         cudaStream_t stream) {
@@ -627,10 +623,10 @@ bool launch_staged_rows(std::string_view op, const RowPointers<T>& p, const RowS
     constexpr int kVec = kVectorBytes / sizeof(T), kVecs = 4;
     const int vectors = s.row_len / kVec;
     if (s.modulation || !has_many_rows(s, multiprocessors) ||
-        !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y, p.codes}, s.row_len) || staged_vecs(vectors) != kVecs) {
+        !rows_of_vectors<T>({p.x, p.weight, p.bias, p.y}, s.row_len) || staged_vecs(vectors) != kVecs) {
       return false;
     }
-    return launch_staged(op, layer_norm_staged<T, kQuant, kVecs>, vectors / kVecs,
+    return launch_staged(op, layer_norm_staged<T, kVecs>, vectors / kVecs,
                          StagedRows<kVecs, 1, 2>::bytes(vectors), s.rows, s.rows, multiprocessors, stream, p, s) > 0;
   } else {
     return false;
