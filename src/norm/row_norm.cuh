@@ -363,7 +363,9 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // RMSNormQuant takes its amax in the first pass, as inv_std · max |x · scale| (inv_std >= 0),
     // and reduces it beside the squares: a pass over the row and a round of barriers fewer than
     // taking it from the output values (its code pass then computes them once).
+    // The products are held as floats for the codes (x and the weight are not needed again).
     constexpr bool kAmaxFromProducts = kQuant && kKind == NormKind::rms;
+    [[maybe_unused]] float products[kAmaxFromProducts ? kVecs : 1][kVec];
     float mean = 0, inv_std, product_amax = 0;
     if constexpr (kKind == NormKind::layer) mean = reduce.sum(held_sum([](float v) { return v; })) * s.inv_len;
     if constexpr (kAmaxFromProducts) {
@@ -378,7 +380,8 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
 #pragma unroll
         for (int e = 0; e < kVec; ++e) {
           squares += values[e] * values[e];
-          amax_bits = max(amax_bits, magnitude_bits(values[e] * scale[e]));
+          products[i][e] = values[e] * scale[e];
+          amax_bits = max(amax_bits, magnitude_bits(products[i][e]));
         }
       }
       const float2 reduced = reduce.sum_and_magnitude_max(squares, amax_bits);
@@ -438,8 +441,11 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     };
     const auto output_at = [&](int i) { return first + r.vector(i); };
     if constexpr (kAmaxFromProducts) {
-      store_outputs<T, true, kVec>(p, for_each_output, output_at,
-                                   quant_inverse(inv_std * product_amax, p.row_scale, r.row, r.leads()));
+      const float factor = inv_std * quant_inverse(inv_std * product_amax, p.row_scale, r.row, r.leads());
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (r.holds<kWhole>(i)) reinterpret_cast<Codes<kVec>*>(p.codes)[output_at(i)] = quantize<kVec>(products[i], factor);
+      }
     } else if constexpr (kQuant) {
       quantize_held_outputs<T, kVecs, kVec>(p, for_each_output, output_at,
                                             [&](int i) { return r.holds<kWhole>(i); }, reduce, r.row, r.leads());
