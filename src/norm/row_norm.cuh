@@ -119,15 +119,15 @@ __device__ __forceinline__ Codes<kVec> quantize(const float (&values)[kVec], flo
 }
 
 // The output stage of a row kernel (normalize_rows, layer_norm_staged): for_each_output(f) calls
-// f(i, values) for each vector i of this thread's share of the row with its output values, and
-// output_at(i) is that vector's index among the tensor's vectors.
-// This thread's outputs to y, or with kQuant their codes given the row's reciprocal scale `inverse`.
-template <class T, bool kQuant, int kVec, class ForEachOutput, class OutputAt>
-__device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOutput for_each_output, OutputAt output_at,
-                                              float inverse = 0) {
+// f(i, values) for each vector i of this thread's share of the row with its output values,
+// output_at(i) is that vector's index among the tensor's vectors, and holds(i) whether this thread
+// holds vector i.
+// This thread's outputs to y.
+template <class T, int kVec, class ForEachOutput, class OutputAt>
+__device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
+                                              OutputAt output_at) {
   for_each_output([&](int i, const float (&values)[kVec]) {
-    if constexpr (kQuant) reinterpret_cast<Codes<kVec>*>(p.codes)[output_at(i)] = quantize<kVec>(values, inverse);
-    else reinterpret_cast<Pack<T, kVec>*>(p.y)[output_at(i)] = pack<T, kVec>(values);
+    reinterpret_cast<Pack<T, kVec>*>(p.y)[output_at(i)] = pack<T, kVec>(values);
   });
 }
 
@@ -136,7 +136,7 @@ __device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOu
 // coded. Computed again for the codes, each output unpacked x, weight and bias a second time, and
 // the kernels that read weight and bias late loaded them again: H200, 2048 rows (µs), 4096 bf16 /
 // f16 15.1 / 15.4 -> 14.0 / 13.6, 8192 f16 25.3 -> 22.6, 16384 f16 47.9 -> 40.0; one row of 16384
-// 3.84 -> 3.62. holds(i): whether this thread holds vector i.
+// 3.84 -> 3.62.
 template <class T, int kVecs, int kVec, class ForEachOutput, class OutputAt, class Holds, class Reduce>
 __device__ __forceinline__ void quantize_held_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
                                                       OutputAt output_at, Holds holds, Reduce& reduce, int64_t row,
@@ -203,12 +203,13 @@ __host__ __device__ constexpr bool reads_affine_late() {
 // Blocks an SM the kernel must allow, which bounds its registers. 4-vector kernels: two 512-thread
 // blocks, so at most 64 registers, and four 256-thread blocks an SM where many rows take 256 instead
 // of three (H200, 75fe655 against this bound: RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm
-// 26.6 -> 24.0), but for the fused LayerNorm, which spills at 64 (39.5 -> 49.6 µs). The others hold
-// at most two vectors (or eight single elements) a thread.
+// 26.6 -> 24.0), but for the fused LayerNorm, which spills at 64 (39.5 -> 49.6 µs). 8-vector kernels
+// (the quantizing norms' long rows, with_eight_vectors): two 256-thread blocks, at most 128 registers,
+// as measured. The others hold at most two vectors (or eight single elements) a thread.
 template <NormKind kKind, bool kResidual, int kVec, int kVecs>
 __host__ __device__ constexpr int min_blocks() {
   if (max_threads(kVec, kVecs) == 512) return kKind == NormKind::layer && kResidual ? 1 : 2;
-  if (max_threads(kVec, kVecs) == 256) return 2;  // the quantizing norms' 8-vector kernels (with_eight_vectors)
+  if (max_threads(kVec, kVecs) == 256) return 2;
   return 1;
 }
 
@@ -416,9 +417,10 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
         values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
       }
     };
-    // f(i, values) for each held vector i and its output values (store_outputs). Read late, the affine vectors of a batch are all loaded before any is used: one at a time, each
-    // vector's output waited on its own L2 round trip (8 in a row a pass at 8 vectors a thread, the
-    // quantizing norms' two passes at 0.64 of torch.compile).
+    // f(i, values) for each held vector i and its output values (store_outputs). Read late, the
+    // affine vectors of a batch are all loaded before any is used: one at a time, each vector's
+    // output waited on its own L2 round trip (8 in a row a pass at 8 vectors a thread, the quantizing
+    // norms' two passes at 0.64 of torch.compile).
     const auto for_each_output = [&](auto f) {
 #pragma unroll
       for (int first_of_batch = 0; first_of_batch < kVecs; first_of_batch += kAffineBatch) {
@@ -445,13 +447,15 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       const float factor = inv_std * quant_inverse(inv_std * product_amax, p.row_scale, r.row, r.leads());
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {
-        if (r.holds<kWhole>(i)) reinterpret_cast<Codes<kVec>*>(p.codes)[output_at(i)] = quantize<kVec>(products[i], factor);
+        if (r.holds<kWhole>(i)) {
+          reinterpret_cast<Codes<kVec>*>(p.codes)[output_at(i)] = quantize<kVec>(products[i], factor);
+        }
       }
     } else if constexpr (kQuant) {
       quantize_held_outputs<T, kVecs, kVec>(p, for_each_output, output_at,
                                             [&](int i) { return r.holds<kWhole>(i); }, reduce, r.row, r.leads());
     } else {
-      store_outputs<T, false, kVec>(p, for_each_output, output_at);
+      store_outputs<T, kVec>(p, for_each_output, output_at);
     }
   });
 }
@@ -562,8 +566,8 @@ __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const Row
         f(i, values);
       }
     };
-    store_outputs<T, false, kVec>(p, for_each_output,
-                                  [&](int i) { return row * kVecs * threads + threadIdx.x + i * threads; });
+    store_outputs<T, kVec>(p, for_each_output,
+                           [&](int i) { return row * kVecs * threads + threadIdx.x + i * threads; });
   });
 }
 
