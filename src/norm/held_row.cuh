@@ -605,7 +605,7 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
     }
     // Few rows take two vectors a thread where that fits (256 threads on a row of 4096 half
     // elements, as Liger runs its decode rows): half the warps in each reduction. Long rows take
-    // four where the spread says so.
+    // four, or eight, where the spread says so.
     const bool eight_vecs = many_rows && spread.many_rows_eight_vecs && units >= 8 * kMinBlockThreads;
     const bool four_vecs = many_rows ? spread.many_rows_four_vecs && units >= 4 * kMinBlockThreads
                                      : spread.few_rows_four_vecs && units >= 4 * kManyRowsThreads;
