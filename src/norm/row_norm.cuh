@@ -192,12 +192,15 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // they put a weight round trip after the reduction, which the other kernels pay for (H200, 2100838
 // against 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 ->
 // 13.1 and every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from
-// DRAM, are held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm is an RMS norm;
-// RMSNormQuant holds its weight, whose products with x give its amax in the first pass. Kernels
-// bound to one block an SM (normalize_rows' kOneBlockAnSm: few_rows) hold them.
-template <NormKind kKind, bool kResidual, int kVecs>
+// DRAM, are held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm's weight rows,
+// as large as x, are read late at four vectors, so that x streams alone first (H200, against held:
+// 2048 x 8192 bf16 26.3 -> 25.9 µs, 16384 50.4 -> 49.5), its decode rows holding them in few_rows
+// (late, they took 2.18 -> 2.56 µs at 8192); RMSNormQuant holds its weight, whose products with x
+// give its amax in the first pass. Kernels bound to one block an SM (normalize_rows'
+// kOneBlockAnSm: few_rows) hold them.
+template <NormKind kKind, bool kResidual, bool kGroups, int kVecs>
 __host__ __device__ constexpr bool reads_affine_late() {
-  return kVecs >= 4 && (kKind == NormKind::layer || kResidual);
+  return kVecs >= 4 && (kKind == NormKind::layer || kResidual || kGroups);
 }
 
 // Blocks an SM the kernel must allow, which bounds its registers. 4-vector kernels: two 512-thread
@@ -231,7 +234,7 @@ template <class T, NormKind kKind, bool kResidual, bool kQuant, bool kGroups, bo
           bool kWhole, bool kOneBlockAnSm = false>
 __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_pointers, const RowShape s) {
   using P = Pack<T, kVec>;
-  constexpr bool kLateAffine = !kOneBlockAnSm && reads_affine_late<kKind, kResidual, kVecs>();
+  constexpr bool kLateAffine = !kOneBlockAnSm && reads_affine_late<kKind, kResidual, kGroups, kVecs>();
   // Kernels bound to one block an SM (few rows) hold x and the weight's scale as floats (see below).
   constexpr bool kFloatsHeld = kOneBlockAnSm && kWhole;
   // The RMS kind's few rows read their weight once x has arrived: x then enters the SM alone, and
@@ -468,9 +471,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
 }
 
 // Few whole rows (fewer than one an SM: decode rows) of four vectors a thread without a residual,
-// the LayerNorm kind's with or without codes and the RMS kind's without, in blocks bound to one an
-// SM, so that they hold x, weight and bias from the start, x and the weight's scale as floats
-// (normalize_rows' kFloatsHeld). The LayerNorm kind's rows at the two-block bound of
+// the LayerNorm kind's with or without codes and the RMS kind's without (GroupRMSNorm's too), in
+// blocks bound to one an SM, so that they hold x, weight and bias from the start, x and the weight's
+// scale as floats (normalize_rows' kFloatsHeld). The LayerNorm kind's rows at the two-block bound of
 // row_norm_in_registers spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip
 // after the reductions (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with
 // late reads, 3.20 holding them; Liger 3.12). The floats (few-rows-floats against fd61477, µs):
@@ -478,9 +481,9 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
 // -> 3.23, the 70b rows within ±0.03. Two-vector rows (8b) lost with them (LayerNorm 2.02 -> 2.21:
 // weight and bias, unpacked before the first reduction, made it wait for their loads), and
 // RMSNormQuant gained nothing.
-template <class T, NormKind kKind, bool kQuant>
+template <class T, NormKind kKind, bool kQuant, bool kGroups>
 __global__ void __launch_bounds__(512, 1) few_rows(const RowPointers<T> p, const RowShape s) {
-  normalize_rows<T, kKind, false, kQuant, false, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
+  normalize_rows<T, kKind, false, kQuant, kGroups, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
 }
 
 // RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
@@ -667,10 +670,9 @@ void launch_typed(std::string_view op, const RowPointers<T>& p, const RowShape& 
           }
         }
         launch_whole_rows_or_not<kVec, kVecs, kMostVecs>(s, block, cluster, [&]<bool kWhole>() {
-          if constexpr (!kResidual && !kGroups && kVec > 1 && kVecs == 4 && kWhole &&
-                        (kKind == NormKind::layer || !kQuant)) {
+          if constexpr (!kResidual && kVec > 1 && kVecs == 4 && kWhole && (kKind == NormKind::layer || !kQuant)) {
             if (!many_rows) {
-              return launch_clustered(few_rows<T, kKind, kQuant>, grid, block, cluster, 0, stream, p, s);
+              return launch_clustered(few_rows<T, kKind, kQuant, kGroups>, grid, block, cluster, 0, stream, p, s);
             }
           }
           launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>,
