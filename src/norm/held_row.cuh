@@ -10,10 +10,12 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <string_view>
 #include <type_traits>
 
 #include <cooperative_groups.h>
 
+#include "core/check.hpp"
 #include "core/dispatch.cuh"
 #include "core/evict_first.cuh"
 #include "core/integer.hpp"
@@ -621,6 +623,17 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
   const LaunchShape shape = choose_shape<8, 2, 8>(s.row_len, 1, many_rows);
   if (shape.vecs) return launch_in_registers<1, 8, 2, 8>(shape, s.rows, 1, in_registers);
   streaming(static_cast<unsigned>(std::min<int64_t>(s.rows, INT_MAX)));
+}
+
+// `grid` capped at the blocks of `kernel` the SMs hold at once: each block then walks several rows
+// (for_each_held_row), paying its setup (parameters, cache policy) once, not once a row.
+template <class Kernel>
+dim3 resident_grid(std::string_view op, Kernel kernel, dim3 grid, dim3 block, int multiprocessors) {
+  int resident = 0;
+  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, static_cast<int>(block.x * block.y), 0),
+             op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  grid.x = std::min(grid.x, static_cast<unsigned>(std::max(resident, 1) * multiprocessors));
+  return grid;
 }
 
 // kernel<<<grid, block, shared, stream>>>(args...) in clusters of `cluster` blocks along x. A failed

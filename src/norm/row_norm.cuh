@@ -675,8 +675,10 @@ void launch_typed(std::string_view op, const RowPointers<T>& p, const RowShape& 
               return launch_clustered(few_rows<T, kKind, kQuant, kGroups>, grid, block, cluster, 0, stream, p, s);
             }
           }
-          launch_clustered(row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>,
-                           grid, block, cluster, 0, stream, p, s);
+          const auto kernel = row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>;
+          const dim3 rows_grid =
+              many_rows && cluster == 1 ? resident_grid(op, kernel, grid, block, multiprocessors) : grid;
+          launch_clustered(kernel, rows_grid, block, cluster, 0, stream, p, s);
         });
       },
       [&](unsigned grid) {
