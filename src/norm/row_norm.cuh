@@ -403,21 +403,52 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       inv_std = rsqrtf(reduce.sum(squares) * s.inv_len + s.eps);
     }
     if (r.leads()) write_stats(p, r.row, mean, inv_std);
+    // The RMS kind's few rows scale x by inv_std, and take its share of the weight offset (Gemma's
+    // 1), while their weight is still on its way, so that once it arrives each element is an unpack
+    // and one FMA: one row of 16384 on one SM waits for every instruction after the arrival (four
+    // warps a scheduler), and the offset's add and the second multiply were two of them.
+    [[maybe_unused]] float offset_share[kWeightAfterX ? kVecs : 1][kVec];
+    if constexpr (kWeightAfterX) {
+      // Without a weight the scale is 1 (no offset). Both outputs' forms use the share, which keeps
+      // the compiler from moving its multiplies after the weight's arrival.
+      const float offset = p.weight ? s.weight_offset : 0.0f;
+#pragma unroll
+      for (int i = 0; i < kVecs; ++i) {
+        if (!r.holds<kWhole>(i)) continue;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          unpacked[i][e] *= inv_std;
+          offset_share[i][e] = unpacked[i][e] * offset;
+        }
+      }
+    }
 
     // The output values of the held vector i, given the weight and bias at its columns.
     const auto output_values = [&](int i, const P& w, const P& b, float (&values)[kVec]) {
       held_values(i, values);
-      float scale[kVec], shift[kVec];
-      if constexpr (kScaleHeld) {
+      if constexpr (kWeightAfterX) {  // values are x · inv_std already
+        float weight_values[kVec];
+        if (p.weight) {
+          unpack<T, kVec>(w, weight_values);
+        } else {
 #pragma unroll
-        for (int e = 0; e < kVec; ++e) scale[e] = held_scale[i][e];
+          for (int e = 0; e < kVec; ++e) weight_values[e] = 1;
+        }
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) values[e] = fmaf(values[e], weight_values[e], offset_share[i][e]);
       } else {
-        weight_scale(w, scale);
-      }
-      bias_shift(b, shift);
+        float scale[kVec], shift[kVec];
+        if constexpr (kScaleHeld) {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) {
-        values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
+          for (int e = 0; e < kVec; ++e) scale[e] = held_scale[i][e];
+        } else {
+          weight_scale(w, scale);
+        }
+        bias_shift(b, shift);
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          values[e] = normalized<kKind>(values[e], mean, inv_std, scale[e], shift[e]);
+        }
       }
     };
     // f(i, values) for each held vector i and its output values (store_outputs). Read late, the
