@@ -49,7 +49,8 @@ __global__ void __launch_bounds__(kPool2dThreads)
   const T* const top = x + (int64_t{plane} * a.in_h + h0) * a.in_w + w0;
   // Each input element is read once: evict-first loads leave the L2's other (after the benchmark's
   // flush, dirty) lines in place (core/evict_first.cuh). H200, vgg-block, against __ldg: MaxPool2d
-  // f32 10.4 -> 9.7 µs, f16 / bf16 4 % faster, with positions 0-2 %.
+  // f32 10.4 -> 9.7 µs, f16 / bf16 4 % faster, with positions 0-2 %; but MaxPool3d c3d-pool1's depth
+  // slices (128-514 MB) 4-8 % slower (docs/perf-notes.md, fifteenth session).
   const uint64_t policy = evict_first_policy();
   Bits<kLoadBytes> bits[KH];
 #pragma unroll
