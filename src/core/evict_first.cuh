@@ -29,6 +29,11 @@ __device__ __forceinline__ uint4 load_evict_first(const uint4* address, bool val
   return bits;
 }
 
+// The 16-byte vector at `address`, not kept in L1.
+__device__ __forceinline__ uint4 load_evict_first(const uint4* address, uint64_t policy) {
+  return load_evict_first(address, true, policy);
+}
+
 // The 8-byte vector at `address`, not kept in L1.
 __device__ __forceinline__ uint2 load_evict_first(const uint2* address, uint64_t policy) {
   uint2 bits;

@@ -119,10 +119,8 @@ __device__ __forceinline__ Codes<kVec> quantize(const float (&values)[kVec], flo
 }
 
 // The output stage of a row kernel (normalize_rows, layer_norm_staged): for_each_output(f) calls
-// f(i, values) for each vector i of this thread's share of the row with its output values,
-// output_at(i) is that vector's index among the tensor's vectors, and holds(i) whether this thread
-// holds vector i.
-// This thread's outputs to y.
+// f(i, values) for each vector i of this thread's share of the row with its output values, and
+// output_at(i) is that vector's index among the tensor's vectors. store_outputs writes them to y.
 template <class T, int kVec, class ForEachOutput, class OutputAt>
 __device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
                                               OutputAt output_at) {
@@ -131,12 +129,12 @@ __device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOu
   });
 }
 
-// The codes of the quantizing LayerNorm kind, whose scale is the amax of its outputs: the outputs,
-// computed once, are held as floats through the amax's reduction (`reduce`, a RowReduction), then
-// coded. Computed again for the codes, each output unpacked x, weight and bias a second time, and
-// the kernels that read weight and bias late loaded them again: H200, 2048 rows (µs), 4096 bf16 /
-// f16 15.1 / 15.4 -> 14.0 / 13.6, 8192 f16 25.3 -> 22.6, 16384 f16 47.9 -> 40.0; one row of 16384
-// 3.84 -> 3.62.
+// The codes of the quantizing LayerNorm kind (holds(i): whether this thread holds vector i), whose
+// scale is the amax of its outputs: the outputs, computed once, are held as floats through the
+// amax's reduction (`reduce`, a RowReduction), then coded. Computed again for the codes, each output
+// unpacked x, weight and bias a second time, and the kernels that read weight and bias late loaded
+// them again: H200, 2048 rows (µs), 4096 bf16 / f16 15.1 / 15.4 -> 14.0 / 13.6, 8192 f16 25.3 ->
+// 22.6, 16384 f16 47.9 -> 40.0; one row of 16384 3.84 -> 3.62.
 template <class T, int kVecs, int kVec, class ForEachOutput, class OutputAt, class Holds, class Reduce>
 __device__ __forceinline__ void quantize_held_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
                                                       OutputAt output_at, Holds holds, Reduce& reduce, int64_t row,

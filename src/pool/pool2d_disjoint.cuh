@@ -55,12 +55,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
   Bits<kLoadBytes> bits[KH];
 #pragma unroll
   for (int kh = 0; kh < KH; ++kh) {
-    const auto* const address = reinterpret_cast<const Bits<kLoadBytes>*>(top + int64_t{kh} * a.in_w);
-    if constexpr (kLoadBytes == 16) {
-      bits[kh] = load_evict_first(address, true, policy);
-    } else {
-      bits[kh] = load_evict_first(address, policy);
-    }
+    bits[kh] = load_evict_first(reinterpret_cast<const Bits<kLoadBytes>*>(top + int64_t{kh} * a.in_w), policy);
   }
   T taps[KH][kVec];
 #pragma unroll
