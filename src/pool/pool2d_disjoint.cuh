@@ -30,6 +30,7 @@ struct DisjointTiling {
   FastDivisor out_h;      // output rows of a plane
   FastDivisor row_tiles;  // out_w / kDisjointOutputs
   int tiles;              // output rows of the launch * row_tiles
+  bool evict_first;       // load x evict-first (launch_disjoint says where)
 };
 
 template <class T, Reduction kReduction, int KH, int KW, int kLoadBytes>
@@ -47,15 +48,12 @@ __global__ void __launch_bounds__(kPool2dThreads)
   const int oh = row - plane * tiling.out_h.divisor();
   const int h0 = oh * KH, w0 = ow0 * KW;
   const T* const top = x + (int64_t{plane} * a.in_h + h0) * a.in_w + w0;
-  // Each input element is read once: evict-first loads leave the L2's other (after the benchmark's
-  // flush, dirty) lines in place (core/evict_first.cuh). H200, vgg-block, against __ldg: MaxPool2d
-  // f32 10.4 -> 9.7 µs, f16 / bf16 4 % faster, with positions 0-2 %; but MaxPool3d c3d-pool1's depth
-  // slices (128-514 MB) 4-8 % slower (docs/perf-notes.md, fifteenth session).
   const uint64_t policy = evict_first_policy();
   Bits<kLoadBytes> bits[KH];
 #pragma unroll
   for (int kh = 0; kh < KH; ++kh) {
-    bits[kh] = load_evict_first(reinterpret_cast<const Bits<kLoadBytes>*>(top + int64_t{kh} * a.in_w), policy);
+    const auto* const address = reinterpret_cast<const Bits<kLoadBytes>*>(top + int64_t{kh} * a.in_w);
+    bits[kh] = tiling.evict_first ? load_evict_first(address, policy) : __ldg(address);
   }
   T taps[KH][kVec];
 #pragma unroll
