@@ -121,7 +121,9 @@ class SmallAvgTile {
     for (int r = 0; r < kRows; ++r) {
       const auto* vectors = reinterpret_cast<const Vector*>(plane_x_ + (row_at_[r] + chunk_column));
 #pragma unroll
-      for (int v = 0; v < kLoads; ++v) chunk_[r][v] = kPlanar ? load_evict_first(vectors + v, policy) : __ldg(vectors + v);
+      for (int v = 0; v < kLoads; ++v) {
+        chunk_[r][v] = kPlanar ? load_evict_first(vectors + v, policy) : __ldg(vectors + v);
+      }
 #pragma unroll
       for (int i = 0; i < kSpan; ++i) {
         if (!in_chunk(i)) halo_[r][i] = __ldg(plane_x_ + (row_at_[r] + column[i]));
