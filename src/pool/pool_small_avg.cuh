@@ -24,7 +24,7 @@
 #include <string_view>
 
 #include "core/device.hpp"
-#include "core/evict_first.cuh"
+#include "core/evict_last.cuh"
 #include "pool/pool3d_separable.cuh"
 #include "pool/pool_geometry.hpp"
 
@@ -111,22 +111,18 @@ class SmallAvgTile {
     int column[kSpan];
 #pragma unroll
     for (int i = 0; i < kSpan; ++i) column[i] = min(max(c0 - PW + i, 0), a.in_w - 1);
-    // The chunks' elements are read by this thread alone: 3-D calls load them evict-first, as the
-    // disjoint max kernel does (core/evict_first.cuh). H200, against __ldg: video-2x2x2 f32 / f16
-    // 4.19 / 3.14 -> 4.13 / 3.10 µs, divisor 0-2 % faster; the 1-D rows (audio-downsample) lost
-    // 0.6-0.9 %, so they keep __ldg. The halo columns, which the neighbouring lanes' chunks share,
-    // stay in L1.
-    const uint64_t policy = evict_first_policy();
+    // Every load as torch.compile's kernels issue theirs (core/evict_last.cuh). H200, against the
+    // read-only path (__ldg; the 3-D chunks evict-first): audio-downsample f32 / f16 4.99 / 3.42 ->
+    // 4.16 / 3.07 µs, video-2x2x2 f32 / f16 4.16 / 3.14 -> 3.33 / 3.04, the other rows level.
+    const uint64_t policy = evict_last_policy();
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {
       const auto* vectors = reinterpret_cast<const Vector*>(plane_x_ + (row_at_[r] + chunk_column));
 #pragma unroll
-      for (int v = 0; v < kLoads; ++v) {
-        chunk_[r][v] = kPlanar ? load_evict_first(vectors + v, policy) : __ldg(vectors + v);
-      }
+      for (int v = 0; v < kLoads; ++v) chunk_[r][v] = load_evict_last(vectors + v, policy);
 #pragma unroll
       for (int i = 0; i < kSpan; ++i) {
-        if (!in_chunk(i)) halo_[r][i] = __ldg(plane_x_ + (row_at_[r] + column[i]));
+        if (!in_chunk(i)) halo_[r][i] = load_evict_last(plane_x_ + (row_at_[r] + column[i]), policy);
       }
     }
     keep_loads_above(a.in_w <= 0);

@@ -1,0 +1,47 @@
+// Loads as torch.compile's Triton kernels issue them under eviction_policy="evict_last": kept in L1
+// (ld.global, not the read-only path) with an L1 evict_last hint, and marked last to leave L2 by an
+// evict_last cache policy. Where neighbouring lanes and taps read the same sectors, they find them
+// in L1. Where it pays is measured per kernel (docs/perf-notes.md).
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+
+namespace solops::detail {
+
+__device__ __forceinline__ uint64_t evict_last_policy() {
+  uint64_t policy;
+  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+
+// The V (2, 4, 8 or 16 bytes) at `address`.
+template <class V>
+__device__ __forceinline__ V load_evict_last(const V* address, uint64_t policy) {
+  static_assert(sizeof(V) == 2 || sizeof(V) == 4 || sizeof(V) == 8 || sizeof(V) == 16);
+  V value;
+  if constexpr (sizeof(V) == 16) {
+    uint4 bits;
+    asm("ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+        : "=r"(bits.x), "=r"(bits.y), "=r"(bits.z), "=r"(bits.w)
+        : "l"(address), "l"(policy));
+    memcpy(&value, &bits, sizeof value);
+  } else if constexpr (sizeof(V) == 8) {
+    uint2 bits;
+    asm("ld.global.L1::evict_last.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
+        : "=r"(bits.x), "=r"(bits.y)
+        : "l"(address), "l"(policy));
+    memcpy(&value, &bits, sizeof value);
+  } else if constexpr (sizeof(V) == 4) {
+    unsigned bits;
+    asm("ld.global.L1::evict_last.L2::cache_hint.b32 %0, [%1], %2;" : "=r"(bits) : "l"(address), "l"(policy));
+    memcpy(&value, &bits, sizeof value);
+  } else {
+    unsigned short bits;
+    asm("ld.global.L1::evict_last.L2::cache_hint.b16 %0, [%1], %2;" : "=h"(bits) : "l"(address), "l"(policy));
+    memcpy(&value, &bits, sizeof value);
+  }
+  return value;
+}
+
+}  // namespace solops::detail
