@@ -7,7 +7,6 @@
 namespace solops::detail {
 
 int multiprocessor_count(int device);
-int l2_cache_bytes(int device);
 
 // Turns a launch failure into solops::Error naming the op.
 void check_launch(std::string_view op);

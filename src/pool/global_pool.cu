@@ -12,6 +12,7 @@
 #include <cstring>
 
 #include "core/device.hpp"
+#include "core/evict_last.cuh"
 #include "pool/pool2d_kernel_common.cuh"
 #include "pool/pool_launch.hpp"
 
@@ -34,7 +35,9 @@ constexpr int kLoadsInFlight = kElements == 1 ? 8 : 4;
 template <int kElements>
 constexpr int kWarpPlaneLoads = kElements == 1 ? 8 * kLoadsInFlight<1> + 1 : 128;
 
-// kElements consecutive elements of a plane, read with one load.
+// kElements consecutive elements of a plane, read with one load, as torch.compile's kernels load
+// theirs (core/evict_last.cuh); against __ldg (H200): MaxPool1d textcnn-global f16 3.30 -> 2.98 µs,
+// AdaptiveMaxPool2dIndices global-1x1 2.81 -> 2.72, the other global rows within ±1.6 %.
 template <class T, int kElements>
 struct Load {
   T element[kElements];
@@ -42,10 +45,10 @@ struct Load {
   __device__ __forceinline__ static Load at(const T* __restrict__ plane, int index) {
     Load load;
     if constexpr (kElements == 1) {
-      load.element[0] = __ldg(plane + index);
+      load.element[0] = load_evict_last(plane + index, evict_last_policy());
     } else {
       static_assert(sizeof(Load) == sizeof(uint4));
-      const uint4 raw = __ldg(reinterpret_cast<const uint4*>(plane) + index);
+      const uint4 raw = load_evict_last(reinterpret_cast<const uint4*>(plane) + index, evict_last_policy());
       memcpy(load.element, &raw, sizeof(raw));
     }
     return load;

@@ -16,6 +16,7 @@
 
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
+#include "core/evict_last.cuh"
 #include "pool/mean_pooling.hpp"
 
 namespace solops::detail {
@@ -70,13 +71,17 @@ __global__ void __launch_bounds__(kThreads)
       int t = group;
       // count - (kUnroll - 1) * groups cannot overflow where t + kUnroll * groups could.
       for (; t < count - (kUnroll - 1) * groups; t += kUnroll * groups, column += kUnroll * token_stride) {
+        // x loaded as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg
+        // (H200): ragged-tail 10.72 -> 9.57 µs, the other rows about 1 % faster.
         Vector loaded[kUnroll];
 #pragma unroll
-        for (int u = 0; u < kUnroll; ++u) loaded[u] = __ldg(column + u * token_stride);
+        for (int u = 0; u < kUnroll; ++u) loaded[u] = load_evict_last(column + u * token_stride, evict_last_policy());
 #pragma unroll
         for (int u = 0; u < kUnroll; ++u) accumulate<T, kVec>(sum, loaded[u]);
       }
-      for (; t < count; t += groups, column += token_stride) accumulate<T, kVec>(sum, __ldg(column));
+      for (; t < count; t += groups, column += token_stride) {
+        accumulate<T, kVec>(sum, load_evict_last(column, evict_last_policy()));
+      }
     }
     if (groups > 1) {
       // Laid out [lane][group][thread], so that the threads of a warp store to consecutive banks.

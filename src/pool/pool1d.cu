@@ -17,6 +17,7 @@
 
 #include "core/device.hpp"
 #include "core/evict_first.cuh"
+#include "core/evict_last.cuh"
 #include "core/integer.hpp"
 #include "core/stage.cuh"
 #include "pool/pool2d_kernel_common.cuh"
@@ -158,10 +159,13 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
   const int c0 = max(w0, 0) / kVector;
   const int c1 = min(a.in_w, w1 + kVector - 1) / kVector;
   const uint4* const x_row = reinterpret_cast<const uint4*>(x + int64_t{row} * a.in_w);
+  // Loaded as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg (H200):
+  // ecg-cnn-dilated 6.30 / 11.49 -> 5.92 / 10.43 µs (values / positions), sincnet f16 values 10.24
+  // -> 9.55, long-temporal 13.63 -> 13.38.
   uint4 chunks[kChunksPerLane];
 #pragma unroll
   for (int i = 0; i < kChunksPerLane; ++i) {
-    if (c0 + lane + i * kWarp < c1) chunks[i] = __ldg(x_row + c0 + lane + i * kWarp);
+    if (c0 + lane + i * kWarp < c1) chunks[i] = load_evict_last(x_row + c0 + lane + i * kWarp, evict_last_policy());
   }
 #pragma unroll
   for (int i = 0; i < kChunksPerLane; ++i) {
@@ -217,10 +221,11 @@ __global__ void __launch_bounds__(kThreads)
       const T* const window = x + int64_t{row} * a.in_w + column[j] * K;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        // Evict-first taps measured faster for values alone (H200, sincnet f32 16.2 -> 15.2 µs)
-        // and slower with positions (f16 15.8 -> 16.2, f32 22.1 -> 22.9), which keep __ldg.
+        // H200, sincnet: values alone evict-first (f32 16.2 -> 15.2 µs against __ldg; evict_last
+        // 14.7 -> 15.4 against evict-first), positions evict_last (f32 / f16 21.6 / 15.3 -> 20.5 /
+        // 15.0 against __ldg; evict-first 22.1 -> 22.9 / 15.8 -> 16.2).
         if constexpr (kReduction == Reduction::max) taps[j][k] = load_evict_first(window + k, evict_first_policy());
-        else taps[j][k] = __ldg(window + k);
+        else taps[j][k] = load_evict_last(window + k, evict_last_policy());
       }
     }
   }

@@ -154,13 +154,7 @@ bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef
   auto* y_data = static_cast<T*>(y.data);
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
   const int row_tiles = g.out_w / kOutputs;
-  // Each input element is read once: evict-first loads leave the L2's other (after the benchmark's
-  // flush, dirty) lines in place (core/evict_first.cuh). H200, against __ldg: vgg-block (16-45 MB
-  // read and written) MaxPool2d f32 10.4 -> 9.7 µs, f16 / bf16 4 % faster, with positions 0-2 %;
-  // but c3d-pool1's depth slices (128-514 MB) 4-8 % slower, so inputs larger than the L2 load plainly
-  // (c3d-pool1 f32 / f16 129.9 / 66.6 -> 120.8 / 64.2 µs, as before the evict-first loads).
-  const bool evict_first = g.planes * in_plane * int64_t{sizeof(T)} <= l2_cache_bytes(x.device);
-  DisjointTiling tiling{FastDivisor(g.out_h), FastDivisor(row_tiles), 0, evict_first};
+  DisjointTiling tiling{FastDivisor(g.out_h), FastDivisor(row_tiles), 0};
   for_each_plane_group(g.planes, int64_t{g.out_h} * row_tiles, kPool2dThreads, [&](int64_t first, int tiles,
                                                                                     unsigned blocks) {
     tiling.tiles = tiles;
