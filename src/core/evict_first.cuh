@@ -29,20 +29,6 @@ __device__ __forceinline__ uint4 load_evict_first(const uint4* address, bool val
   return bits;
 }
 
-// The 16-byte vector at `address`, not kept in L1.
-__device__ __forceinline__ uint4 load_evict_first(const uint4* address, uint64_t policy) {
-  return load_evict_first(address, true, policy);
-}
-
-// The 8-byte vector at `address`, not kept in L1.
-__device__ __forceinline__ uint2 load_evict_first(const uint2* address, uint64_t policy) {
-  uint2 bits;
-  asm("ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-      : "=r"(bits.x), "=r"(bits.y)
-      : "l"(address), "l"(policy));
-  return bits;
-}
-
 // A 4-byte element, kept in L1 (where neighbouring threads' overlapping reads find it).
 template <class T>
 __device__ __forceinline__ T load_evict_first(const T* address, uint64_t policy) {

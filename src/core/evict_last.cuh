@@ -44,4 +44,17 @@ __device__ __forceinline__ V load_evict_last(const V* address, uint64_t policy) 
   return value;
 }
 
+// The 16-byte vector at `address` where `valid` (zeros elsewhere, no load issued).
+__device__ __forceinline__ uint4 load_evict_last(const uint4* address, bool valid, uint64_t policy) {
+  uint4 bits{0, 0, 0, 0};
+  asm("{\n"
+      "  .reg .pred p;\n"
+      "  setp.ne.b32 p, %5, 0;\n"
+      "  @p ld.global.L1::evict_last.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n"
+      "}"
+      : "+r"(bits.x), "+r"(bits.y), "+r"(bits.z), "+r"(bits.w)
+      : "l"(address), "r"(static_cast<int>(valid)), "l"(policy));
+  return bits;
+}
+
 }  // namespace solops::detail
