@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "core/device.hpp"
+#include "core/evict_last.cuh"
 #include "core/integer.hpp"
 #include "norm/held_row.cuh"
 #include "norm/spectral_norm.hpp"
@@ -68,7 +69,9 @@ __global__ void __launch_bounds__(kColumnThreads, kColumnBlocksPerSm)
   // With kVec > 1, cols is a multiple of kVec: a vector that starts inside the row ends inside it.
   // A warp's rows kRowsInFlight at a time, all loaded before any is summed: written as one loop,
   // ptxas placed each load just above its multiply-adds (H200, 2048 x 8192: 13.4 -> 12.7 µs; 2048 x
-  // 16384: 23.1 -> 22.9, still 2.9 TB/s where W v's one-row blocks reach 4.1).
+  // 16384: 23.1 -> 22.9, still 2.9 TB/s where W v's one-row blocks reach 4.1). W, u and (row_dots) W
+  // again load as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg, the whole
+  // chain (H200): 8b / 70b / 405b prefill 19.9 / 27.7 / 46.3 -> 18.4-18.5 / 27.0-27.1 / 45.8 µs.
   if (first_col < m.cols) {
     for (int64_t first = begin + warp; first < end; first += kRowsInFlight * kColumnWarps) {
       Pack<T, kVec> bits[kRowsInFlight];
@@ -77,8 +80,9 @@ __global__ void __launch_bounds__(kColumnThreads, kColumnBlocksPerSm)
       for (int k = 0; k < kRowsInFlight; ++k) {
         const int64_t row = first + k * kColumnWarps;
         if (row >= end) continue;
-        weights[k] = __ldg(u + row);
-        bits[k] = __ldg(reinterpret_cast<const Pack<T, kVec>*>(w + row * m.cols + first_col));
+        weights[k] = load_evict_last(u + row, evict_last_policy());
+        bits[k] = load_evict_last(reinterpret_cast<const Pack<T, kVec>*>(w + row * m.cols + first_col),
+                                  evict_last_policy());
       }
 #pragma unroll
       for (int k = 0; k < kRowsInFlight; ++k) {
@@ -141,7 +145,7 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll 4
     for (int j = threadIdx.x; j < vectors; j += blockDim.x) {
       float values[kVec], right[kVec];
-      unpack<T, kVec>(__ldg(w_row + j), values);
+      unpack<T, kVec>(load_evict_last(w_row + j, evict_last_policy()), values);
       load_floats<kVec>(v + j * kVec, right);
 #pragma unroll
       for (int e = 0; e < kVec; ++e) sum += values[e] * right[e];
@@ -334,7 +338,9 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (r.holds<kWhole>(i)) held[i] = __ldg(reinterpret_cast<const P*>(w) + r.vector(i));
+      if (r.holds<kWhole>(i)) {
+        held[i] = load_evict_last(reinterpret_cast<const P*>(w) + r.vector(i), evict_last_policy());
+      }
     }
     float left = __ldg(u), squares = 0;
 #pragma unroll

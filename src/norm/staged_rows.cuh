@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/device.hpp"
+#include "core/evict_last.cuh"
 #include "norm/held_row.cuh"
 
 namespace solops::detail::row_norm {
@@ -61,7 +62,9 @@ class StagedRows {
 
   // Copies this thread's vectors of row `row` of each tensor into `stage` and commits them as a
   // group, empty past the last row, so that waiting for all but the newest kStages - 1 groups
-  // always finds the row in hand.
+  // always finds the row in hand. The copies carry an L2 evict_last policy, as torch.compile's loads
+  // do (core/evict_last.cuh); against none (H200): LayerNorm 405b / 70b bf16 prefill 36.8 / 20.3 ->
+  // 34.5 / 18.8 µs, the f16 rows level, the backward's staged rows 1-3.5 % faster.
   __device__ void copy(const uint4* const (&tensors)[kTensors], int64_t row, int stage) {
     if (row < rows_) {
       const int64_t first = row * kVecs * blockDim.x + threadIdx.x;
@@ -70,7 +73,8 @@ class StagedRows {
 #pragma unroll
         for (int i = 0; i < kVecs; ++i) {
           const auto to = static_cast<unsigned>(__cvta_generic_to_shared(slot((stage * kTensors + t) * kVecs + i)));
-          asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(to), "l"(tensors[t] + first + i * blockDim.x)
+          asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(to),
+                       "l"(tensors[t] + first + i * blockDim.x), "l"(evict_last_policy())
                        : "memory");
         }
       }
