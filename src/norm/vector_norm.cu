@@ -394,10 +394,14 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
   using P = row_norm::Pack<T, kVec>;
   using Reduction = row_norm::HeldRowReduction<kVecs>;
   row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r, Reduction& reduce) {
+    // v loads as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg (H200):
+    // 70b / 405b prefill 17.5 / 33.3 -> 16.7 / 32.1 µs.
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
-      if (r.holds<kWhole>(i)) held[i] = __ldg(reinterpret_cast<const P*>(x) + r.first + r.vector(i));
+      if (r.holds<kWhole>(i)) {
+        held[i] = load_evict_last(reinterpret_cast<const P*>(x) + r.first + r.vector(i), evict_last_policy());
+      }
     }
     // f(i, values) for each held vector i, its elements in f32.
     const auto for_each_held = [&](auto f) {

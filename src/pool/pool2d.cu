@@ -26,6 +26,13 @@ constexpr int kMinBlocksPerSm = 4;
 // 8.77, but the values rows 3-9 % and the f32 rows 5-14 % slower; 32 bytes were slower on every row.
 template <class T, Reduction kReduction>
 constexpr int kDisjointLoadBytes = kReduction == Reduction::max_with_index && sizeof(T) == 2 ? 8 : 16;
+// Bytes of each vector load of the separable kernel: 8 for max with positions on half types, so
+// that a thread holds the values and columns of as many outputs as on f32 (48 registers for two
+// rows of 3x3 windows; 16 bytes took ~95 and measured unstable). H200, against the staged kernel's
+// one output a thread: resnet-stem f16 / bf16 36.2 -> 34.8 / 35.0 µs, alexnet-ceil 13.4 / 13.5 ->
+// 11.7 / 11.6.
+template <class T, Reduction kReduction>
+constexpr int kSeparableVectorBytes = kReduction == Reduction::max_with_index && sizeof(T) == 2 ? 8 : 16;
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 
@@ -68,13 +75,13 @@ template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW,
 void launch_separable_rows(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                            const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   if constexpr (KH > 1) {
-    using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2, 16, kChunkVectors>;
+    using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2, kSeparableVectorBytes<T, kReduction>, kChunkVectors>;
     const int64_t two_row_threads = g.planes * ceil_div(g.out_h, 2) * ceil_div(g.out_w, TwoRows::kCols);
     if (two_row_threads >= 2 * int64_t{kThreadsPerSm} * multiprocessor_count(x.device)) {
       return launch_separable_tiles<T, kReduction, TwoRows, kShuffleHalo>(op, g, x, y, indices, stream);
     }
   }
-  using OneRow = SeparableWindow<T, KH, KW, SH, SW, PW, 1, 16, kChunkVectors>;
+  using OneRow = SeparableWindow<T, KH, KW, SH, SW, PW, 1, kSeparableVectorBytes<T, kReduction>, kChunkVectors>;
   launch_separable_tiles<T, kReduction, OneRow, kShuffleHalo>(op, g, x, y, indices, stream);
 }
 
@@ -100,8 +107,8 @@ void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRe
   launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 1, false>(op, g, x, y, indices, stream);
 }
 
-// KH = KW = 0: any window, read at run time; otherwise a static window (max with positions only).
-template <class T, Reduction kReduction, int KH = 0, int KW = 0>
+// Any window, read at run time.
+template <class T, Reduction kReduction>
 void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const int64_t row_bytes = int64_t{g.in_w} * sizeof(T);
@@ -126,11 +133,11 @@ void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& 
   auto* y_data = static_cast<T*>(y.data);
   if (staged) {
     const auto shared = static_cast<size_t>(staged_bytes<T>(band_rows(tile_rows) * g.in_w));
-    pool2d_staged_kernel<T, kReduction, KH, KW, true>
+    pool2d_staged_kernel<T, kReduction, true>
         <<<grid, kPool2dThreads, shared, stream>>>(x_data, y_data, indices, kernel_args(g), tiling);
   } else {
     // Rows too wide to stage: the taps are read from global memory, with the run-time loops.
-    pool2d_staged_kernel<T, kReduction, 0, 0, false>
+    pool2d_staged_kernel<T, kReduction, false>
         <<<grid, kPool2dThreads, 0, stream>>>(x_data, y_data, indices, kernel_args(g), tiling);
   }
   check_launch(op);
@@ -168,9 +175,7 @@ bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef
 
 // Max over 2x2 windows that tile the plane runs the disjoint kernel where it applies
 // (launch_disjoint). The windows of the catalogue (kernel, stride, column padding; dilation 1) run
-// the separable kernel, except max with positions on half types: there each partial result holds a
-// value and a column, ~95 registers per thread, and the staged kernel's one output per thread
-// measured faster (docs/perf-notes.md). Any other window runs the staged kernel's run-time loops.
+// the separable kernel; any other window runs the staged kernel's run-time loops.
 template <Reduction kReduction>
 void launch_pool2d(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                    const TensorRef& y, int64_t* indices, cudaStream_t stream) {
@@ -187,17 +192,10 @@ void launch_pool2d(std::string_view op, const PoolGeometry& g, const TensorRef& 
       if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
       if (window_is(5, 5, 2, 2, 2)) return launch_separable<T, kReduction, 5, 5, 2, 2, 2>(op, g, x, y, indices, stream);
       if (window_is(3, 5, 2, 2, 2)) return launch_separable<T, kReduction, 3, 5, 2, 2, 2>(op, g, x, y, indices, stream);
-    } else if constexpr (kReduction == Reduction::max || sizeof(T) == 4) {
+    } else {
       if (window_is(3, 3, 2, 2, 1)) return launch_separable<T, kReduction, 3, 3, 2, 2, 1>(op, g, x, y, indices, stream);
       if (window_is(3, 3, 2, 2, 0)) return launch_separable<T, kReduction, 3, 3, 2, 2, 0>(op, g, x, y, indices, stream);
       if (window_is(2, 2, 2, 2, 0)) return launch_separable<T, kReduction, 2, 2, 2, 2, 0>(op, g, x, y, indices, stream);
-    } else {
-      // The staged kernel clamps taps for any padding and stride: only the kernel size is static.
-      const auto size_is = [&](int kh, int kw) {
-        return g.kernel_h == kh && g.kernel_w == kw && g.dilation_h == 1 && g.dilation_w == 1;
-      };
-      if (size_is(3, 3)) return launch_staged<T, kReduction, 3, 3>(op, g, x, y, indices, stream);
-      if (size_is(2, 2)) return launch_staged<T, kReduction, 2, 2>(op, g, x, y, indices, stream);
     }
     launch_staged<T, kReduction>(op, g, x, y, indices, stream);
   });

@@ -1,6 +1,5 @@
-// 2-D pooling through shared memory: max with positions on half types for the catalogue's kernel
-// sizes, and every reduction for windows the separable kernel is not compiled for (sizes,
-// strides and dilation read at run time).
+// 2-D pooling through shared memory, for windows the separable and disjoint kernels are not
+// compiled for (sizes, strides and dilation read at run time).
 //
 // One block pools a tile of output rows of one (n, c) plane. The input rows that tile needs are
 // one contiguous range of the plane, staged into shared memory with 16-byte cp.async requests, so
@@ -18,46 +17,6 @@ struct StagedTiling {
   int tile_rows, tiles_per_plane;
   int64_t tiles;
 };
-
-// Window taps of one output along one axis, as offsets into the band (band[row + col] is a tap).
-//
-// Static windows (dilation 1) clamp every tap to the input: a tap in the padding, or past the
-// input in ceil mode, reads the nearest real tap of the same window instead. The max is unchanged
-// by such a duplicate, and the duplicates of the first real row or column come just before their
-// originals in scan order, those of the last just after, so ties (first wins) and NaNs (last wins)
-// still report the same position. This keeps the tap loops free of branches.
-template <int K>
-struct ClampedTaps {
-  int offset[K];
-  __device__ __forceinline__ ClampedTaps(int start, int extent, int scale, int base) {
-#pragma unroll
-    for (int k = 0; k < K; ++k) offset[k] = base + min(max(start + k, 0), extent - 1) * scale;
-  }
-};
-
-// Max and position of a static window; the first tap seeds the scan, so an all -inf window
-// reports its first real tap.
-template <int KH, int KW, class T>
-__device__ __forceinline__ void max_static_window(const T* band, const ClampedTaps<KH>& rows,
-                                                  const ClampedTaps<KW>& cols, T& best, int& best_offset) {
-  best_offset = rows.offset[0] + cols.offset[0];
-  best = band[best_offset];
-  float best_value = to_float(best);
-#pragma unroll
-  for (int kh = 0; kh < KH; ++kh) {
-#pragma unroll
-    for (int kw = (kh == 0 ? 1 : 0); kw < KW; ++kw) {
-      const int offset = rows.offset[kh] + cols.offset[kw];
-      const T v = band[offset];
-      const float value = to_float(v);
-      if (replaces_best(value, best_value)) {
-        best_value = value;
-        best = v;
-        best_offset = offset;
-      }
-    }
-  }
-}
 
 // Max of a window, visiting only real taps, in scan order.
 template <bool kWithIndex, class T>
@@ -97,14 +56,10 @@ __device__ __forceinline__ float sum_any_window(const T* band, int band_offset, 
   return sum;
 }
 
-// KH = KW = 0: sizes and dilation from args. Otherwise a static window with dilation 1 (max with
-// positions only).
-template <class T, Reduction kReduction, int KH, int KW, bool kStaged>
+template <class T, Reduction kReduction, bool kStaged>
 __global__ void __launch_bounds__(kPool2dThreads)
     pool2d_staged_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
                          const Pool2dArgs a, const StagedTiling tiling) {
-  constexpr bool kStatic = KH > 0;
-  static_assert(!kStatic || kReduction == Reduction::max_with_index);
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   T* const shared = reinterpret_cast<T*>(shared_bytes);
   const int64_t in_plane = int64_t{a.in_h} * a.in_w;
@@ -140,13 +95,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
         } else {
           T best;
           int best_offset;
-          if constexpr (kStatic) {
-            max_static_window<KH, KW>(band, ClampedTaps<KH>(h0, a.in_h, a.in_w, band_offset),
-                                      ClampedTaps<KW>(w0, a.in_w, 1, 0), best, best_offset);
-          } else {
-            max_any_window<kReduction == Reduction::max_with_index>(band, band_offset, a, h0, w0, best,
-                                                                    best_offset);
-          }
+          max_any_window<kReduction == Reduction::max_with_index>(band, band_offset, a, h0, w0, best, best_offset);
           y[out] = best;
           if constexpr (kReduction == Reduction::max_with_index) indices[out] = best_offset - band_offset;
         }

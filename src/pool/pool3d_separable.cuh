@@ -146,9 +146,10 @@ class Pool3dTile {
   __device__ __forceinline__ void load_depth(Span (&rows)[KH], const T* __restrict__ plane_x, int d,
                                              const Pool3dArgs& a) const {
     const int depth = min(max(d, 0), a.in[0] - 1);
+    const uint64_t policy = evict_last_policy();
 #pragma unroll
     for (int kh = 0; kh < KH; ++kh) {
-      rows[kh].load(plane_x + (depth * a.in[1] + input_row_[kh]) * a.in[2], ow0_ * SW, a.in[2], column_);
+      rows[kh].load(plane_x + (depth * a.in[1] + input_row_[kh]) * a.in[2], ow0_ * SW, a.in[2], column_, policy);
     }
   }
 
