@@ -5,7 +5,10 @@
 Everything is timed with solops.bench.timing (cold L2, profiler device time, median).
 Ceilings (design/measure.md, Roofline):
 - memory: copy bandwidth in bytes read + written per second, from a 1 GiB device-to-device
-  memcpy and from a plain elementwise copy kernel; the roofline uses the larger of the two.
+  memcpy and from a plain elementwise copy kernel; the roofline uses the larger of the two. The
+  same copy kernel at the sizes of the catalogue's memory-bound rows (4-256 MiB moved) shows what
+  a kernel that only streams reaches at each size: the launch, the first round trip and the last
+  wave's tail are a larger share of a smaller call.
 - compute: dense GEMM 8192^3 via torch.matmul for bf16, f16, tf32 and f32. The f32 GEMM without
   TF32 runs on CUDA cores (FFMA), so it is also the f32 CUDA-core rate.
 - latency floor: the device time of the smallest real kernel (a 1-element add).
@@ -22,6 +25,8 @@ import torch
 from solops.bench.timing import device_time
 
 COPY_BYTES = 1 << 30
+# Bytes read + written by each call of the size curve.
+COPY_CURVE_MOVED_BYTES = [(1 << 20) * mib for mib in (4, 8, 16, 32, 64, 128, 256)]
 GEMM_SIZE = 8192
 GEMM_DTYPES = {
     "bf16": (torch.bfloat16, "highest"),
@@ -93,6 +98,17 @@ def copy_bandwidths() -> dict:
     }
 
 
+def copy_kernel_by_size() -> list[dict]:
+    """The copy kernel's bytes read + written per second at each size of COPY_CURVE_MOVED_BYTES."""
+    curve = []
+    for moved in COPY_CURVE_MOVED_BYTES:
+        source = torch.randn(moved // 8, device="cuda")
+        destination = torch.empty_like(source)
+        timed = device_time(lambda: torch.add(source, 0, out=destination))
+        curve.append({"moved_bytes": moved, "bytes_per_s": moved / (timed.median_ms * 1e-3)})
+    return curve
+
+
 def gemm_rates() -> dict:
     """FLOP/s of an 8192^3 matmul per dtype (2*M*N*K FLOPs per call)."""
     flops = 2.0 * GEMM_SIZE**3
@@ -127,6 +143,7 @@ def calibrate() -> dict:
     profile.update(clocks_mhz())
     profile["copy_bandwidth"] = bandwidths
     profile["memory_bytes_per_s"] = max(bandwidths.values())
+    profile["copy_kernel_by_size"] = copy_kernel_by_size()
     profile["gemm_flops_per_s"] = rates
     profile["cuda_core_f32_flops_per_s"] = rates["f32"]
     profile["latency_floor_ms"] = latency_floor_ms()
@@ -139,6 +156,8 @@ def print_summary(profile: dict) -> None:
           f"SM clock {profile['sm_clock_mhz']} MHz (max {profile['sm_clock_max_mhz']})")
     for name, value in profile["copy_bandwidth"].items():
         print(f"  {name:28s} {value / 1e12:8.2f} TB/s")
+    for point in profile["copy_kernel_by_size"]:
+        print(f"  copy kernel, {point['moved_bytes'] >> 20:4d} MiB moved {point['bytes_per_s'] / 1e12:8.2f} TB/s")
     for name, value in profile["gemm_flops_per_s"].items():
         print(f"  gemm {name:23s} {value / 1e12:8.1f} TFLOP/s")
     print(f"  {'latency floor':28s} {profile['latency_floor_ms'] * 1e3:8.2f} us")

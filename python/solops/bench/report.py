@@ -157,6 +157,15 @@ def mhz(value: float | None) -> str:
     return "unknown" if value is None else f"{value:.0f} MHz"
 
 
+def copy_curve_text(profile: dict) -> str:
+    """The copy kernel's rate at each size it was measured at (profiles before it have none)."""
+    curve = profile.get("copy_kernel_by_size")
+    if not curve:
+        return "not measured in this profile"
+    points = ", ".join(f"{point['moved_bytes'] >> 20} MiB {point['bytes_per_s'] / 1e12:.2f}" for point in curve)
+    return f"TB/s by bytes read + written per call: {points}"
+
+
 def alternatives_text(row: Row) -> str:
     parts = [f"{line['impl']} {ms(line['median_ms'])}" for line in row.timed]
     parts += [f"{line['impl']} ✗ mismatch" for line in row.mismatches]
@@ -231,6 +240,7 @@ def header_facts(lines: list[dict], profile: dict | None) -> list[tuple[str, str
         ("Memory", f"{profile['memory_bytes_per_s'] / 1e12:.2f} TB/s read + write "
                    f"(memcpy {bandwidth['memcpy_bytes_per_s'] / 1e12:.2f}, copy kernel "
                    f"{bandwidth['copy_kernel_bytes_per_s'] / 1e12:.2f}); the larger is the ceiling"),
+        ("Copy kernel by size", copy_curve_text(profile)),
         ("Compute", f"CUDA-core f32 {profile['cuda_core_f32_flops_per_s'] / 1e12:.1f} TFLOP/s; "
                     f"dense GEMM 8192³ TFLOP/s: {gemm}"),
         ("Latency floor", f"{profile['latency_floor_ms'] * 1e3:.2f} µs (smallest real kernel); "
