@@ -26,11 +26,11 @@ constexpr int kMinBlocksPerSm = 4;
 // 8.77, but the values rows 3-9 % and the f32 rows 5-14 % slower; 32 bytes were slower on every row.
 template <class T, Reduction kReduction>
 constexpr int kDisjointLoadBytes = kReduction == Reduction::max_with_index && sizeof(T) == 2 ? 8 : 16;
-// Bytes of each vector load of the separable kernel: 8 for max with positions on half types, so
-// that a thread holds the values and columns of as many outputs as on f32 (48 registers for two
-// rows of 3x3 windows; 16 bytes took ~95 and measured unstable). H200, against the staged kernel's
-// one output a thread: resnet-stem f16 / bf16 36.2 -> 34.8 / 35.0 µs, alexnet-ceil 13.4 / 13.5 ->
-// 11.7 / 11.6.
+// Bytes of each vector load of the separable kernel: 8 for max with positions on half types where
+// rows are not whole 16-byte vectors (launch_separable), so that a thread holds the values and
+// columns of as many outputs as on f32. H200, against the staged kernel's one output a thread:
+// resnet-stem f16 / bf16 36.2 -> 34.8 / 35.0 µs, alexnet-ceil 13.4 / 13.5 -> 11.7 / 11.6; 16 bytes
+// on alexnet-ceil's unaligned rows: 17.8 / 18.3.
 template <class T, Reduction kReduction>
 constexpr int kSeparableVectorBytes = kReduction == Reduction::max_with_index && sizeof(T) == 2 ? 8 : 16;
 // Outputs per block when taps are read from global memory.
@@ -42,18 +42,21 @@ Pool2dArgs kernel_args(const PoolGeometry& g) {
           g.count_include_pad, g.divisor_override};
 }
 
-template <class T, Reduction kReduction, class Window, bool kShuffleHalo>
-void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const TensorRef& x,
-                            const TensorRef& y, int64_t* indices, cudaStream_t stream) {
+// Vector row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
+// multiple of the tile width and aligned outputs.
+template <class Window>
+bool whole_vector_tiles(const PoolGeometry& g, const TensorRef& x, const TensorRef& y, const int64_t* indices) {
+  return aligned_to(x.data, 16) && g.in_w % Window::kChunk == 0 && g.out_w % Window::kCols == 0 &&
+         aligned_to(y.data, Window::kValuesAlignment) &&
+         (indices == nullptr || aligned_to(indices, Window::kIndicesAlignment));
+}
+
+// Launches `kernel`, an instance of pool2d_separable_kernel for Window, over the planes.
+template <class T, class Window, class Kernel>
+void launch_separable_kernel(std::string_view op, Kernel kernel, const PoolGeometry& g, const TensorRef& x,
+                             const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const auto* x_data = static_cast<const T*>(x.data);
   auto* y_data = static_cast<T*>(y.data);
-  // Vector row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
-  // multiple of the tile width and aligned outputs.
-  const bool aligned = aligned_to(x_data, 16) && g.in_w % Window::kChunk == 0 &&
-                       g.out_w % Window::kCols == 0 && aligned_to(y_data, Window::kValuesAlignment) &&
-                       (indices == nullptr || aligned_to(indices, Window::kIndicesAlignment));
-  const auto kernel = aligned ? pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>
-                              : pool2d_separable_kernel<T, kReduction, Window, false, false>;
   const int64_t row_tiles = ceil_div(g.out_h, Window::kRows), col_tiles = ceil_div(g.out_w, Window::kCols);
   const int64_t tiles_per_plane = row_tiles * col_tiles;
   SeparableTiling tiling{FastDivisor(static_cast<int>(tiles_per_plane)), FastDivisor(static_cast<int>(col_tiles)), 0};
@@ -65,6 +68,15 @@ void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const Te
                                                   launch_indices, kernel_args(g), tiling);
     check_launch(op);
   });
+}
+
+template <class T, Reduction kReduction, class Window, bool kShuffleHalo>
+void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const TensorRef& x,
+                            const TensorRef& y, int64_t* indices, cudaStream_t stream) {
+  const auto kernel = whole_vector_tiles<Window>(g, x, y, indices)
+                          ? pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>
+                          : pool2d_separable_kernel<T, kReduction, Window, false, false>;
+  launch_separable_kernel<T, Window>(op, kernel, g, x, y, indices, stream);
 }
 
 // Two output rows per thread share the input rows between them; one row per thread makes twice
@@ -91,9 +103,20 @@ void launch_separable_rows(std::string_view op, const PoolGeometry& g, const Ten
 // faster), and on f32 rows that are not whole 16-byte vectors from a 16-byte aligned start, which
 // read one column at a time (alexnet-ceil 7 % faster: fewer threads each splitting its index). The
 // average, positions, unaligned half rows and aligned f32 rows measured slower that way.
+//
+// Max with positions on half types reads 16-byte vectors on rows of whole vectors, one output row a
+// thread (H200, resnet-stem f16 / bf16: 34.5 / 34.9 -> 32.7 / 32.4 µs against 8-byte vectors and two
+// rows; two rows of 16-byte vectors take ~95 registers and measured unstable), else 8-byte vectors.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {
+  if constexpr (kReduction == Reduction::max_with_index && sizeof(T) == 2) {
+    using WideRow = SeparableWindow<T, KH, KW, SH, SW, PW, 1, 16, 1>;
+    if (whole_vector_tiles<WideRow>(g, x, y, indices)) {
+      return launch_separable_kernel<T, WideRow>(op, pool2d_separable_kernel<T, kReduction, WideRow, true, false>, g,
+                                                 x, y, indices, stream);
+    }
+  }
   if constexpr (kReduction == Reduction::max) {
     constexpr int kOneVector = std::lcm(16 / static_cast<int>(sizeof(T)), SW);
     if constexpr (sizeof(T) == 2) {

@@ -112,9 +112,9 @@ TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
 }
 
 // The windows of the catalogue run compiled kernels (pool2d_separable.cuh; positions on half types
-// in 8-byte vectors): cover each on random shapes, with widths that take the vector path
-// (multiples of 8) and widths that don't, every row padding, ceil mode, count_include_pad and
-// divisors.
+// in 16-byte vectors on rows of whole vectors, else 8-byte vectors): cover each on random shapes,
+// with widths that take the vector path (multiples of 8) and widths that don't, every row padding,
+// ceil mode, count_include_pad and divisors.
 std::vector<Pool2d> catalogue_windows(Op op) {
   const auto window = [](int64_t kh, int64_t kw, int64_t pw) {
     Pool2d p;
@@ -189,8 +189,8 @@ TEST_P(Pool2dGpu, TensorsNotAlignedTo16Bytes) {
 
 TEST_P(Pool2dGpu, LargeHalfInputsOnTheCatalogueWindows) {
   // Enough outputs for two output rows a thread on 132 SMs, with rows of whole 32-byte chunks:
-  // max on half types then reads two vectors a row and shuffles its halo columns between lanes,
-  // and max with positions reads 8-byte vectors.
+  // max on half types then reads two vectors a row and shuffles its halo columns between lanes
+  // (max with positions: one row of 16-byte vectors a thread).
   std::mt19937_64 rng(23);
   HostTensor x({16, 66, 32, 1024}, DType::f16);
   fill_random(x, rng, true);
