@@ -146,6 +146,7 @@ class Pool3dTile {
   __device__ __forceinline__ void load_depth(Span (&rows)[KH], const T* __restrict__ plane_x, int d,
                                              const Pool3dArgs& a) const {
     const int depth = min(max(d, 0), a.in[0] - 1);
+    // One policy for the slice's loads, as the 2-D tile makes one (the 3-D rows measured level).
     const uint64_t policy = evict_last_policy();
 #pragma unroll
     for (int kh = 0; kh < KH; ++kh) {
