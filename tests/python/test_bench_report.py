@@ -18,3 +18,18 @@ def test_copy_curve_lists_each_size_with_its_rate() -> None:
 
 def test_copy_curve_of_a_profile_without_one() -> None:
     assert report.copy_curve_text({}) == "not measured in this profile"
+
+
+CURVE = {"copy_kernel_by_size": [{"moved_bytes": 4 << 20, "bytes_per_s": 2e12},
+                                 {"moved_bytes": 16 << 20, "bytes_per_s": 3e12}]}
+
+
+def test_copy_rate_is_interpolated_on_the_log_of_the_size() -> None:
+    assert report.copy_rate_at(CURVE, 8 << 20) == 2.5e12  # halfway between 4 and 16 MiB on a log scale
+    assert report.copy_rate_at(CURVE, 4 << 20) == 2e12
+
+
+def test_copy_rate_outside_the_curve_is_its_nearest_end() -> None:
+    assert report.copy_rate_at(CURVE, 1 << 20) == 2e12
+    assert report.copy_rate_at(CURVE, 1 << 30) == 3e12
+    assert report.copy_rate_at({}, 8 << 20) is None

@@ -42,6 +42,21 @@ def roofline(profile: dict, flops: float, bytes_moved: float, rate_kind: str) ->
     return sol_ms, "mem" if memory_ms >= compute_ms else "comp"
 
 
+def copy_rate_at(profile: dict, bytes_moved: float) -> float | None:
+    """The copy kernel's bytes/s at `bytes_moved`, interpolated on the log of the size between the
+    sizes calibration timed it at (the nearest end outside them); None for profiles without them."""
+    curve = sorted((point["moved_bytes"], point["bytes_per_s"]) for point in profile.get("copy_kernel_by_size", []))
+    if not curve:
+        return None
+    if bytes_moved <= curve[0][0]:
+        return curve[0][1]
+    for (size0, rate0), (size1, rate1) in zip(curve, curve[1:]):
+        if bytes_moved <= size1:
+            weight = math.log(bytes_moved / size0) / math.log(size1 / size0)
+            return rate0 + weight * (rate1 - rate0)
+    return curve[-1][1]
+
+
 # ---- rows -------------------------------------------------------------------------------------
 
 
@@ -59,6 +74,7 @@ class Row:
     not_applicable: list[dict] = field(default_factory=list)
     sol_ms: float | None = None
     bound: str | None = None
+    copy_bytes_per_s: float | None = None  # the copy kernel's rate at our bytes (memory-bound rows)
 
     @property
     def ours_ms(self) -> float | None:
@@ -83,6 +99,14 @@ class Row:
         if self.ours_ms is None or self.sol_ms is None:
             return None
         return 100.0 * self.sol_ms / self.ours_ms
+
+    @property
+    def copy_pct(self) -> float | None:
+        """Our bytes/s as a share of what the copy kernel moves at the same bytes."""
+        achieved = self.per_second("bytes")
+        if achieved is None or self.copy_bytes_per_s is None:
+            return None
+        return 100.0 * achieved / self.copy_bytes_per_s
 
     @property
     def page_ms(self) -> float | None:
@@ -124,6 +148,8 @@ def build_rows(lines: list[dict], profile: dict | None) -> list[Row]:
         if profile is not None and row.ours is not None and row.ours.get("flops") is not None:
             row.sol_ms, row.bound = roofline(profile, row.ours["flops"], row.ours["bytes"],
                                              row.ours.get("rate_kind", "cuda_core_f32"))
+            if row.bound == "mem":
+                row.copy_bytes_per_s = copy_rate_at(profile, row.ours["bytes"])
     return list(rows.values())
 
 
@@ -174,15 +200,16 @@ def alternatives_text(row: Row) -> str:
 
 
 TABLE_HEADER = ["workload", "dtype", "ratio", "ours (ms)", "alternatives (ms, fastest first)",
-                "TFLOP/s", "SOL %", "bound", "TB/s", "page ours (ms)"]
+                "TFLOP/s", "SOL %", "bound", "TB/s", "% of copy", "page ours (ms)"]
 
 
 def table_cells(row: Row) -> list[str]:
     ours = ms(row.ours_ms) if row.ours_ms is not None else "FAILED"
     sol_pct = "—" if row.sol_pct is None else f"{row.sol_pct:.0f}"
+    copy_pct = "—" if row.copy_pct is None else f"{row.copy_pct:.0f}"
     return [row.workload, row.dtype, times(row.ratio), ours, alternatives_text(row),
             number(row.per_second("flops"), 1e12, 2), sol_pct, row.bound or "—",
-            number(row.per_second("bytes"), 1e12, 2), ms(row.page_ms)]
+            number(row.per_second("bytes"), 1e12, 2), copy_pct, ms(row.page_ms)]
 
 
 def problems(rows: list[Row]) -> list[str]:
@@ -247,6 +274,8 @@ def header_facts(lines: list[dict], profile: dict | None) -> list[tuple[str, str
                           "SOL time under it is bound `lat`"),
         ("SOL", "SOL time = max(bytes / memory ceiling, FLOPs / compute ceiling); "
                 "SOL % = SOL time / our time"),
+        ("% of copy", "memory-bound rows: our TB/s over the copy kernel's at the same bytes read + "
+                      "written (the size curve above, interpolated on the log of the size)"),
     ]
     return facts
 
@@ -255,7 +284,7 @@ def header_facts(lines: list[dict], profile: dict | None) -> list[tuple[str, str
 
 
 def markdown_table(header: list[str], body: list[list[str]]) -> list[str]:
-    numeric = {"ratio", "ours (ms)", "TFLOP/s", "SOL %", "TB/s", "page ours (ms)", "rows",
+    numeric = {"ratio", "ours (ms)", "TFLOP/s", "SOL %", "TB/s", "% of copy", "page ours (ms)", "rows",
                "geomean ratio", "ours faster"}
     align = ["---:" if name in numeric else "---" for name in header]
     return ["| " + " | ".join(cells) + " |" for cells in [header, align] + body]
@@ -292,7 +321,7 @@ dt { font-weight: 600; } dd { margin: 0; }
 svg text { font: 11px system-ui, sans-serif; }
 """
 
-TABLE_NUMERIC_COLUMNS = {2, 3, 5, 6, 8, 9}
+TABLE_NUMERIC_COLUMNS = {2, 3, 5, 6, 8, 9, 10}
 SUMMARY_NUMERIC_COLUMNS = {2, 3, 4}
 
 
