@@ -80,33 +80,30 @@ def clocks_mhz() -> dict:
     return {"sm_clock_mhz": sm, "sm_clock_max_mhz": sm_max, "mem_clock_mhz": mem}
 
 
+def copy_kernel_bytes_per_s(moved: int) -> float:
+    """Bytes read + written per second by the copy kernel in a call that moves `moved` bytes: a
+    float add of 0, a plain vectorized elementwise kernel that reads and writes each byte once."""
+    source = torch.randn(moved // 8, device="cuda")
+    destination = torch.empty_like(source)
+    timed = device_time(lambda: torch.add(source, 0, out=destination))
+    return moved / (timed.median_ms * 1e-3)
+
+
 def copy_bandwidths() -> dict:
     """Bytes read + written per second: a memcpy (copy engine path) and a copy kernel."""
     source = torch.randint(0, 256, (COPY_BYTES,), dtype=torch.uint8, device="cuda")
     destination = torch.empty_like(source)
     memcpy = device_time(lambda: destination.copy_(source))
-
-    # A float add of 0 is a plain vectorized elementwise kernel that reads and writes each byte once.
-    source_f32 = torch.randn(COPY_BYTES // 4, device="cuda")
-    destination_f32 = torch.empty_like(source_f32)
-    kernel = device_time(lambda: torch.add(source_f32, 0, out=destination_f32))
-
     moved = 2 * COPY_BYTES
     return {
         "memcpy_bytes_per_s": moved / (memcpy.median_ms * 1e-3),
-        "copy_kernel_bytes_per_s": moved / (kernel.median_ms * 1e-3),
+        "copy_kernel_bytes_per_s": copy_kernel_bytes_per_s(moved),
     }
 
 
 def copy_kernel_by_size() -> list[dict]:
-    """The copy kernel's bytes read + written per second at each size of COPY_CURVE_MOVED_BYTES."""
-    curve = []
-    for moved in COPY_CURVE_MOVED_BYTES:
-        source = torch.randn(moved // 8, device="cuda")
-        destination = torch.empty_like(source)
-        timed = device_time(lambda: torch.add(source, 0, out=destination))
-        curve.append({"moved_bytes": moved, "bytes_per_s": moved / (timed.median_ms * 1e-3)})
-    return curve
+    """The copy kernel's rate at each size of COPY_CURVE_MOVED_BYTES."""
+    return [{"moved_bytes": moved, "bytes_per_s": copy_kernel_bytes_per_s(moved)} for moved in COPY_CURVE_MOVED_BYTES]
 
 
 def gemm_rates() -> dict:
