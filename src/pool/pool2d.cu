@@ -1,14 +1,14 @@
 // Launchers of the 2-D pooling kernels (pool2d_disjoint.cuh, pool2d_separable.cuh,
-// pool2d_staged.cuh) and the choice between them.
+// pool2d_row_segments.cuh, pool2d_staged.cuh) and the choice between them.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <numeric>
 
 #include "core/device.hpp"
 #include "core/integer.hpp"
 #include "pool/pool_launch.hpp"
 #include "pool/pool2d_disjoint.cuh"
+#include "pool/pool2d_row_segments.cuh"
 #include "pool/pool2d_separable.cuh"
 #include "pool/pool2d_staged.cuh"
 
@@ -26,13 +26,6 @@ constexpr int kMinBlocksPerSm = 4;
 // 8.77, but the values rows 3-9 % and the f32 rows 5-14 % slower; 32 bytes were slower on every row.
 template <class T, Reduction kReduction>
 constexpr int kDisjointLoadBytes = kReduction == Reduction::max_with_index && sizeof(T) == 2 ? 8 : 16;
-// Bytes of each vector load of the separable kernel: 8 for max with positions on half types where
-// rows are not whole 16-byte vectors (launch_separable), so that a thread holds the values and
-// columns of as many outputs as on f32. H200, against the staged kernel's one output a thread:
-// resnet-stem f16 / bf16 36.2 -> 34.8 / 35.0 µs, alexnet-ceil 13.4 / 13.5 -> 11.7 / 11.6; 16 bytes
-// on alexnet-ceil's unaligned rows: 17.8 / 18.3.
-template <class T, Reduction kReduction>
-constexpr int kSeparableVectorBytes = kReduction == Reduction::max_with_index && sizeof(T) == 2 ? 8 : 16;
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 
@@ -70,13 +63,20 @@ void launch_separable_kernel(std::string_view op, Kernel kernel, const PoolGeome
   });
 }
 
+// The max reaches here only over whole vector tiles (launch_separable); the average also over
+// other rows, which its kernel reads one column at a time.
 template <class T, Reduction kReduction, class Window, bool kShuffleHalo>
 void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                             const TensorRef& y, int64_t* indices, cudaStream_t stream) {
-  const auto kernel = whole_vector_tiles<Window>(g, x, y, indices)
-                          ? pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>
-                          : pool2d_separable_kernel<T, kReduction, Window, false, false>;
-  launch_separable_kernel<T, Window>(op, kernel, g, x, y, indices, stream);
+  if constexpr (kReduction == Reduction::avg) {
+    const auto kernel = whole_vector_tiles<Window>(g, x, y, indices)
+                            ? pool2d_separable_kernel<T, kReduction, Window, true, false>
+                            : pool2d_separable_kernel<T, kReduction, Window, false, false>;
+    launch_separable_kernel<T, Window>(op, kernel, g, x, y, indices, stream);
+  } else {
+    launch_separable_kernel<T, Window>(op, pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>, g, x,
+                                       y, indices, stream);
+  }
 }
 
 // Two output rows per thread share the input rows between them; one row per thread makes twice
@@ -87,47 +87,68 @@ template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW,
 void launch_separable_rows(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                            const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   if constexpr (KH > 1) {
-    using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2, kSeparableVectorBytes<T, kReduction>, kChunkVectors>;
+    using TwoRows = SeparableWindow<T, KH, KW, SH, SW, PW, 2, 16, kChunkVectors>;
     const int64_t two_row_threads = g.planes * ceil_div(g.out_h, 2) * ceil_div(g.out_w, TwoRows::kCols);
     if (two_row_threads >= 2 * int64_t{kThreadsPerSm} * multiprocessor_count(x.device)) {
       return launch_separable_tiles<T, kReduction, TwoRows, kShuffleHalo>(op, g, x, y, indices, stream);
     }
   }
-  using OneRow = SeparableWindow<T, KH, KW, SH, SW, PW, 1, kSeparableVectorBytes<T, kReduction>, kChunkVectors>;
+  using OneRow = SeparableWindow<T, KH, KW, SH, SW, PW, 1, 16, kChunkVectors>;
   launch_separable_tiles<T, kReduction, OneRow, kShuffleHalo>(op, g, x, y, indices, stream);
 }
 
-// Max reads two vectors' worth of a row per thread where that measured faster (docs/perf-notes.md,
-// "2-D pooling: wider chunks, shuffled halos, fast division"): on half types over rows of whole
-// 32-byte chunks, with the halo columns shuffled from the neighbouring lanes (resnet-stem 4.6 %
-// faster), and on f32 rows that are not whole 16-byte vectors from a 16-byte aligned start, which
-// read one column at a time (alexnet-ceil 7 % faster: fewer threads each splitting its index). The
-// average, positions, unaligned half rows and aligned f32 rows measured slower that way.
-//
-// Max with positions on half types reads 16-byte vectors on rows of whole vectors, one output row a
-// thread (H200, resnet-stem f16 / bf16: 34.5 / 34.9 -> 32.7 / 32.4 µs against 8-byte vectors and two
-// rows; two rows of 16-byte vectors take ~95 registers and measured unstable), else 8-byte vectors.
+// Max over rows that are not whole 16-byte vectors, in row segments: pool2d_row_segments_kernel.
+template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
+void launch_row_segments(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
+                         int64_t* indices, cudaStream_t stream) {
+  const auto* x_data = static_cast<const T*>(x.data);
+  auto* y_data = static_cast<T*>(y.data);
+  const int64_t segments_per_row = ceil_div(g.out_w, kSegmentOutputs);
+  const int64_t segments_per_plane = ceil_div(g.out_h, kSegmentRows) * segments_per_row;
+  RowSegmentTiling tiling{FastDivisor(static_cast<int>(segments_per_plane)),
+                          FastDivisor(static_cast<int>(segments_per_row)), 0};
+  const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
+  for_each_plane_group(g.planes, segments_per_plane, kSegmentsPerBlock, [&](int64_t first, int segments,
+                                                                           unsigned blocks) {
+    tiling.segments = segments;
+    pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW><<<blocks, kPool2dThreads, 0, stream>>>(
+        x_data + first * in_plane, y_data + first * out_plane, indices ? indices + first * out_plane : nullptr,
+        kernel_args(g), tiling);
+    check_launch(op);
+  });
+}
+
+// The max runs row segments over rows that are not whole 16-byte vectors (H200, alexnet-ceil's rows
+// of 55: see docs/perf-notes.md). Over whole vectors, on half types it reads two vectors' worth of a
+// row per thread where the tiles allow, with the halo columns shuffled from the neighbouring lanes
+// (resnet-stem 4.6 % faster: "2-D pooling: wider chunks, shuffled halos, fast division"), and with
+// positions one output row a thread (resnet-stem f16 / bf16: 34.5 / 34.9 -> 32.7 / 32.4 µs against
+// two rows of 8-byte vectors; two rows of 16-byte vectors take ~95 registers and measured
+// unstable). The average reads one vector a thread, one column at a time where rows are not whole
+// vectors.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {
-  if constexpr (kReduction == Reduction::max_with_index && sizeof(T) == 2) {
-    using WideRow = SeparableWindow<T, KH, KW, SH, SW, PW, 1, 16, 1>;
-    if (whole_vector_tiles<WideRow>(g, x, y, indices)) {
-      return launch_separable_kernel<T, WideRow>(op, pool2d_separable_kernel<T, kReduction, WideRow, true, false>, g,
-                                                 x, y, indices, stream);
-    }
-  }
-  if constexpr (kReduction == Reduction::max) {
-    constexpr int kOneVector = std::lcm(16 / static_cast<int>(sizeof(T)), SW);
-    if constexpr (sizeof(T) == 2) {
-      if (g.in_w % (2 * kOneVector) == 0) {
-        return launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 2, true>(op, g, x, y, indices, stream);
+  if constexpr (kReduction == Reduction::avg) {
+    launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 1, false>(op, g, x, y, indices, stream);
+  } else {
+    using OneVector = SeparableWindow<T, KH, KW, SH, SW, PW, 1>;
+    if (!whole_vector_tiles<OneVector>(g, x, y, indices)) {
+      launch_row_segments<T, kReduction, KH, KW, SH, SW, PW>(op, g, x, y, indices, stream);
+    } else if constexpr (kReduction == Reduction::max_with_index && sizeof(T) == 2) {
+      launch_separable_kernel<T, OneVector>(op, pool2d_separable_kernel<T, kReduction, OneVector, true, false>, g, x,
+                                            y, indices, stream);
+    } else if constexpr (kReduction == Reduction::max && sizeof(T) == 2) {
+      using TwoVectors = SeparableWindow<T, KH, KW, SH, SW, PW, 1, 16, 2>;
+      if (whole_vector_tiles<TwoVectors>(g, x, y, indices)) {
+        launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 2, true>(op, g, x, y, indices, stream);
+      } else {
+        launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 1, false>(op, g, x, y, indices, stream);
       }
-    } else if (!aligned_to(x.data, 16) || g.in_w % kOneVector != 0) {
-      return launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 2, false>(op, g, x, y, indices, stream);
+    } else {
+      launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 1, false>(op, g, x, y, indices, stream);
     }
   }
-  launch_separable_rows<T, kReduction, KH, KW, SH, SW, PW, 1, false>(op, g, x, y, indices, stream);
 }
 
 // Any window, read at run time.

@@ -198,6 +198,33 @@ __device__ __forceinline__ void reduce_across_row(const T (&span)[Window::kSpan]
   }
 }
 
+// The max of output row o, column j, from its window's row results (reduce_across_row) in scan
+// order, and with positions its flat position in the plane: combining each row's first maximum (or
+// last NaN) in row order gives the window's.
+template <Reduction kReduction, int KH, int SH, class T, int kInputRows, int kCols>
+__device__ __forceinline__ void max_down_window(const T (&row_value)[kInputRows][kCols],
+                                                const int (&row_column)[kInputRows][kCols],
+                                                const int (&input_row)[kInputRows], int in_w, int o, int j,
+                                                T& out, int64_t& out_index) {
+  T best = row_value[o * SH][j];
+  if constexpr (kReduction == Reduction::max_with_index) {
+    int best_index = input_row[o * SH] * in_w + row_column[o * SH][j];
+#pragma unroll
+    for (int kh = 1; kh < KH; ++kh) {
+      const int r = o * SH + kh;
+      if (replaces_best(to_float(row_value[r][j]), to_float(best))) {
+        best = row_value[r][j];
+        best_index = input_row[r] * in_w + row_column[r][j];
+      }
+    }
+    out_index = best_index;
+  } else {
+#pragma unroll
+    for (int kh = 1; kh < KH; ++kh) best = max_propagating_nan(best, row_value[o * SH + kh][j]);
+  }
+  out = best;
+}
+
 // Stores the kCols outputs (and positions) of one output row that start at column ow0, at
 // first_out. whole_tile: out_w is a multiple of kCols and the outputs are aligned to their tile,
 // so the tile is one store; otherwise each output inside the row is stored on its own.
@@ -316,25 +343,8 @@ struct SeparableTile {
           for (int kh = 0; kh < KH; ++kh) sum += real_row[o * SH + kh] ? row_value[o * SH + kh][j] : 0.f;
           const int divisor = a.divisor_override != 0 ? a.divisor_override : row_taps * column_taps[j];
           out[j] = from_float<T>(window_average(sum, divisor));
-        } else if constexpr (kWithIndex) {
-          // Combining each row's first maximum (or last NaN) in row order gives the window's.
-          T best = row_value[o * SH][j];
-          int best_index = input_row[o * SH] * a.in_w + row_column[o * SH][j];
-#pragma unroll
-          for (int kh = 1; kh < KH; ++kh) {
-            const int r = o * SH + kh;
-            if (replaces_best(to_float(row_value[r][j]), to_float(best))) {
-              best = row_value[r][j];
-              best_index = input_row[r] * a.in_w + row_column[r][j];
-            }
-          }
-          out[j] = best;
-          out_index[j] = best_index;
         } else {
-          T best = row_value[o * SH][j];
-#pragma unroll
-          for (int kh = 1; kh < KH; ++kh) best = max_propagating_nan(best, row_value[o * SH + kh][j]);
-          out[j] = best;
+          max_down_window<kReduction, KH, SH>(row_value, row_column, input_row, a.in_w, o, j, out[j], out_index[j]);
         }
       }
       store_tile_row<Window, kWithIndex>(y, indices, int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow0, ow0,

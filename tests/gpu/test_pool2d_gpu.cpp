@@ -83,14 +83,17 @@ TEST_P(Pool2dGpu, NaNMinusInfAndTies) {
     p.ceil_mode = true;
     EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << dtype_name(dtype);
   }
-  // Whole windows of -inf, and whole planes of one repeated value.
+  // Whole windows of -inf, and whole planes of one repeated value, through the run-time window
+  // (stride 1) and the row segments (stride 2 over rows of 9).
   HostTensor x({1, 2, 9, 9}, DType::f16);
   for (int64_t i = 0; i < x.numel(); ++i) x.set(i, i < 81 ? -std::numeric_limits<double>::infinity() : 2.0);
   Pool2d p;
   p.kernel_size = {3, 3};
-  p.stride = std::array<int64_t, 2>{1, 1};
   p.padding = {1, 1};
-  EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
+  for (const int64_t stride : {1, 2}) {
+    p.stride = std::array<int64_t, 2>{stride, stride};
+    EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << "stride " << stride;
+  }
 }
 
 TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
@@ -111,10 +114,10 @@ TEST_P(Pool2dGpu, RowsTooWideToStageInSharedMemory) {
   EXPECT_EQ(compare_with_reference(GetParam(), x, p), "");
 }
 
-// The windows of the catalogue run compiled kernels (pool2d_separable.cuh; positions on half types
-// in 16-byte vectors on rows of whole vectors, else 8-byte vectors): cover each on random shapes,
-// with widths that take the vector path (multiples of 8) and widths that don't, every row padding,
-// ceil mode, count_include_pad and divisors.
+// The windows of the catalogue run compiled kernels (pool2d_separable.cuh; the max over rows that
+// are not whole 16-byte vectors pool2d_row_segments.cuh): cover each on random shapes, with widths
+// that take the vector path (multiples of 8) and widths that don't (up to two row segments), every
+// row padding, ceil mode, count_include_pad and divisors.
 std::vector<Pool2d> catalogue_windows(Op op) {
   const auto window = [](int64_t kh, int64_t kw, int64_t pw) {
     Pool2d p;

@@ -1,0 +1,105 @@
+// 2-D max and max with positions over rows that are not whole 16-byte vectors (widths that are not
+// a multiple of the vector, planes that do not start on a vector boundary), for windows fixed at
+// compile time whose width is at most twice their stride (dilation 1).
+//
+// A warp computes a row segment: kSegmentOutputs adjacent outputs of kSegmentRows adjacent output
+// rows of one plane. Lane l loads the SW columns its window starts with in each input row the
+// segment reads, so that one load instruction of the warp covers 32 * SW consecutive columns
+// (coalesced, where the separable kernel's threads each load their own span column by column), and
+// takes the window's other KW - SW columns from lane l + 1, one shuffle a row; lane 31 only supplies
+// them. Each input row is loaded once per segment, all loads before the first shuffle.
+//
+// Taps outside the input read the nearest real tap, as in pool2d_separable.cuh: the max and the
+// reported position are unchanged by such a duplicate.
+#pragma once
+
+#include "core/evict_last.cuh"
+#include "core/integer.hpp"
+#include "pool/pool2d_kernel_common.cuh"
+#include "pool/pool2d_separable.cuh"
+
+namespace solops::detail {
+
+constexpr int kSegmentOutputs = 31;
+constexpr int kSegmentRows = 4;
+constexpr int kSegmentsPerBlock = kPool2dThreads / 32;
+
+struct RowSegmentTiling {
+  FastDivisor segments_per_plane, segments_per_row;
+  int segments;  // planes of this launch * segments per plane
+};
+
+// One output's taps of a row, in the shape reduce_across_row takes.
+template <int KW, int SW>
+struct OneWindowOfARow {
+  static constexpr int kSpan = KW, kCols = 1, kernel_w = KW, stride_w = SW;
+};
+
+template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
+__global__ void __launch_bounds__(kPool2dThreads)
+    pool2d_row_segments_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,
+                               const Pool2dArgs a, const RowSegmentTiling tiling) {
+  static_assert(KW >= SW && KW <= 2 * SW, "a window's taps are its lane's columns and the next lane's");
+  static_assert(kReduction != Reduction::avg);
+  using Taps = OneWindowOfARow<KW, SW>;
+  constexpr int kInputRows = (kSegmentRows - 1) * SH + KH;
+  const int segment = static_cast<int>(blockIdx.x) * kSegmentsPerBlock + static_cast<int>(threadIdx.x) / 32;
+  if (segment >= tiling.segments) return;  // whole warps: every lane of a segment takes part in its shuffles
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  const int plane = tiling.segments_per_plane.divide(segment);
+  const int in_plane = segment - plane * tiling.segments_per_plane.divisor();
+  const int row_group = tiling.segments_per_row.divide(in_plane);
+  const int oh0 = row_group * kSegmentRows;
+  const int ow = (in_plane - row_group * tiling.segments_per_row.divisor()) * kSegmentOutputs + lane;
+
+  int column[KW];
+  bool real_column[KW];  // reduce_across_row's mask, which only the average reads
+#pragma unroll
+  for (int k = 0; k < KW; ++k) {
+    column[k] = min(max(ow * SW - PW + k, 0), a.in_w - 1);
+    real_column[k] = true;
+  }
+  // Opaque to ptxas, so that each load's address is one wide multiply-add of its 32-bit offset in
+  // the plane: ptxas otherwise folds the plane's 64-bit offset into every address (f32 values, 3x3
+  // window: 34-40 registers and 304 instructions where this takes 32 and 224).
+  const T* plane_x = x + int64_t{plane} * a.in_h * a.in_w;
+  asm("mov.b64 %0, %0;" : "+l"(plane_x));
+  const int ih0 = oh0 * SH - a.pad_h;
+  const uint64_t policy = evict_last_policy();
+  int input_row[kInputRows];
+  T own[kInputRows][SW];
+#pragma unroll
+  for (int r = 0; r < kInputRows; ++r) {
+    input_row[r] = min(max(ih0 + r, 0), a.in_h - 1);
+#pragma unroll
+    for (int s = 0; s < SW; ++s) own[r][s] = load_evict_last(plane_x + (input_row[r] * a.in_w + column[s]), policy);
+  }
+  keep_loads_above(a.in_w <= 0);
+
+  T row_value[kInputRows][1];
+  int row_column[kInputRows][1];
+#pragma unroll
+  for (int r = 0; r < kInputRows; ++r) {
+    T taps[KW];
+#pragma unroll
+    for (int k = 0; k < SW; ++k) taps[k] = own[r][k];
+#pragma unroll
+    for (int k = SW; k < KW; ++k) taps[k] = __shfl_down_sync(~0u, own[r][k - SW], 1);
+    reduce_across_row<kReduction, Taps>(taps, column, real_column, row_value[r], row_column[r]);
+  }
+  if (lane >= kSegmentOutputs || ow >= a.out_w) return;
+  const int64_t out_plane = int64_t{a.out_h} * a.out_w;
+#pragma unroll
+  for (int o = 0; o < kSegmentRows; ++o) {
+    const int oh = oh0 + o;
+    if (oh >= a.out_h) break;
+    T out;
+    int64_t out_index;
+    max_down_window<kReduction, KH, SH>(row_value, row_column, input_row, a.in_w, o, 0, out, out_index);
+    const int64_t at = int64_t{plane} * out_plane + int64_t{oh} * a.out_w + ow;
+    y[at] = out;
+    if constexpr (kReduction == Reduction::max_with_index) indices[at] = out_index;
+  }
+}
+
+}  // namespace solops::detail
