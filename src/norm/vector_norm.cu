@@ -230,12 +230,12 @@ __global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVector
   }
 }
 
-// split_norms' blocks: 512 threads, four an SM (at most 32 registers), so that the plan's chunk of
-// 8192 elements is one round of loads, two 16-byte vectors a thread of half types, four of f32.
-constexpr int kSplitThreads = 512;
-constexpr int kSplitBlocksPerSm = 4;
+// split_norms' blocks fill an SM's 2048 threads (at most 32 registers): 512 threads, four an SM, or
+// 256, eight an SM. The plan's chunk of 8192 elements is one round of a block's loads: two or four
+// 16-byte vectors a thread of half types, four or eight of f32.
+constexpr int kSplitThreadsPerSm = 2048;
 template <class T>
-constexpr int kSplitLoads = 8192 * static_cast<int>(sizeof(T)) / kVectorBytes / kSplitThreads;
+constexpr int kSplitRoundVectors = 8192 * static_cast<int>(sizeof(T)) / kVectorBytes;
 
 // Output o's run: vectors [0, vectors) from element o * output_stride of x, split into chunks of
 // chunk_vectors (the last of a run may have fewer), `splits` an output.
@@ -252,12 +252,12 @@ struct SplitShape {
 // the block's prologue is a multiply-high, and its loads wait on no other arithmetic. Loads as
 // torch.compile's kernels issue theirs (core/evict_last.cuh); against evict-first loads (H200):
 // hidden-state 8.42-8.48 -> 8.03-8.26 µs, long-seq 4.64 / 4.67 -> 4.32 / 4.38.
-template <class T, class Y, int kOrd>
-__global__ void __launch_bounds__(kSplitThreads, kSplitBlocksPerSm)
+template <class T, class Y, int kOrd, int kThreads>
+__global__ void __launch_bounds__(kThreads, kSplitThreadsPerSm / kThreads)
     split_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const SplitShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
-  constexpr int kLoads = kSplitLoads<T>;
-  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kSplitThreads / kWarp)];
+  constexpr int kLoads = kSplitRoundVectors<T> / kThreads;
+  __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kThreads / kWarp)];
   const int output = s.splits.divide(static_cast<int>(blockIdx.x));
   const int split = static_cast<int>(blockIdx.x) - output * s.splits.divisor();
   const uint4* const run = reinterpret_cast<const uint4*>(x + output * s.output_stride);
@@ -476,7 +476,7 @@ std::optional<SplitShape> split_shape_of(const ReductionPlan& plan, const T* x) 
   constexpr int kVec = kVectorBytes / sizeof(T);
   const int64_t output_stride = plan.kept_rank == 1 ? plan.kept_strides[0] : 0;
   // The last round's indices run up to a round of a block's loads past the run's end.
-  const int64_t last_index = plan.inner / kVec + int64_t{kSplitLoads<T>} * kSplitThreads;
+  const int64_t last_index = plan.inner / kVec + kSplitRoundVectors<T>;
   if (!plan.one_run_an_output() || plan.kept_rank > 1 || plan.inner % kVec != 0 || output_stride % kVec != 0 ||
       reinterpret_cast<uintptr_t>(x) % kVectorBytes != 0 || last_index > INT_MAX ||
       plan.outputs * plan.splits > INT_MAX || plan.splits > kPartialsPerThread * kMaxThreads) {
@@ -525,10 +525,17 @@ void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial
   const int64_t blocks = plan.outputs * plan.splits;
   if (const std::optional<SplitShape> split = split_shape_of(plan, x)) {
     const auto run = [&]<int kOrd>() {
-      // Whole warps of kSplitLoads vectors a thread over a chunk, at most kSplitThreads.
-      const int64_t warps = ceil_div(split->chunk_vectors, int64_t{kSplitLoads<T>} * kWarp);
-      const int threads = static_cast<int>(std::min<int64_t>(warps * kWarp, kSplitThreads));
-      split_norms<T, Y, kOrd><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(x, y, partial, *split);
+      // Whole warps of a round's loads a thread over a chunk, at most kThreads.
+      const auto launch = [&]<int kThreads>() {
+        const int64_t warps = ceil_div(split->chunk_vectors, int64_t{kSplitRoundVectors<T> / kThreads} * kWarp);
+        const int threads = static_cast<int>(std::min<int64_t>(warps * kWarp, kThreads));
+        split_norms<T, Y, kOrd, kThreads><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(x, y, partial, *split);
+      };
+      // 512 threads where the grid fits one wave of them, else 256, which fit twice the blocks in
+      // one wave (H200, against 512: hidden-state's 1024 blocks 8.0-8.2 -> 7.6-7.7 µs; long-seq's 256
+      // blocks 4.3 -> 4.5; 1024 threads, two an SM, slower on both).
+      if (blocks <= int64_t{kSplitThreadsPerSm / 512} * multiprocessors) launch.template operator()<512>();
+      else launch.template operator()<256>();
       if (plan.splits == 1) return;
       const int64_t adding_warps = ceil_div(plan.splits, int64_t{kPartialsPerThread} * kWarp);
       add_partials<Y, kOrd><<<static_cast<unsigned>(plan.outputs), static_cast<unsigned>(adding_warps * kWarp), 0,

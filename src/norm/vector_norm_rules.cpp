@@ -12,8 +12,8 @@ namespace {
 // The split of each output's reduction, a function of the shape alone. Outputs that each reduce
 // one contiguous run (full reductions, reductions over trailing dims) split as torch.compile splits
 // them: about kRunTargetBlocks blocks in all, none with fewer than kRunMinChunk elements (8192 half
-// elements: 512 threads of two 16-byte loads), in two waves of four blocks an SM whose partials a
-// second kernel adds. Other layouts split over about kTargetBlocks blocks (four 256-thread blocks
+// elements: a round of loads of a block), in one wave of eight blocks an SM whose partials a second
+// kernel adds. Other layouts split over about kTargetBlocks blocks (four 256-thread blocks
 // on each of the H200's 132 SMs, all resident at once, so that the split reductions can meet at a
 // grid-wide barrier and no partial wave of short blocks trails the rest), none with fewer than
 // kMinChunk elements: a chunk of 16384 half elements is eight 16-byte loads a thread of 256, all in
