@@ -1,11 +1,13 @@
 // Mean pooling kernel: each thread averages one vector of a token row (16 bytes, or one element
-// where rows or pointers are not 16-byte aligned) over the tokens of one output chunk.
+// where rows or pointers are not 16-byte aligned) over the tokens of one output chunk, or over
+// every groups-th of them.
 //
 // The op is memory-bound: every input element is read once, and a chunk's tokens are H * D
-// contiguous elements each, so a warp reads 512 contiguous bytes per token. A block covers
-// kThreads vectors of one output row; where a token row has fewer vectors than that, the spare
-// threads split the chunk's tokens (every groups-th token each) and combine their partial sums
-// through shared memory, so short rows still fill whole blocks. Each thread issues kUnroll
+// contiguous elements each, so a warp reads 512 contiguous bytes per token. A block covers up to
+// kThreads vectors of one output row; where a token row has fewer vectors than that, or the
+// output rows' vectors are fewer than the GPU's threads, the block's threads split the chunk's
+// tokens into groups (every groups-th token each) and combine their partial sums through shared
+// memory, so short rows and few chunks still fill the GPU. Each thread issues kUnroll
 // independent loads before adding them: with the catalogue's rows (H * D = 8192) that keeps
 // 128 bytes per thread in flight, far above what hides DRAM latency at full bandwidth.
 #include <algorithm>
@@ -23,6 +25,11 @@ namespace solops::detail {
 namespace {
 
 constexpr int kThreads = 256;
+// Token groups are added while the output rows' vectors times the groups stay within this many
+// threads an SM, half of what an SM holds. H200, against one group wherever rows have 256 vectors or
+// more: ragged-tail 9.70 -> 8.26 µs, uniform-batched 23.5 -> 22.9, ragged-batched 24.1 -> 23.7, the
+// other rows level; against 2048 threads an SM, uniform-batched level and ragged-even 2 % slower.
+constexpr int kGroupedThreadsPerSm = 1024;
 constexpr int kUnroll = 8;
 constexpr int kVectorBytes = 16;
 
@@ -111,9 +118,15 @@ template <class T, int kVec>
 void launch(const MeanPoolingGeometry& g, const TensorRef& x, const TensorRef& y, const int32_t* offsets,
             const int32_t* indices, cudaStream_t stream) {
   const int row_vectors = g.row_len / kVec;
+  // Token groups wanted: the output rows' vectors, a thread each, times the groups within
+  // kGroupedThreadsPerSm threads an SM.
+  const int64_t output_vectors = std::max<int64_t>(1, g.batch * g.chunks * row_vectors);
+  const int64_t grouped_threads = int64_t{kGroupedThreadsPerSm} * multiprocessor_count(x.device);
+  const unsigned groups_wanted =
+      std::bit_floor(static_cast<unsigned>(std::clamp<int64_t>(grouped_threads / output_vectors, 1, kThreads / 32)));
   // A power of two from one warp to the whole block, so that kThreads splits into token groups.
   const int row_threads = static_cast<int>(std::clamp(std::bit_ceil(static_cast<unsigned>(row_vectors)), 32u,
-                                                      static_cast<unsigned>(kThreads)));
+                                                      static_cast<unsigned>(kThreads) / groups_wanted));
   MeanPoolingArgs args{g.seq_len, g.sequences, g.chunks, g.chunk_size, row_vectors,
                        (row_vectors + row_threads - 1) / row_threads, 0};
   args.blocks = g.batch * g.chunks * args.slices;

@@ -120,13 +120,13 @@ void launch_row_segments(std::string_view op, const PoolGeometry& g, const Tenso
 
 // The max runs row segments over rows that are not whole 16-byte vectors (H200, alexnet-ceil's rows
 // of 55, against the separable kernel's one load a column: MaxPool2d f32 / f16 11.6 / 7.8 -> 10.3 /
-// 6.7 µs, MaxPool2dIndices f32 / f16 15.3 / 11.6 -> 12.7 / 10.1). Over whole vectors, on half types it reads two vectors' worth of a
-// row per thread where the tiles allow, with the halo columns shuffled from the neighbouring lanes
-// (resnet-stem 4.6 % faster: "2-D pooling: wider chunks, shuffled halos, fast division"), and with
-// positions one output row a thread (resnet-stem f16 / bf16: 34.5 / 34.9 -> 32.7 / 32.4 µs against
-// two rows of 8-byte vectors; two rows of 16-byte vectors take ~95 registers and measured
-// unstable). The average reads one vector a thread, one column at a time where rows are not whole
-// vectors.
+// 6.7 µs, MaxPool2dIndices f32 / f16 15.3 / 11.6 -> 12.7 / 10.1). Over whole vectors, on half types
+// it reads two vectors' worth of a row per thread where the tiles allow, with the halo columns
+// shuffled from the neighbouring lanes (resnet-stem 4.6 % faster: "2-D pooling: wider chunks,
+// shuffled halos, fast division"), and with positions one output row a thread (resnet-stem f16 /
+// bf16: 34.5 / 34.9 -> 32.7 / 32.4 µs against two rows of 8-byte vectors; two rows of 16-byte
+// vectors take ~95 registers and measured unstable). The average reads one vector a thread, one
+// column at a time where rows are not whole vectors.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {
