@@ -29,10 +29,10 @@ struct RowSegmentTiling {
   int segments;  // planes of this launch * segments per plane
 };
 
-// One output's taps of a row, in the shape reduce_across_row takes.
-template <int KW, int SW>
+// One output's taps of a row, in the shape span_columns and reduce_across_row take.
+template <int KW, int SW, int PW>
 struct OneWindowOfARow {
-  static constexpr int kSpan = KW, kCols = 1, kernel_w = KW, stride_w = SW;
+  static constexpr int kSpan = KW, kCols = 1, kernel_w = KW, stride_w = SW, pad_w = PW;
 };
 
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
@@ -41,7 +41,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
                                const Pool2dArgs a, const RowSegmentTiling tiling) {
   static_assert(KW >= SW && KW <= 2 * SW, "a window's taps are its lane's columns and the next lane's");
   static_assert(kReduction != Reduction::avg);
-  using Taps = OneWindowOfARow<KW, SW>;
+  using Taps = OneWindowOfARow<KW, SW, PW>;
   constexpr int kInputRows = (kSegmentRows - 1) * SH + KH;
   const int segment = static_cast<int>(blockIdx.x) * kSegmentsPerBlock + static_cast<int>(threadIdx.x) / 32;
   if (segment >= tiling.segments) return;  // whole warps: every lane of a segment takes part in its shuffles
@@ -54,11 +54,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
 
   int column[KW];
   bool real_column[KW];  // reduce_across_row's mask, which only the average reads
-#pragma unroll
-  for (int k = 0; k < KW; ++k) {
-    column[k] = min(max(ow * SW - PW + k, 0), a.in_w - 1);
-    real_column[k] = true;
-  }
+  span_columns<Taps>(ow, a.in_w, column, real_column);
   // Opaque to ptxas, so that each load's address is one wide multiply-add of its 32-bit offset in
   // the plane: ptxas otherwise folds the plane's 64-bit offset into every address (f32 values, 3x3
   // window: 34-40 registers and 304 instructions where this takes 32 and 224).
