@@ -11,6 +11,13 @@ int multiprocessor_count(int device) {
   return count;
 }
 
+int64_t l2_cache_bytes(int device) {
+  int bytes = 0;
+  check_cuda(cudaDeviceGetAttribute(&bytes, cudaDevAttrL2CacheSize, device), "l2_cache_bytes",
+             "cudaDeviceGetAttribute");
+  return bytes;
+}
+
 void check_launch(std::string_view op) { check_cuda(cudaGetLastError(), op, "kernel launch"); }
 
 }  // namespace solops::detail

@@ -1,6 +1,6 @@
 // Loads as torch.compile's Triton kernels issue them under eviction_policy="evict_last": through L1
 // (ld.global, not the read-only ld.global.nc path) with an L1 evict_last hint, and marked last to
-// leave L2 by an evict_last cache policy. They made most of our kernels faster on the H200, also
+// leave L2 by an evict_last cache policy (or by the policy read_once_policy picks). They made most of our kernels faster on the H200, also
 // kernels whose threads share no sector (AvgPool3d video-2x2x2: 20 %). The L2 policy is the part
 // that pays: the same loads on the read-only path, or without the L1 hint, measured the same
 // (docs/perf-notes.md, eighteenth session). Where it pays is measured per kernel.
@@ -9,12 +9,22 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/evict_first.cuh"
+
 namespace solops::detail {
 
 __device__ __forceinline__ uint64_t evict_last_policy() {
   uint64_t policy;
   asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
   return policy;
+}
+
+// The policy of a kernel's loads of an input it reads once: evict_last, or evict-first where its
+// launcher measured that to pay on large inputs. Evict-first lines make room for each other, so
+// the kernel leaves the L2's other lines in place; after the benchmark's flush those are dirty,
+// and each one a normal or evict_last line replaces is written back to DRAM while the kernel reads.
+__device__ __forceinline__ uint64_t read_once_policy(bool evict_first) {
+  return evict_first ? evict_first_policy() : evict_last_policy();
 }
 
 // The V (2, 4, 8 or 16 bytes) at `address`.

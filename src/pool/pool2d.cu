@@ -29,10 +29,10 @@ constexpr int kDisjointLoadBytes = kReduction == Reduction::max_with_index && si
 // Outputs per block when taps are read from global memory.
 constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 
-Pool2dArgs kernel_args(const PoolGeometry& g) {
+Pool2dArgs kernel_args(const PoolGeometry& g, bool evict_first) {
   return {g.in_h,       g.in_w,       g.out_h,    g.out_w,    g.kernel_h,          g.kernel_w,
           g.stride_h,   g.stride_w,   g.pad_h,    g.pad_w,    g.dilation_h,        g.dilation_w,
-          g.count_include_pad, g.divisor_override};
+          g.count_include_pad, g.divisor_override, evict_first};
 }
 
 // Vector row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
@@ -45,7 +45,7 @@ bool whole_vector_tiles(const PoolGeometry& g, const TensorRef& x, const TensorR
 }
 
 // Launches `kernel`, an instance of pool2d_separable_kernel for Window, over the planes.
-template <class T, class Window, class Kernel>
+template <class T, Reduction kReduction, class Window, class Kernel>
 void launch_separable_kernel(std::string_view op, Kernel kernel, const PoolGeometry& g, const TensorRef& x,
                              const TensorRef& y, int64_t* indices, cudaStream_t stream) {
   const auto* x_data = static_cast<const T*>(x.data);
@@ -54,11 +54,12 @@ void launch_separable_kernel(std::string_view op, Kernel kernel, const PoolGeome
   const int64_t tiles_per_plane = row_tiles * col_tiles;
   SeparableTiling tiling{FastDivisor(static_cast<int>(tiles_per_plane)), FastDivisor(static_cast<int>(col_tiles)), 0};
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
+  const bool evict_first = input_evict_first<T, kReduction>(g, x);
   for_each_plane_group(g.planes, tiles_per_plane, kPool2dThreads, [&](int64_t first, int tiles, unsigned blocks) {
     tiling.tiles = tiles;
     int64_t* launch_indices = indices ? indices + first * out_plane : nullptr;
     kernel<<<blocks, kPool2dThreads, 0, stream>>>(x_data + first * in_plane, y_data + first * out_plane,
-                                                  launch_indices, kernel_args(g), tiling);
+                                                  launch_indices, kernel_args(g, evict_first), tiling);
     check_launch(op);
   });
 }
@@ -72,10 +73,10 @@ void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const Te
     const auto kernel = whole_vector_tiles<Window>(g, x, y, indices)
                             ? pool2d_separable_kernel<T, kReduction, Window, true, false>
                             : pool2d_separable_kernel<T, kReduction, Window, false, false>;
-    launch_separable_kernel<T, Window>(op, kernel, g, x, y, indices, stream);
+    launch_separable_kernel<T, kReduction, Window>(op, kernel, g, x, y, indices, stream);
   } else {
-    launch_separable_kernel<T, Window>(op, pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>, g, x,
-                                       y, indices, stream);
+    launch_separable_kernel<T, kReduction, Window>(op, pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>,
+                                                   g, x, y, indices, stream);
   }
 }
 
@@ -108,12 +109,13 @@ void launch_row_segments(std::string_view op, const PoolGeometry& g, const Tenso
   RowSegmentTiling tiling{FastDivisor(static_cast<int>(segments_per_plane)),
                           FastDivisor(static_cast<int>(segments_per_row)), 0};
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
+  const Pool2dArgs args = kernel_args(g, input_evict_first<T, kReduction>(g, x));
   for_each_plane_group(g.planes, segments_per_plane, kSegmentsPerBlock, [&](int64_t first, int segments,
                                                                            unsigned blocks) {
     tiling.segments = segments;
     pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW><<<blocks, kPool2dThreads, 0, stream>>>(
-        x_data + first * in_plane, y_data + first * out_plane, indices ? indices + first * out_plane : nullptr,
-        kernel_args(g), tiling);
+        x_data + first * in_plane, y_data + first * out_plane, indices ? indices + first * out_plane : nullptr, args,
+        tiling);
     check_launch(op);
   });
 }
@@ -137,8 +139,8 @@ void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRe
     if (!whole_vector_tiles<OneVector>(g, x, y, indices)) {
       launch_row_segments<T, kReduction, KH, KW, SH, SW, PW>(op, g, x, y, indices, stream);
     } else if constexpr (kReduction == Reduction::max_with_index && sizeof(T) == 2) {
-      launch_separable_kernel<T, OneVector>(op, pool2d_separable_kernel<T, kReduction, OneVector, true, false>, g, x,
-                                            y, indices, stream);
+      launch_separable_kernel<T, kReduction, OneVector>(op, pool2d_separable_kernel<T, kReduction, OneVector, true, false>,
+                                                        g, x, y, indices, stream);
     } else if constexpr (kReduction == Reduction::max && sizeof(T) == 2) {
       using TwoVectors = SeparableWindow<T, KH, KW, SH, SW, PW, 1, 16, 2>;
       if (whole_vector_tiles<TwoVectors>(g, x, y, indices)) {
@@ -179,11 +181,11 @@ void launch_staged(std::string_view op, const PoolGeometry& g, const TensorRef& 
   if (staged) {
     const auto shared = static_cast<size_t>(staged_bytes<T>(band_rows(tile_rows) * g.in_w));
     pool2d_staged_kernel<T, kReduction, true>
-        <<<grid, kPool2dThreads, shared, stream>>>(x_data, y_data, indices, kernel_args(g), tiling);
+        <<<grid, kPool2dThreads, shared, stream>>>(x_data, y_data, indices, kernel_args(g, false), tiling);
   } else {
     // Rows too wide to stage: the taps are read from global memory, with the run-time loops.
     pool2d_staged_kernel<T, kReduction, false>
-        <<<grid, kPool2dThreads, 0, stream>>>(x_data, y_data, indices, kernel_args(g), tiling);
+        <<<grid, kPool2dThreads, 0, stream>>>(x_data, y_data, indices, kernel_args(g, false), tiling);
   }
   check_launch(op);
 }
@@ -212,7 +214,7 @@ bool launch_disjoint(std::string_view op, const PoolGeometry& g, const TensorRef
     tiling.tiles = tiles;
     pool2d_disjoint_kernel<T, kReduction, KH, KW, kLoadBytes><<<blocks, kPool2dThreads, 0, stream>>>(
         x_data + first * in_plane, y_data + first * out_plane, indices ? indices + first * out_plane : nullptr,
-        kernel_args(g), tiling);
+        kernel_args(g, false), tiling);
     check_launch(op);
   });
   return true;

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
   const T* plane_x = x + int64_t{plane} * a.in_h * a.in_w;
   asm("mov.b64 %0, %0;" : "+l"(plane_x));
   const int ih0 = oh0 * SH - a.pad_h;
-  const uint64_t policy = evict_last_policy();
+  const uint64_t policy = read_once_policy(kReduction == Reduction::max && a.evict_first);
   int input_row[kInputRows];
   T own[kInputRows][SW];
 #pragma unroll

@@ -293,7 +293,7 @@ struct SeparableTile {
     const int ih0 = oh0 * SH - a.pad_h;
     // One policy for every load of the tile, not one a load: fewer instructions (H200: MaxPool2d
     // resnet-stem f16 / bf16 18.88 / 18.91 -> 18.66 / 18.75 µs; the other rows within ±1.1 %).
-    const uint64_t policy = evict_last_policy();
+    const uint64_t policy = read_once_policy(kReduction == Reduction::max && a.evict_first);
 #pragma unroll
     for (int r = 0; r < kInputRows; ++r) {
       real_row[r] = static_cast<unsigned>(ih0 + r) < static_cast<unsigned>(a.in_h);

@@ -27,7 +27,7 @@
 namespace solops::detail {
 namespace {
 
-Pool3dArgs kernel_args(const PoolGeometry& g) {
+Pool3dArgs kernel_args(const PoolGeometry& g, bool evict_first) {
   return {{g.in_d, g.in_h, g.in_w},
           {g.out_d, g.out_h, g.out_w},
           {g.kernel_d, g.kernel_h, g.kernel_w},
@@ -36,7 +36,8 @@ Pool3dArgs kernel_args(const PoolGeometry& g) {
           {g.dilation_d, g.dilation_h, g.dilation_w},
           g.count_include_pad,
           g.divisor_override,
-          g.outputs()};
+          g.outputs(),
+          evict_first};
 }
 
 template <class T, Reduction kReduction>
@@ -102,7 +103,7 @@ __global__ void __launch_bounds__(kPool2dThreads)
 template <class T, Reduction kReduction>
 void launch_general(std::string_view op, const PoolGeometry& g, const TensorRef& x, const TensorRef& y,
                     int64_t* indices, cudaStream_t stream) {
-  const Pool3dArgs args = kernel_args(g);
+  const Pool3dArgs args = kernel_args(g, false);
   const auto grid =
       static_cast<unsigned>(std::min<int64_t>((args.outputs + kPool2dThreads - 1) / kPool2dThreads, INT_MAX));
   pool3d_kernel<T, kReduction><<<grid, kPool2dThreads, 0, stream>>>(static_cast<const T*>(x.data),
@@ -139,7 +140,7 @@ void launch_static(std::string_view op, const PoolGeometry& g, const TensorRef& 
   tiling.tiles_per_plane = FastDivisor(static_cast<int>(tiles_per_plane));
   const auto kernel = aligned_loads ? pool3d_separable_kernel<T, kReduction, Window, true>
                                     : pool3d_separable_kernel<T, kReduction, Window, false>;
-  const Pool3dArgs args = kernel_args(g);
+  const Pool3dArgs args = kernel_args(g, input_evict_first<T, kReduction>(g, x));
   const int64_t in_volume = int64_t{g.in_d} * g.in_h * g.in_w, out_volume = int64_t{g.out_d} * g.out_h * g.out_w;
   for_each_plane_group(g.planes, tiles_per_plane, kPool3dThreads, [&](int64_t first, int tiles, unsigned blocks) {
     tiling.tiles = tiles;

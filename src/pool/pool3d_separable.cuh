@@ -32,6 +32,7 @@ struct Pool3dArgs {
   bool count_include_pad;
   int divisor_override;  // 0 = none
   int64_t outputs;
+  bool evict_first;  // read_once_policy's choice for the input (input_evict_first)
 };
 
 // A compile-time 3-D window: the 2-D window's rows and columns (kCols outputs of one output row a
@@ -147,7 +148,7 @@ class Pool3dTile {
                                              const Pool3dArgs& a) const {
     const int depth = min(max(d, 0), a.in[0] - 1);
     // One policy for the slice's loads, as the 2-D tile makes one (the 3-D rows measured level).
-    const uint64_t policy = evict_last_policy();
+    const uint64_t policy = read_once_policy(kReduction == Reduction::max && a.evict_first);
 #pragma unroll
     for (int kh = 0; kh < KH; ++kh) {
       rows[kh].load(plane_x + (depth * a.in[1] + input_row_[kh]) * a.in[2], ow0_ * SW, a.in[2], column_, policy);
