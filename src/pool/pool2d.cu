@@ -32,7 +32,7 @@ constexpr int kUnstagedOutputsPerBlock = kPool2dThreads * 4;
 Pool2dArgs kernel_args(const PoolGeometry& g, bool evict_first) {
   return {g.in_h,       g.in_w,       g.out_h,    g.out_w,    g.kernel_h,          g.kernel_w,
           g.stride_h,   g.stride_w,   g.pad_h,    g.pad_w,    g.dilation_h,        g.dilation_w,
-          g.count_include_pad, g.divisor_override, evict_first};
+          g.count_include_pad, evict_first, g.divisor_override};
 }
 
 // Vector row loads need aligned rows and whole chunks; whole-tile stores need out_w to be a
@@ -109,13 +109,15 @@ void launch_row_segments(std::string_view op, const PoolGeometry& g, const Tenso
   RowSegmentTiling tiling{FastDivisor(static_cast<int>(segments_per_plane)),
                           FastDivisor(static_cast<int>(segments_per_row)), 0};
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
-  const Pool2dArgs args = kernel_args(g, input_evict_first<T, kReduction>(g, x));
+  const auto kernel = input_evict_first<T, kReduction>(g, x)
+                          ? pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW, kReduction == Reduction::max>
+                          : pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW, false>;
   for_each_plane_group(g.planes, segments_per_plane, kSegmentsPerBlock, [&](int64_t first, int segments,
                                                                            unsigned blocks) {
     tiling.segments = segments;
-    pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW><<<blocks, kPool2dThreads, 0, stream>>>(
-        x_data + first * in_plane, y_data + first * out_plane, indices ? indices + first * out_plane : nullptr, args,
-        tiling);
+    kernel<<<blocks, kPool2dThreads, 0, stream>>>(x_data + first * in_plane, y_data + first * out_plane,
+                                                  indices ? indices + first * out_plane : nullptr, kernel_args(g, false),
+                                                  tiling);
     check_launch(op);
   });
 }

@@ -24,8 +24,8 @@ struct Pool2dArgs {
   int in_h, in_w, out_h, out_w;
   int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
   bool count_include_pad;
+  bool evict_first;      // the separable kernel's read_once_policy choice (input_evict_first)
   int divisor_override;  // 0 = none
-  bool evict_first;      // read_once_policy's choice for the input (input_evict_first)
 };
 
 template <class T>
@@ -150,8 +150,8 @@ __device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) 
 // bf16 (51 MB) 18.7 / 18.6 -> 18.1 / 17.7 µs, alexnet-ceil f32 (25 MB) 10.2 -> 9.8, MaxPool3d
 // c3d-pool2 f16 (51 MB) 18.1 -> 16.5, medicalnet-stem bf16 (103 MB) 38.7 -> 37.1, resnet-stem f32
 // (103 MB) level; alexnet-ceil f16 / bf16 (12 MB) 5 % slower. With positions, and for averages, the
-// same kernels measured level to 13 % slower, so they keep evict_last (their kernels compile the
-// choice out: read_once_policy(kReduction == Reduction::max && a.evict_first)).
+// same kernels measured level to 13 % slower, so they keep evict_last (the separable kernels compile
+// the choice out: read_once_policy(kReduction == Reduction::max && a.evict_first)).
 template <class T, Reduction kReduction>
 bool input_evict_first(const PoolGeometry& g, const TensorRef& x) {
   const int64_t input_bytes = g.planes * g.in_d * g.in_h * g.in_w * static_cast<int64_t>(sizeof(T));

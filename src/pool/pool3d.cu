@@ -35,9 +35,9 @@ Pool3dArgs kernel_args(const PoolGeometry& g, bool evict_first) {
           {g.pad_d, g.pad_h, g.pad_w},
           {g.dilation_d, g.dilation_h, g.dilation_w},
           g.count_include_pad,
+          evict_first,
           g.divisor_override,
-          g.outputs(),
-          evict_first};
+          g.outputs()};
 }
 
 template <class T, Reduction kReduction>

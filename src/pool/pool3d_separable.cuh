@@ -30,9 +30,9 @@ constexpr int kPool3dThreads = 128;
 struct Pool3dArgs {
   int in[3], out[3], kernel[3], stride[3], pad[3], dilation[3];
   bool count_include_pad;
+  bool evict_first;      // read_once_policy's choice for the input (input_evict_first)
   int divisor_override;  // 0 = none
   int64_t outputs;
-  bool evict_first;  // read_once_policy's choice for the input (input_evict_first)
 };
 
 // A compile-time 3-D window: the 2-D window's rows and columns (kCols outputs of one output row a
