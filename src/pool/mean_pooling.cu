@@ -132,9 +132,9 @@ void launch(const MeanPoolingGeometry& g, const TensorRef& x, const TensorRef& y
   // A power of two from one warp to the whole block, so that kThreads splits into token groups.
   const int row_threads = static_cast<int>(std::clamp(std::bit_ceil(static_cast<unsigned>(row_vectors)), 32u,
                                                       static_cast<unsigned>(kThreads) / groups_wanted));
-  const bool x_exceeds_l2 = g.batch * g.seq_len * g.row_len * static_cast<int64_t>(sizeof(T)) > l2_cache_bytes(x.device);
-  MeanPoolingArgs args{g.seq_len,  g.sequences, g.chunks, g.chunk_size, row_vectors,
-                       (row_vectors + row_threads - 1) / row_threads, 0, x_exceeds_l2};
+  const int64_t x_bytes = g.batch * g.seq_len * g.row_len * static_cast<int64_t>(sizeof(T));
+  MeanPoolingArgs args{g.seq_len, g.sequences, g.chunks, g.chunk_size, row_vectors,
+                       (row_vectors + row_threads - 1) / row_threads, 0, x_bytes > l2_cache_bytes(x.device)};
   args.blocks = g.batch * g.chunks * args.slices;
   const auto grid = static_cast<unsigned>(std::min<int64_t>(args.blocks, INT_MAX));
   const dim3 block(row_threads, kThreads / row_threads);

@@ -75,8 +75,8 @@ void launch_separable_tiles(std::string_view op, const PoolGeometry& g, const Te
                             : pool2d_separable_kernel<T, kReduction, Window, false, false>;
     launch_separable_kernel<T, kReduction, Window>(op, kernel, g, x, y, indices, stream);
   } else {
-    launch_separable_kernel<T, kReduction, Window>(op, pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>,
-                                                   g, x, y, indices, stream);
+    const auto kernel = pool2d_separable_kernel<T, kReduction, Window, true, kShuffleHalo>;
+    launch_separable_kernel<T, kReduction, Window>(op, kernel, g, x, y, indices, stream);
   }
 }
 
@@ -109,15 +109,16 @@ void launch_row_segments(std::string_view op, const PoolGeometry& g, const Tenso
   RowSegmentTiling tiling{FastDivisor(static_cast<int>(segments_per_plane)),
                           FastDivisor(static_cast<int>(segments_per_row)), 0};
   const int64_t in_plane = int64_t{g.in_h} * g.in_w, out_plane = int64_t{g.out_h} * g.out_w;
+  constexpr bool kMax = kReduction == Reduction::max;
   const auto kernel = input_evict_first<T, kReduction>(g, x)
-                          ? pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW, kReduction == Reduction::max>
+                          ? pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW, kMax>
                           : pool2d_row_segments_kernel<T, kReduction, KH, KW, SH, SW, PW, false>;
   for_each_plane_group(g.planes, segments_per_plane, kSegmentsPerBlock, [&](int64_t first, int segments,
                                                                            unsigned blocks) {
     tiling.segments = segments;
+    int64_t* launch_indices = indices ? indices + first * out_plane : nullptr;
     kernel<<<blocks, kPool2dThreads, 0, stream>>>(x_data + first * in_plane, y_data + first * out_plane,
-                                                  indices ? indices + first * out_plane : nullptr, kernel_args(g, false),
-                                                  tiling);
+                                                  launch_indices, kernel_args(g, false), tiling);
     check_launch(op);
   });
 }
@@ -141,8 +142,8 @@ void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRe
     if (!whole_vector_tiles<OneVector>(g, x, y, indices)) {
       launch_row_segments<T, kReduction, KH, KW, SH, SW, PW>(op, g, x, y, indices, stream);
     } else if constexpr (kReduction == Reduction::max_with_index && sizeof(T) == 2) {
-      launch_separable_kernel<T, kReduction, OneVector>(op, pool2d_separable_kernel<T, kReduction, OneVector, true, false>,
-                                                        g, x, y, indices, stream);
+      const auto kernel = pool2d_separable_kernel<T, kReduction, OneVector, true, false>;
+      launch_separable_kernel<T, kReduction, OneVector>(op, kernel, g, x, y, indices, stream);
     } else if constexpr (kReduction == Reduction::max && sizeof(T) == 2) {
       using TwoVectors = SeparableWindow<T, KH, KW, SH, SW, PW, 1, 16, 2>;
       if (whole_vector_tiles<TwoVectors>(g, x, y, indices)) {
