@@ -7,6 +7,9 @@
 
 namespace solops::detail {
 
+// Threads one SM holds at full occupancy (sm_90).
+constexpr int kThreadsPerSm = 2048;
+
 int multiprocessor_count(int device);
 int64_t l2_cache_bytes(int device);
 

@@ -230,10 +230,9 @@ __global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVector
   }
 }
 
-// split_norms' blocks fill an SM's 2048 threads (at most 32 registers): 512 threads, four an SM, or
-// 256, eight an SM. The plan's chunk of 8192 elements is one round of a block's loads: two or four
-// 16-byte vectors a thread of half types, four or eight of f32.
-constexpr int kSplitThreadsPerSm = 2048;
+// split_norms' blocks fill an SM's threads (kThreadsPerSm, at most 32 registers): 512 threads, four
+// an SM, or 256, eight an SM. The plan's chunk of 8192 elements is one round of a block's loads: two
+// or four 16-byte vectors a thread of half types, four or eight of f32.
 template <class T>
 constexpr int kSplitRoundVectors = 8192 * static_cast<int>(sizeof(T)) / kVectorBytes;
 
@@ -253,7 +252,7 @@ struct SplitShape {
 // torch.compile's kernels issue theirs (core/evict_last.cuh); against evict-first loads (H200):
 // hidden-state 8.42-8.48 -> 8.03-8.26 µs, long-seq 4.64 / 4.67 -> 4.32 / 4.38.
 template <class T, class Y, int kOrd, int kThreads>
-__global__ void __launch_bounds__(kThreads, kSplitThreadsPerSm / kThreads)
+__global__ void __launch_bounds__(kThreads, kThreadsPerSm / kThreads)
     split_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const SplitShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   constexpr int kLoads = kSplitRoundVectors<T> / kThreads;
@@ -534,7 +533,7 @@ void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial
       // 512 threads where the grid fits one wave of them, else 256, which fit twice the blocks in
       // one wave (H200, against 512: hidden-state's 1024 blocks 8.0-8.2 -> 7.6-7.7 µs; long-seq's 256
       // blocks 4.3 -> 4.5; 1024 threads, two an SM, slower on both).
-      if (blocks <= int64_t{kSplitThreadsPerSm / 512} * multiprocessors) launch.template operator()<512>();
+      if (blocks <= int64_t{kThreadsPerSm / 512} * multiprocessors) launch.template operator()<512>();
       else launch.template operator()<256>();
       if (plan.splits == 1) return;
       const int64_t adding_warps = ceil_div(plan.splits, int64_t{kPartialsPerThread} * kWarp);

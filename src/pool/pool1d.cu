@@ -29,7 +29,7 @@ namespace {
 
 constexpr int kThreads = 256;
 constexpr int kWarp = 32;
-constexpr int kBlocksPerSm = 2048 / kThreads;
+constexpr int kBlocksPerSm = kThreadsPerSm / kThreads;
 // Outputs of a tile at most: its span (2048 * stride elements) keeps tens of KB of loads in flight
 // per SM with the SM's 8 blocks.
 constexpr int kMaxTileOutputs = 2048;

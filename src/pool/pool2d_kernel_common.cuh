@@ -14,8 +14,6 @@
 namespace solops::detail {
 
 constexpr int kPool2dThreads = 256;
-// Threads one SM holds at full occupancy.
-constexpr int kThreadsPerSm = 2048;
 
 enum class Reduction { max, max_with_index, avg };
 
