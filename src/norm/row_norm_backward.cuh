@@ -215,15 +215,16 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
 
 // Many rows whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x and grad_out rows,
 // the weight (ones without one) as a column vector. The parameter terms of the thread's columns add
-// up in registers over its rows and leave once, as the block's row of the partials.
-template <class T, NormKind kKind, int kVecs>
+// up in registers over its rows and leave once, as the block's row of the partials. kEvictFirst: x
+// and grad_out copied evict-first (launch_backward_staged says where).
+template <class T, NormKind kKind, int kVecs, bool kEvictFirst>
 __global__ void __launch_bounds__(kMaxStagedThreads)
     row_norm_backward_staged(const BackwardPointers<T> p, const RowShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   extern __shared__ uint4 staged_shared[];
   __shared__ alignas(16) float partials[2 * kHeldRowPartials];
   unsigned reductions = 0;
-  StagedRows<kVecs, 2, 1> staged(staged_shared, s.rows);
+  StagedRows<kVecs, 2, 1, kEvictFirst> staged(staged_shared, s.rows);
   const int threads = blockDim.x, vectors = s.row_len / kVec;
   float ones[kVec];
 #pragma unroll
@@ -480,18 +481,24 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
 // Runs row_norm_backward_staged where it applies: many rows (one an SM or more) of 16-byte vectors
 // that fill its blocks (staged_vecs), as many blocks as are resident, within the workspace's rows of
 // partials. Returns the blocks, 0 where it does not apply.
+// x and grad_out are copied evict-first where together they fit the L2 (H200, against evict_last:
+// RMSNormBwd 2048 x 4096 bf16 / f16 21.5 -> 19.9 µs, LayerNormBwd 23.9 / 23.6 -> 23.0 / 22.7); at 8192
+// and 16384 (67 and 134 MB) evict-first measured level to 2 % slower (docs/perf-notes.md,
+// twentieth and twenty-first sessions).
 template <class T, NormKind kKind>
 int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
-                               int multiprocessors, cudaStream_t stream) {
+                               int multiprocessors, int64_t l2_bytes, cudaStream_t stream) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   if (!has_many_rows(s, multiprocessors) || !rows_of_vectors<T>({p.grad_out, p.x, p.weight, p.grad_x}, s.row_len)) {
     return 0;
   }
   const int vectors = s.row_len / kVec;
+  const bool evict_first = 2 * s.rows * s.row_len * int64_t{sizeof(T)} <= l2_bytes;
   const auto launch = [&]<int kVecs>() {
-    return launch_staged(op, row_norm_backward_staged<T, kKind, kVecs>, vectors / kVecs,
-                         StagedRows<kVecs, 2, 1>::bytes(vectors), s.rows, backward_partial_blocks({s.rows, s.row_len}),
-                         multiprocessors, stream, p, s);
+    const auto kernel = evict_first ? row_norm_backward_staged<T, kKind, kVecs, true>
+                                    : row_norm_backward_staged<T, kKind, kVecs, false>;
+    return launch_staged(op, kernel, vectors / kVecs, StagedRows<kVecs, 2, 1>::bytes(vectors), s.rows,
+                         backward_partial_blocks({s.rows, s.row_len}), multiprocessors, stream, p, s);
   };
   switch (staged_vecs(vectors)) {
     case 2: return launch.template operator()<2>();
@@ -506,13 +513,13 @@ int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p
 // beyond.
 template <class T, NormKind kKind>
 void launch_backward_typed(std::string_view op, const BackwardPointers<T>& p, const RowShape& s, int multiprocessors,
-                           cudaStream_t stream) {
+                           int64_t l2_bytes, cudaStream_t stream) {
   constexpr int kVec = kVectorBytes / sizeof(T);
   const bool parameters = p.grad_weight || p.grad_bias;
   const bool partials = parameters && s.rows > 1;
   bool column_kernel = parameters;  // until the row kernel takes the gradients
   int64_t blocks = 0;               // the row kernel's blocks, rows of the partials
-  if (const int64_t staged_blocks = launch_backward_staged<T, kKind>(op, p, s, multiprocessors, stream)) {
+  if (const int64_t staged_blocks = launch_backward_staged<T, kKind>(op, p, s, multiprocessors, l2_bytes, stream)) {
     column_kernel = false;
     if (partials) blocks = staged_blocks;
   } else if (partials && s.row_len / kVec <= kMaxThreads &&
@@ -562,11 +569,12 @@ void launch_rows_backward(std::string_view op, const RowGeometry& g, const RowNo
   using namespace row_norm;
   const RowShape s = row_shape(g, {kKind});
   const int multiprocessors = multiprocessor_count(t.x.device);
+  const int64_t l2_bytes = l2_cache_bytes(t.x.device);
   dispatch_float(t.x.dtype, [&]<class T>() {
     const BackwardPointers<T> p{data_of<T>(&t.grad_out),   data_of<T>(&t.x),          data_of<T>(t.weight),
                                 data_of<float>(t.mean),    data_of<float>(&t.rstd),   data_of<T>(&t.grad_x),
                                 data_of<T>(t.grad_weight), data_of<T>(t.grad_bias),  data_of<float>(t.workspace)};
-    launch_backward_typed<T, kKind>(op, p, s, multiprocessors, stream);
+    launch_backward_typed<T, kKind>(op, p, s, multiprocessors, l2_bytes, stream);
   });
   check_launch(op);
 }

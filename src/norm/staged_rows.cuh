@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "core/device.hpp"
+#include "core/evict_first.cuh"
 #include "core/evict_last.cuh"
 #include "norm/held_row.cuh"
 
@@ -22,8 +23,9 @@ namespace solops::detail::row_norm {
 constexpr int kMaxStagedThreads = 512;
 constexpr int kMinStagedThreads = 128;
 
-// kTensors row tensors and kColumns column vectors, kVecs vectors of each a thread.
-template <int kVecs, int kTensors, int kColumns>
+// kTensors row tensors and kColumns column vectors, kVecs vectors of each a thread; kEvictFirst: the
+// rows' copies marked evict-first in L2 (core/evict_first.cuh), not evict_last.
+template <int kVecs, int kTensors, int kColumns, bool kEvictFirst = false>
 class StagedRows {
  public:
   // Rows staged: three rows ahead at two vectors a thread, two at four (the shared memory of a
@@ -64,7 +66,8 @@ class StagedRows {
   // group, empty past the last row, so that waiting for all but the newest kStages - 1 groups
   // always finds the row in hand. The copies carry an L2 evict_last policy, as torch.compile's loads
   // do (core/evict_last.cuh); against none (H200): LayerNorm 405b / 70b bf16 prefill 36.8 / 20.3 ->
-  // 34.5 / 18.8 µs, the f16 rows level, the backward's staged rows 1-3.5 % faster.
+  // 34.5 / 18.8 µs, the f16 rows level, the backward's staged rows 1-3.5 % faster. Or evict-first,
+  // where the caller measured that to pay.
   __device__ void copy(const uint4* const (&tensors)[kTensors], int64_t row, int stage) {
     if (row < rows_) {
       const int64_t first = row * kVecs * blockDim.x + threadIdx.x;
@@ -74,7 +77,8 @@ class StagedRows {
         for (int i = 0; i < kVecs; ++i) {
           const auto to = static_cast<unsigned>(__cvta_generic_to_shared(slot((stage * kTensors + t) * kVecs + i)));
           asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2;" ::"r"(to),
-                       "l"(tensors[t] + first + i * blockDim.x), "l"(evict_last_policy())
+                       "l"(tensors[t] + first + i * blockDim.x),
+                       "l"(kEvictFirst ? evict_first_policy() : evict_last_policy())
                        : "memory");
         }
       }
