@@ -482,9 +482,9 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
 // that fill its blocks (staged_vecs), as many blocks as are resident, within the workspace's rows of
 // partials. Returns the blocks, 0 where it does not apply.
 // x and grad_out are copied evict-first where together they fit the L2 (H200, against evict_last:
-// RMSNormBwd 2048 x 4096 bf16 / f16 21.5 -> 19.9 µs, LayerNormBwd 23.9 / 23.6 -> 23.0 / 22.7); at 8192
-// and 16384 (67 and 134 MB) evict-first measured level to 2 % slower (docs/perf-notes.md,
-// twentieth and twenty-first sessions).
+// RMSNormBwd 2048 x 4096 bf16 / f16 21.5 -> 19.9 µs, LayerNormBwd 23.9 / 23.6 -> 23.0 / 22.7). At 8192
+// and 16384 columns (67 and 134 MB) the RMS kind and LayerNorm at 16384 were slower with evict-first,
+// LayerNorm at 8192 2-4 % faster (docs/perf-notes.md, twentieth session's diagnostic): not in this rule.
 template <class T, NormKind kKind>
 int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
                                int multiprocessors, int64_t l2_bytes, cudaStream_t stream) {
