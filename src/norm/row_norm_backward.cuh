@@ -482,9 +482,9 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
 // that fill its blocks (staged_vecs), as many blocks as are resident, within the workspace's rows of
 // partials. Returns the blocks, 0 where it does not apply.
 // x and grad_out are copied evict-first where together they fit the L2 (H200, against evict_last:
-// RMSNormBwd 2048 x 4096 bf16 / f16 21.5 -> 19.9 µs, LayerNormBwd 23.9 / 23.6 -> 23.0 / 22.7). At 8192
-// and 16384 columns (67 and 134 MB) the RMS kind and LayerNorm at 16384 were slower with evict-first,
-// LayerNorm at 8192 2-4 % faster (docs/perf-notes.md, twentieth session's diagnostic): not in this rule.
+// RMSNormBwd 2048 x 4096 bf16 / f16 21.5 -> 19.9 µs, LayerNormBwd 23.9 / 23.6 -> 23.0 / 22.7), and for
+// LayerNorm also where they fit twice the L2 (2048 x 8192: 37.8 / 37.9 -> 37.1 / 37.2). The RMS kind
+// at 8192 and both kinds at 16384 columns were slower with evict-first (docs/perf-notes.md).
 template <class T, NormKind kKind>
 int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
                                int multiprocessors, int64_t l2_bytes, cudaStream_t stream) {
@@ -493,7 +493,8 @@ int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p
     return 0;
   }
   const int vectors = s.row_len / kVec;
-  const bool evict_first = 2 * s.rows * s.row_len * int64_t{sizeof(T)} <= l2_bytes;
+  const int64_t input_bytes = 2 * s.rows * s.row_len * int64_t{sizeof(T)};
+  const bool evict_first = input_bytes <= l2_bytes || (kKind == NormKind::layer && input_bytes <= 2 * l2_bytes);
   const auto launch = [&]<int kVecs>() {
     const auto kernel = evict_first ? row_norm_backward_staged<T, kKind, kVecs, true>
                                     : row_norm_backward_staged<T, kKind, kVecs, false>;
