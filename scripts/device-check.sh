@@ -3,6 +3,7 @@
 # on the CPU machine and carried over (build/release). Everything lands in $OUT/bundle.tar.gz and
 # the benchmark results in bench/results/<gpu>/ of the copy there.
 # Usage (from the repo root on the GPU machine): scripts/device-check.sh FAMILY [GPU_NAME]
+# GPU_NAME (default: scripts/gpu-name.sh's name of the card) names the results folder.
 # SOLOPS_COMMIT names the measured commit in the results; give it as a literal from the machine
 # that holds the checkout (a copy's .git, as the device tool makes, can lag its working tree, and
 # `$(git rev-parse ...)` in the command runs there). Without it the results name git's HEAD, marked
@@ -27,7 +28,10 @@
 # library file alone works, and the library's links are made again here.
 set -uo pipefail
 family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
-gpu=${2:-h200}
+gpu=${2:-$("$(dirname "$0")/gpu-name.sh")}
+# The H200's report is the project's (docs/benchmarks.md); another card's goes beside it.
+docs=docs
+[ "$gpu" = h200 ] || docs=docs/$gpu
 out=${OUT:-/tmp/solops-out}
 # Logs and variant results gather in a scratch folder and leave in one archive, $out/bundle.tar.gz:
 # the device tool brings back only a few files from $OUT, and dropped loose logs and variants.
@@ -119,8 +123,8 @@ done
 # The report is remade only from a run of the benchmark: a call of tests or variants alone need not
 # carry the library it imports.
 if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
-  step report python3 -m solops.bench.report --results "bench/results/$gpu" --out docs
+  step report python3 -m solops.bench.report --results "bench/results/$gpu" --out "$docs"
 fi
-tar czf "$out/bundle.tar.gz" -C "$work" . -C "$PWD" "bench/results/$gpu" docs/benchmarks.md \
-  docs/benchmarks.html 2>/dev/null
+tar czf "$out/bundle.tar.gz" -C "$work" . -C "$PWD" "bench/results/$gpu" "$docs/benchmarks.md" \
+  "$docs/benchmarks.html" 2>/dev/null
 exit $status
