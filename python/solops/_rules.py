@@ -1,0 +1,65 @@
+"""The checks every family's fake implementations make at trace time, with the library's messages.
+
+The fakes run on the sizes torch.compile traces with, which may be symbolic (SymInt): a rule on
+sizes goes through torch._check, which raises on concrete values and leaves a runtime assertion on
+symbolic ones instead of specializing the graph. Parameters (window sizes, eps, ...) are concrete.
+Each rule is the one the C++ library applies when the op runs (src/<family>/*_rules.cpp); the CPU
+tests compare the two on random shapes and parameters.
+"""
+
+import torch
+
+INT_MAX = 2**31 - 1
+
+DTYPE_NAMES = {
+    torch.float32: "f32",
+    torch.float16: "f16",
+    torch.bfloat16: "bf16",
+    torch.float8_e4m3fn: "fp8_e4m3",
+    torch.int32: "i32",
+    torch.int64: "i64",
+}
+FLOAT_DTYPES = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def require(rule_holds, op, *message):
+    """Raises RuntimeError("op: message") where the rule fails; a symbolic rule becomes a runtime
+    assertion of the traced graph."""
+    torch._check(rule_holds, lambda: f"{op}: " + "".join(str(part) for part in message))
+
+
+def shape_string(shape):
+    return "[" + ", ".join(str(size) for size in shape) + "]"
+
+
+def dtype_name(dtype):
+    return DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
+
+
+def check_tensor(op, name, t):
+    """A tensor the op's kernel reads or writes: contiguous, and on a CUDA device (meta tensors stand
+    for them)."""
+    require(t.is_contiguous(), op, name, " must be contiguous (row-major, e.g. NCHW); strided and channels-last",
+            " tensors are not supported, make them contiguous first")
+    require(t.device.type in ("cuda", "meta"), op, name, " must be a CUDA tensor, got a ", t.device.type.upper(),
+            " tensor")
+
+
+def check_known_dtype(op, name, t):
+    """A dtype solops has a code for (the binding rejects any other before the op's own rules)."""
+    require(t.dtype in DTYPE_NAMES, op, name, ": dtype ", dtype_name(t.dtype), " is not supported by solops")
+
+
+def check_float_dtype(op, name, t):
+    require(t.dtype in FLOAT_DTYPES, op, name, ": dtype ", dtype_name(t.dtype), " is not supported (f32, f16 or bf16)")
+
+
+def check_dtype(op, name, t, dtype):
+    require(t.dtype == dtype, op, name, ": dtype ", dtype_name(t.dtype), " must be ", dtype_name(dtype))
+
+
+def check_shape(op, name, t, shape):
+    shape = list(shape)
+    require(len(t.shape) == len(shape), op, name, ": shape ", shape_string(t.shape), " must be ", shape_string(shape))
+    for size, expected in zip(t.shape, shape):
+        require(size == expected, op, name, ": shape ", shape_string(t.shape), " must be ", shape_string(shape))

@@ -1,0 +1,489 @@
+// The normalization family's PyTorch binding: torch.ops.solops.<op> (and its reference, shape and
+// cost targets, binding.hpp) for every norm. rms_norm and layer_norm take F.rms_norm's and
+// F.layer_norm's arguments; autograd is registered in Python (python/solops/norm.py) on the
+// *_with_stats forwards, whose backward runs rms_norm_backward and layer_norm_backward.
+#include <algorithm>
+#include <climits>
+#include <tuple>
+
+#include "core/check.hpp"
+#include "solops/norm.hpp"
+#include "solops/reference.hpp"
+#include "torch/binding.hpp"
+
+namespace solops::torch_binding {
+namespace {
+
+// A workspace of `elements` f32 values for the device target (none where that is 0); the references
+// need none.
+template <Target kTarget>
+std::optional<Tensor> workspace(const Call<kTarget>& call, int64_t elements) {
+  if (kTarget != Target::device || elements == 0) return std::nullopt;
+  return call.empty(std::vector<int64_t>{elements}, DType::f32);
+}
+
+[[noreturn]] void no_cost_model(std::string_view op, std::string_view measured) {
+  detail::unsupported(op, "has no cost model of its own; the benchmark measures ", measured);
+}
+
+template <Target kTarget>
+auto rms_norm(const Tensor& x, const Ints& normalized_shape, const std::optional<Tensor>& weight,
+              std::optional<double> eps) {
+  constexpr std::string_view kOp = "rms_norm";
+  const RMSNorm p{normalized_shape, eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(rms_norm_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(rms_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const auto weight_ref = view(weight, kOp, "weight");
+    call.run([&](cudaStream_t stream) { solops::rms_norm(x_ref, pointer(weight_ref), y_ref, p, stream); },
+             [&] { reference::rms_norm(x_ref, pointer(weight_ref), y_ref, p); });
+    return y;
+  }
+}
+
+template <Target kTarget>
+auto rms_norm_with_stats(const Tensor& x, const Ints& normalized_shape, const std::optional<Tensor>& weight,
+                         std::optional<double> eps) {
+  constexpr std::string_view kOp = "rms_norm_with_stats";
+  const RMSNorm p{normalized_shape, eps};
+  if constexpr (kTarget == Target::cost) {
+    no_cost_model(kOp, "rms_norm");
+    return std::vector<double>{};
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(rms_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    Tensor rstd = call.empty(norm_stats_shape(sizes(x), normalized_shape), DType::f32);
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output"), rstd_ref = view(rstd, kOp, "rstd");
+    const auto weight_ref = view(weight, kOp, "weight");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::rms_norm_with_stats(x_ref, pointer(weight_ref), y_ref, rstd_ref, p, stream);
+        },
+        [&] { reference::rms_norm_with_stats(x_ref, pointer(weight_ref), y_ref, rstd_ref, p); });
+    return std::tuple(y, rstd);
+  }
+}
+
+template <Target kTarget>
+auto layer_norm(const Tensor& x, const Ints& normalized_shape, const std::optional<Tensor>& weight,
+                const std::optional<Tensor>& bias, double eps) {
+  constexpr std::string_view kOp = "layer_norm";
+  const LayerNorm p{normalized_shape, eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(layer_norm_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(layer_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const auto weight_ref = view(weight, kOp, "weight"), bias_ref = view(bias, kOp, "bias");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::layer_norm(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, p, stream);
+        },
+        [&] { reference::layer_norm(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, p); });
+    return y;
+  }
+}
+
+template <Target kTarget>
+auto layer_norm_with_stats(const Tensor& x, const Ints& normalized_shape, const std::optional<Tensor>& weight,
+                           const std::optional<Tensor>& bias, double eps) {
+  constexpr std::string_view kOp = "layer_norm_with_stats";
+  const LayerNorm p{normalized_shape, eps};
+  if constexpr (kTarget == Target::cost) {
+    no_cost_model(kOp, "layer_norm");
+    return std::vector<double>{};
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(layer_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    const std::vector<int64_t> stats_shape = norm_stats_shape(sizes(x), normalized_shape);
+    Tensor mean = call.empty(stats_shape, DType::f32), rstd = call.empty(stats_shape, DType::f32);
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const TensorRef mean_ref = view(mean, kOp, "mean"), rstd_ref = view(rstd, kOp, "rstd");
+    const auto weight_ref = view(weight, kOp, "weight"), bias_ref = view(bias, kOp, "bias");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::layer_norm_with_stats(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, mean_ref, rstd_ref, p,
+                                        stream);
+        },
+        [&] {
+          reference::layer_norm_with_stats(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, mean_ref, rstd_ref,
+                                           p);
+        });
+    return std::tuple(y, mean, rstd);
+  }
+}
+
+template <Target kTarget>
+auto gemma_rms_norm(const Tensor& x, const Tensor& weight, double eps) {
+  constexpr std::string_view kOp = "gemma_rms_norm";
+  const auto weight_shape = sizes(weight);
+  const GemmaRMSNorm p{{weight_shape.begin(), weight_shape.end()}, eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(gemma_rms_norm_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(gemma_rms_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    const TensorRef x_ref = view(x, kOp, "x"), weight_ref = view(weight, kOp, "weight"),
+                    y_ref = view(y, kOp, "output");
+    call.run([&](cudaStream_t stream) { solops::gemma_rms_norm(x_ref, weight_ref, y_ref, p, stream); },
+             [&] { reference::gemma_rms_norm(x_ref, weight_ref, y_ref, p); });
+    return y;
+  }
+}
+
+// The fused add-norms, out of place (new output and residual_out) or in place (x and residual).
+template <Target kTarget, bool kInPlace, class Params>
+auto fused_add_norm(std::string_view op, const Tensor& x, const Tensor& residual,
+                    const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, const Params& p) {
+  constexpr bool kRms = std::is_same_v<Params, FusedAddRMSNorm>;
+  if constexpr (kTarget == Target::cost) {
+    if constexpr (kRms) return cost_list(fused_add_rms_norm_cost(sizes(x), dtype(x, op, "x"), p));
+    else return cost_list(fused_add_layer_norm_cost(sizes(x), dtype(x, op, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    std::vector<int64_t> shape;
+    if constexpr (kRms) shape = fused_add_rms_norm_output_shape(sizes(x), p);
+    else shape = fused_add_layer_norm_output_shape(sizes(x), p);
+    Tensor output = kInPlace ? x : call.empty(shape, dtype(x, op, "x"));
+    Tensor residual_out = kInPlace ? residual : call.empty(shape, dtype(x, op, "x"));
+    const TensorRef x_ref = view(x, op, "x"), residual_ref = view(residual, op, "residual");
+    const TensorRef output_ref = view(output, op, "output"), residual_out_ref = view(residual_out, op, "residual_out");
+    const auto weight_ref = view(weight, op, "weight"), bias_ref = view(bias, op, "bias");
+    call.run(
+        [&](cudaStream_t stream) {
+          if constexpr (kRms) {
+            solops::fused_add_rms_norm(x_ref, residual_ref, pointer(weight_ref), output_ref, residual_out_ref, p,
+                                       stream);
+          } else {
+            solops::fused_add_layer_norm(x_ref, residual_ref, pointer(weight_ref), pointer(bias_ref), output_ref,
+                                         residual_out_ref, p, stream);
+          }
+        },
+        [&] {
+          if constexpr (kRms) {
+            reference::fused_add_rms_norm(x_ref, residual_ref, pointer(weight_ref), output_ref, residual_out_ref, p);
+          } else {
+            reference::fused_add_layer_norm(x_ref, residual_ref, pointer(weight_ref), pointer(bias_ref), output_ref,
+                                            residual_out_ref, p);
+          }
+        });
+    if constexpr (!kInPlace) return std::tuple(output, residual_out);
+  }
+}
+
+template <Target kTarget>
+auto fused_add_rms_norm(const Tensor& x, const Tensor& residual, const std::optional<Tensor>& weight, double eps) {
+  return fused_add_norm<kTarget, false>("fused_add_rms_norm", x, residual, weight, std::nullopt,
+                                        FusedAddRMSNorm{eps});
+}
+
+template <Target kTarget>
+auto fused_add_rms_norm_(const Tensor& x, const Tensor& residual, const std::optional<Tensor>& weight, double eps) {
+  return fused_add_norm<kTarget, true>("fused_add_rms_norm", x, residual, weight, std::nullopt, FusedAddRMSNorm{eps});
+}
+
+template <Target kTarget>
+auto fused_add_layer_norm(const Tensor& x, const Tensor& residual, const std::optional<Tensor>& weight,
+                          const std::optional<Tensor>& bias, double eps) {
+  return fused_add_norm<kTarget, false>("fused_add_layer_norm", x, residual, weight, bias, FusedAddLayerNorm{eps});
+}
+
+template <Target kTarget>
+auto fused_add_layer_norm_(const Tensor& x, const Tensor& residual, const std::optional<Tensor>& weight,
+                           const std::optional<Tensor>& bias, double eps) {
+  return fused_add_norm<kTarget, true>("fused_add_layer_norm", x, residual, weight, bias, FusedAddLayerNorm{eps});
+}
+
+template <Target kTarget>
+auto ada_layer_norm(const Tensor& x, const Tensor& scale, const Tensor& shift, double eps) {
+  constexpr std::string_view kOp = "ada_layer_norm";
+  const AdaLayerNorm p{eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(ada_layer_norm_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(ada_layer_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    const TensorRef x_ref = view(x, kOp, "x"), scale_ref = view(scale, kOp, "scale"),
+                    shift_ref = view(shift, kOp, "shift"), y_ref = view(y, kOp, "output");
+    call.run([&](cudaStream_t stream) { solops::ada_layer_norm(x_ref, scale_ref, shift_ref, y_ref, p, stream); },
+             [&] { reference::ada_layer_norm(x_ref, scale_ref, shift_ref, y_ref, p); });
+    return y;
+  }
+}
+
+// The quantizing norms: fp8 codes of x's shape and one f32 scale per row.
+template <Target kTarget, class Params>
+auto quant_norm(std::string_view op, const Tensor& x, const std::optional<Tensor>& weight,
+                const std::optional<Tensor>& bias, const Params& p) {
+  constexpr bool kRms = std::is_same_v<Params, RMSNormQuant>;
+  if constexpr (kTarget == Target::cost) {
+    if constexpr (kRms) return cost_list(rms_norm_quant_cost(sizes(x), dtype(x, op, "x"), p));
+    else return cost_list(layer_norm_quant_cost(sizes(x), dtype(x, op, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    std::vector<int64_t> q_shape, scale_shape;
+    if constexpr (kRms) {
+      q_shape = rms_norm_quant_output_shape(sizes(x), p);
+      scale_shape = rms_norm_quant_scale_shape(sizes(x), p);
+    } else {
+      q_shape = layer_norm_quant_output_shape(sizes(x), p);
+      scale_shape = layer_norm_quant_scale_shape(sizes(x), p);
+    }
+    Tensor q = call.empty(q_shape, DType::fp8_e4m3), scale = call.empty(scale_shape, DType::f32);
+    const TensorRef x_ref = view(x, op, "x"), q_ref = view(q, op, "q"), scale_ref = view(scale, op, "scale");
+    const auto weight_ref = view(weight, op, "weight"), bias_ref = view(bias, op, "bias");
+    call.run(
+        [&](cudaStream_t stream) {
+          if constexpr (kRms) solops::rms_norm_quant(x_ref, pointer(weight_ref), q_ref, scale_ref, p, stream);
+          else solops::layer_norm_quant(x_ref, pointer(weight_ref), pointer(bias_ref), q_ref, scale_ref, p, stream);
+        },
+        [&] {
+          if constexpr (kRms) reference::rms_norm_quant(x_ref, pointer(weight_ref), q_ref, scale_ref, p);
+          else reference::layer_norm_quant(x_ref, pointer(weight_ref), pointer(bias_ref), q_ref, scale_ref, p);
+        });
+    return std::tuple(q, scale);
+  }
+}
+
+template <Target kTarget>
+auto rms_norm_quant(const Tensor& x, const Ints& normalized_shape, const std::optional<Tensor>& weight, double eps) {
+  return quant_norm<kTarget>("rms_norm_quant", x, weight, std::nullopt, RMSNormQuant{normalized_shape, eps});
+}
+
+template <Target kTarget>
+auto layer_norm_quant(const Tensor& x, const Ints& normalized_shape, const std::optional<Tensor>& weight,
+                      const std::optional<Tensor>& bias, double eps) {
+  return quant_norm<kTarget>("layer_norm_quant", x, weight, bias, LayerNormQuant{normalized_shape, eps});
+}
+
+template <Target kTarget>
+auto qk_norm(const Tensor& q, const Tensor& k, const Ints& normalized_shape, const std::optional<Tensor>& q_weight,
+             const std::optional<Tensor>& k_weight, double eps) {
+  constexpr std::string_view kOp = "qk_norm";
+  const QKNorm p{normalized_shape, eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(qk_norm_cost(sizes(q), sizes(k), dtype(q, kOp, "q"), p));
+  } else {
+    const Call<kTarget> call(q);
+    Tensor q_out = call.empty(qk_norm_output_shape(sizes(q), p), dtype(q, kOp, "q"));
+    Tensor k_out = call.empty(qk_norm_output_shape(sizes(k), p), dtype(k, kOp, "k"));
+    const TensorRef q_ref = view(q, kOp, "q"), k_ref = view(k, kOp, "k");
+    const TensorRef q_out_ref = view(q_out, kOp, "q_out"), k_out_ref = view(k_out, kOp, "k_out");
+    const auto q_weight_ref = view(q_weight, kOp, "q_weight"), k_weight_ref = view(k_weight, kOp, "k_weight");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::qk_norm(q_ref, k_ref, pointer(q_weight_ref), pointer(k_weight_ref), q_out_ref, k_out_ref, p,
+                          stream);
+        },
+        [&] {
+          reference::qk_norm(q_ref, k_ref, pointer(q_weight_ref), pointer(k_weight_ref), q_out_ref, k_out_ref, p);
+        });
+    return std::tuple(q_out, k_out);
+  }
+}
+
+template <Target kTarget>
+auto group_rms_norm(const Tensor& x, const Ints& normalized_shape, const std::optional<Tensor>& weight, double eps) {
+  constexpr std::string_view kOp = "group_rms_norm";
+  const GroupRMSNorm p{normalized_shape, eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(group_rms_norm_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(group_rms_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    Tensor rstd = call.empty(norm_stats_shape(sizes(x), normalized_shape), DType::f32);
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output"), rstd_ref = view(rstd, kOp, "rstd");
+    const auto weight_ref = view(weight, kOp, "weight");
+    call.run(
+        [&](cudaStream_t stream) { solops::group_rms_norm(x_ref, pointer(weight_ref), y_ref, rstd_ref, p, stream); },
+        [&] { reference::group_rms_norm(x_ref, pointer(weight_ref), y_ref, rstd_ref, p); });
+    return std::tuple(y, rstd);
+  }
+}
+
+template <Target kTarget>
+auto vector_norm(const Tensor& x, int64_t ord, const Ints& dim, bool keepdim) {
+  constexpr std::string_view kOp = "vector_norm";
+  // Out of int's range is as unsupported as any ord but 1 and 2: the rule says so.
+  const VectorNorm p{static_cast<int>(std::clamp<int64_t>(ord, INT_MIN, INT_MAX)), dim, keepdim};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(vector_norm_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    Tensor y = call.empty(vector_norm_output_shape(sizes(x), p), dtype(x, kOp, "x"));
+    const auto scratch = workspace(call, vector_norm_workspace_elements(sizes(x), p));
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const auto workspace_ref = view(scratch, kOp, "workspace");
+    call.run([&](cudaStream_t stream) { solops::vector_norm(x_ref, y_ref, pointer(workspace_ref), p, stream); },
+             [&] { reference::vector_norm(x_ref, y_ref, p); });
+    return y;
+  }
+}
+
+template <Target kTarget>
+auto weight_norm(const Tensor& v, const Tensor& g, int64_t dim) {
+  constexpr std::string_view kOp = "weight_norm";
+  const WeightNorm p{dim};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(weight_norm_cost(sizes(v), dtype(v, kOp, "v"), p));
+  } else {
+    const Call<kTarget> call(v);
+    Tensor norm = call.empty(weight_norm_norm_shape(sizes(v), p), DType::f32);
+    Tensor y = call.empty(sizes(v), dtype(v, kOp, "v"));
+    const auto scratch = workspace(call, weight_norm_workspace_elements(sizes(v), p));
+    const TensorRef v_ref = view(v, kOp, "v"), g_ref = view(g, kOp, "g"), y_ref = view(y, kOp, "output"),
+                    norm_ref = view(norm, kOp, "norm");
+    const auto workspace_ref = view(scratch, kOp, "workspace");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::weight_norm(v_ref, g_ref, y_ref, norm_ref, pointer(workspace_ref), p, stream);
+        },
+        [&] { reference::weight_norm(v_ref, g_ref, y_ref, norm_ref, p); });
+    return std::tuple(y, norm);
+  }
+}
+
+template <Target kTarget>
+auto spectral_norm_power_iter(const Tensor& x, const Tensor& u, const Tensor& v, int64_t n_iter, double eps) {
+  constexpr std::string_view kOp = "spectral_norm_power_iter";
+  // normalized_shape is x's last dim (the spec's (I,)); the rule itself checks x's rank.
+  const auto x_shape = sizes(x);
+  const SpectralNormPowerIter p{{x_shape.end() - std::min<size_t>(x_shape.size(), 1), x_shape.end()}, n_iter, eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(spectral_norm_power_iter_cost(x_shape, dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    const int64_t elements = spectral_norm_power_iter_workspace_elements(x_shape, p);
+    Tensor sigma = call.empty(std::vector<int64_t>{}, DType::f32);
+    Tensor u_out = call.empty(x_shape.first(1), DType::f32), v_out = call.empty(x_shape.last(1), DType::f32);
+    const auto scratch = workspace(call, elements);
+    const TensorRef x_ref = view(x, kOp, "x"), u_ref = view(u, kOp, "u"), v_ref = view(v, kOp, "v");
+    const TensorRef sigma_ref = view(sigma, kOp, "sigma"), u_out_ref = view(u_out, kOp, "u_out"),
+                    v_out_ref = view(v_out, kOp, "v_out");
+    const auto workspace_ref = view(scratch, kOp, "workspace");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::spectral_norm_power_iter(x_ref, u_ref, v_ref, sigma_ref, u_out_ref, v_out_ref, pointer(workspace_ref),
+                                           p, stream);
+        },
+        [&] { reference::spectral_norm_power_iter(x_ref, u_ref, v_ref, sigma_ref, u_out_ref, v_out_ref, p); });
+    return std::tuple(sigma, u_out, v_out);
+  }
+}
+
+template <Target kTarget>
+auto rms_norm_backward(const Tensor& grad_out, const Tensor& x, const Ints& normalized_shape, const Tensor& rstd,
+                       const std::optional<Tensor>& weight) {
+  constexpr std::string_view kOp = "rms_norm_backward";
+  const RMSNormBackward p{normalized_shape};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(rms_norm_backward_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    const int64_t elements = rms_norm_backward_workspace_elements(sizes(x), p);
+    Tensor grad_x = call.empty(sizes(x), dtype(x, kOp, "x"));
+    Tensor grad_weight = call.empty(normalized_shape, dtype(x, kOp, "x"));
+    const auto scratch = workspace(call, elements);
+    const TensorRef grad_out_ref = view(grad_out, kOp, "grad_out"), x_ref = view(x, kOp, "x"),
+                    rstd_ref = view(rstd, kOp, "rstd"), grad_x_ref = view(grad_x, kOp, "grad_x"),
+                    grad_weight_ref = view(grad_weight, kOp, "grad_weight");
+    const auto weight_ref = view(weight, kOp, "weight"), workspace_ref = view(scratch, kOp, "workspace");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::rms_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), rstd_ref, grad_x_ref, &grad_weight_ref,
+                                    pointer(workspace_ref), p, stream);
+        },
+        [&] {
+          reference::rms_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), rstd_ref, grad_x_ref,
+                                       &grad_weight_ref, p);
+        });
+    return std::tuple(grad_x, grad_weight);
+  }
+}
+
+template <Target kTarget>
+auto layer_norm_backward(const Tensor& grad_out, const Tensor& x, const Ints& normalized_shape, const Tensor& mean,
+                         const Tensor& rstd, const std::optional<Tensor>& weight) {
+  constexpr std::string_view kOp = "layer_norm_backward";
+  const LayerNormBackward p{normalized_shape};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(layer_norm_backward_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    const int64_t elements = layer_norm_backward_workspace_elements(sizes(x), p);
+    Tensor grad_x = call.empty(sizes(x), dtype(x, kOp, "x"));
+    Tensor grad_weight = call.empty(normalized_shape, dtype(x, kOp, "x"));
+    Tensor grad_bias = call.empty(normalized_shape, dtype(x, kOp, "x"));
+    const auto scratch = workspace(call, elements);
+    const TensorRef grad_out_ref = view(grad_out, kOp, "grad_out"), x_ref = view(x, kOp, "x"),
+                    mean_ref = view(mean, kOp, "mean"), rstd_ref = view(rstd, kOp, "rstd"),
+                    grad_x_ref = view(grad_x, kOp, "grad_x"), grad_weight_ref = view(grad_weight, kOp, "grad_weight"),
+                    grad_bias_ref = view(grad_bias, kOp, "grad_bias");
+    const auto weight_ref = view(weight, kOp, "weight"), workspace_ref = view(scratch, kOp, "workspace");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::layer_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
+                                      &grad_weight_ref, &grad_bias_ref, pointer(workspace_ref), p, stream);
+        },
+        [&] {
+          reference::layer_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
+                                         &grad_weight_ref, &grad_bias_ref, p);
+        });
+    return std::tuple(grad_x, grad_weight, grad_bias);
+  }
+}
+
+constexpr const char* kRmsNormArguments = "(Tensor x, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None)";
+constexpr const char* kLayerNormArguments =
+    "(Tensor x, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)";
+constexpr const char* kFusedAddRmsNormArguments =
+    "(Tensor x, Tensor residual, Tensor? weight=None, float eps=1e-06)";
+constexpr const char* kFusedAddLayerNormArguments =
+    "(Tensor x, Tensor residual, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)";
+
+template <Target kTarget>
+constexpr Op kNormOps[] = {
+    {"rms_norm", kRmsNormArguments, "Tensor", TORCH_BOX(&rms_norm<kTarget>)},
+    {"rms_norm_with_stats", kRmsNormArguments, "(Tensor, Tensor)", TORCH_BOX(&rms_norm_with_stats<kTarget>)},
+    {"layer_norm", kLayerNormArguments, "Tensor", TORCH_BOX(&layer_norm<kTarget>)},
+    {"layer_norm_with_stats", kLayerNormArguments, "(Tensor, Tensor, Tensor)",
+     TORCH_BOX(&layer_norm_with_stats<kTarget>)},
+    {"gemma_rms_norm", "(Tensor x, Tensor weight, float eps=1e-06)", "Tensor", TORCH_BOX(&gemma_rms_norm<kTarget>)},
+    {"fused_add_rms_norm", kFusedAddRmsNormArguments, "(Tensor, Tensor)", TORCH_BOX(&fused_add_rms_norm<kTarget>)},
+    {"fused_add_rms_norm_", "(Tensor(a!) x, Tensor(b!) residual, Tensor? weight=None, float eps=1e-06)", "()",
+     TORCH_BOX(&fused_add_rms_norm_<kTarget>)},
+    {"fused_add_layer_norm", kFusedAddLayerNormArguments, "(Tensor, Tensor)",
+     TORCH_BOX(&fused_add_layer_norm<kTarget>)},
+    {"fused_add_layer_norm_",
+     "(Tensor(a!) x, Tensor(b!) residual, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)", "()",
+     TORCH_BOX(&fused_add_layer_norm_<kTarget>)},
+    {"ada_layer_norm", "(Tensor x, Tensor scale, Tensor shift, float eps=1e-05)", "Tensor",
+     TORCH_BOX(&ada_layer_norm<kTarget>)},
+    {"rms_norm_quant", "(Tensor x, SymInt[] normalized_shape, Tensor? weight=None, float eps=1e-06)",
+     "(Tensor, Tensor)", TORCH_BOX(&rms_norm_quant<kTarget>)},
+    {"layer_norm_quant", kLayerNormArguments, "(Tensor, Tensor)", TORCH_BOX(&layer_norm_quant<kTarget>)},
+    {"qk_norm",
+     "(Tensor q, Tensor k, SymInt[] normalized_shape, Tensor? q_weight=None, Tensor? k_weight=None, float eps=1e-06)",
+     "(Tensor, Tensor)", TORCH_BOX(&qk_norm<kTarget>)},
+    {"group_rms_norm", "(Tensor x, SymInt[] normalized_shape, Tensor? weight=None, float eps=1e-06)",
+     "(Tensor, Tensor)", TORCH_BOX(&group_rms_norm<kTarget>)},
+    {"vector_norm", "(Tensor x, int ord=2, int[] dim=[], bool keepdim=False)", "Tensor",
+     TORCH_BOX(&vector_norm<kTarget>)},
+    {"weight_norm", "(Tensor v, Tensor g, int dim=0)", "(Tensor, Tensor)", TORCH_BOX(&weight_norm<kTarget>)},
+    {"spectral_norm_power_iter", "(Tensor x, Tensor u, Tensor v, int n_iter=1, float eps=1e-12)",
+     "(Tensor, Tensor, Tensor)", TORCH_BOX(&spectral_norm_power_iter<kTarget>)},
+    {"rms_norm_backward", "(Tensor grad_out, Tensor x, SymInt[] normalized_shape, Tensor rstd, Tensor? weight=None)",
+     "(Tensor, Tensor)", TORCH_BOX(&rms_norm_backward<kTarget>)},
+    {"layer_norm_backward",
+     "(Tensor grad_out, Tensor x, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight=None)",
+     "(Tensor, Tensor, Tensor)", TORCH_BOX(&layer_norm_backward<kTarget>)},
+};
+
+}  // namespace
+}  // namespace solops::torch_binding
+
+SOLOPS_REGISTER_FAMILY(solops::torch_binding::kNormOps)
