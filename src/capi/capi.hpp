@@ -48,8 +48,9 @@ void write_shape(const std::vector<int64_t>& shape, int32_t* out_rank, int64_t* 
 void write_cost(const solops::Cost& cost, solops_cost* out, const char* function);
 
 // One body per kind of call, shared by the families: `op` is the C++ function. `to_params` converts a
-// family's C parameter struct: each family's file defines its overloads in the global namespace, beside the
-// C structs, where argument-dependent lookup finds them from here.
+// family's C parameter struct: each family's file defines its overloads static in the global namespace,
+// beside the C structs, where argument-dependent lookup finds them from here (it does not search an unnamed
+// namespace).
 
 template <class Op, class Params>
 solops_status output_shape(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
