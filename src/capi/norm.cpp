@@ -1,131 +1,21 @@
-// The C ABI: converts C structs to the C++ API and exceptions to status codes.
-#include <algorithm>
-#include <cstring>
-#include <iterator>
+// The C ABI of the normalization family: converts its C structs to the C++ API and exceptions to status
+// codes.
+#include <optional>
 #include <span>
 #include <string>
+#include <vector>
 
+#include "capi/capi.hpp"
+#include "solops/c/norm.h"
+#include "solops/norm.hpp"
 #include "solops/reference.hpp"
-#include "solops/solops.h"
-#include "solops/solops.hpp"
 
-namespace {
+using namespace solops::capi;
 
-thread_local std::string last_error;
+// The conversions of the C parameter structs that capi.hpp's shared bodies take, static in the global
+// namespace where those find them.
 
-solops_status fail(solops_status status, const char* message) {
-  last_error = message;
-  return status;
-}
-
-// Runs body; returns SOLOPS_OK or the status of the solops::Error (or other exception) it threw.
-// A body that names its C function takes it from outside: within a lambda __func__ is "operator()".
-template <class Body>
-solops_status guarded(const char* function, Body&& body) {
-  try {
-    body();
-    return SOLOPS_OK;
-  } catch (const solops::Error& e) {
-    return fail(static_cast<solops_status>(e.status()), e.what());
-  } catch (const std::exception& e) {
-    return fail(SOLOPS_INTERNAL, (std::string(function) + ": " + e.what()).c_str());
-  }
-}
-
-void require_pointer(const void* pointer, const char* function, const char* name) {
-  if (pointer == nullptr) {
-    throw solops::Error(solops::Status::invalid_argument,
-                        std::string(function) + ": " + name + " is a null pointer");
-  }
-}
-
-solops::TensorRef to_tensor(const solops_tensor* t, const char* function, const char* name) {
-  require_pointer(t, function, name);
-  if (t->rank < 0 || t->rank > SOLOPS_MAX_RANK) {
-    throw solops::Error(solops::Status::invalid_argument,
-                        std::string(function) + ": " + name + " has rank " +
-                            std::to_string(t->rank) + ", outside [0, 8]");
-  }
-  solops::TensorRef ref;
-  ref.data = t->data;
-  ref.dtype = static_cast<solops::DType>(t->dtype);
-  ref.rank = t->rank;
-  ref.device = t->device;
-  for (int i = 0; i < t->rank; ++i) {
-    ref.shape[i] = t->shape[i];
-    ref.strides[i] = t->strides[i];
-  }
-  return ref;
-}
-
-// A tensor the caller may leave out (NULL).
-std::optional<solops::TensorRef> optional_tensor(const solops_tensor* t, const char* function, const char* name) {
-  return t ? std::optional(to_tensor(t, function, name)) : std::nullopt;
-}
-
-std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char* function) {
-  require_pointer(shape, function, "x_shape");
-  if (rank < 0 || rank > SOLOPS_MAX_RANK) {
-    throw solops::Error(solops::Status::invalid_argument,
-                        std::string(function) + ": rank " + std::to_string(rank) + " is outside [0, 8]");
-  }
-  return {shape, static_cast<size_t>(rank)};
-}
-
-solops::Pool1d to_params(const solops_pool1d_params* p, const char* function) {
-  require_pointer(p, function, "params");
-  solops::Pool1d pool;
-  pool.kernel_size = p->kernel_size;
-  if (p->has_stride) pool.stride = p->stride;
-  pool.padding = p->padding;
-  pool.dilation = p->dilation;
-  pool.ceil_mode = p->ceil_mode != 0;
-  pool.count_include_pad = p->count_include_pad != 0;
-  return pool;
-}
-
-// The 2-D and 3-D C windows differ only in their number of axes.
-template <class Pool, class Params>
-Pool to_window(const Params* p, const char* function) {
-  require_pointer(p, function, "params");
-  Pool pool;
-  constexpr size_t kAxes = std::size(Pool{}.kernel_size);
-  std::copy_n(p->kernel_size, kAxes, pool.kernel_size.begin());
-  if (p->has_stride) {
-    pool.stride.emplace();
-    std::copy_n(p->stride, kAxes, pool.stride->begin());
-  }
-  std::copy_n(p->padding, kAxes, pool.padding.begin());
-  std::copy_n(p->dilation, kAxes, pool.dilation.begin());
-  pool.ceil_mode = p->ceil_mode != 0;
-  pool.count_include_pad = p->count_include_pad != 0;
-  if (p->has_divisor_override) pool.divisor_override = p->divisor_override;
-  return pool;
-}
-
-solops::Pool2d to_params(const solops_pool2d_params* p, const char* function) {
-  return to_window<solops::Pool2d>(p, function);
-}
-
-solops::Pool3d to_params(const solops_pool3d_params* p, const char* function) {
-  return to_window<solops::Pool3d>(p, function);
-}
-
-solops::AdaptivePool2d to_params(const solops_adaptive_pool2d_params* p, const char* function) {
-  require_pointer(p, function, "params");
-  solops::AdaptivePool2d pool;
-  for (int axis = 0; axis < 2; ++axis) {
-    if (p->has_output_size[axis]) pool.output_size[axis] = p->output_size[axis];
-  }
-  return pool;
-}
-
-solops::MeanPooling to_params(const solops_mean_pooling_params* p, const char* function) {
-  require_pointer(p, function, "params");
-  return {p->chunk_size, p->check_ragged_metadata != 0};
-}
-
-solops::VectorNorm to_params(const solops_vector_norm_params* p, const char* function) {
+static solops::VectorNorm to_params(const solops_vector_norm_params* p, const char* function) {
   require_pointer(p, function, "params");
   if (p->dim_count < 0 || p->dim_count > SOLOPS_MAX_RANK) {
     throw solops::Error(solops::Status::invalid_argument,
@@ -134,12 +24,12 @@ solops::VectorNorm to_params(const solops_vector_norm_params* p, const char* fun
   return {p->ord, std::vector<int64_t>(p->dim, p->dim + p->dim_count), p->keepdim != 0};
 }
 
-solops::WeightNorm to_params(const solops_weight_norm_params* p, const char* function) {
+static solops::WeightNorm to_params(const solops_weight_norm_params* p, const char* function) {
   require_pointer(p, function, "params");
   return {p->dim};
 }
 
-solops::SpectralNormPowerIter to_params(const solops_spectral_norm_power_iter_params* p, const char* function) {
+static solops::SpectralNormPowerIter to_params(const solops_spectral_norm_power_iter_params* p, const char* function) {
   require_pointer(p, function, "params");
   if (p->normalized_rank < 0 || p->normalized_rank > SOLOPS_MAX_RANK) {
     throw solops::Error(solops::Status::invalid_argument, std::string(function) + ": normalized_rank " +
@@ -149,113 +39,7 @@ solops::SpectralNormPowerIter to_params(const solops_spectral_norm_power_iter_pa
   return {std::vector<int64_t>(p->normalized_shape, p->normalized_shape + p->normalized_rank), p->n_iter, p->eps};
 }
 
-std::optional<solops::RaggedSizes> to_ragged(const solops_ragged_sizes* ragged) {
-  if (!ragged) return std::nullopt;
-  return solops::RaggedSizes{ragged->sequences, ragged->chunks};
-}
-
-void write_shape(const std::vector<int64_t>& shape, int32_t* out_rank, int64_t* out_shape,
-                 const char* function) {
-  require_pointer(out_rank, function, "out_rank");
-  require_pointer(out_shape, function, "out_shape");
-  *out_rank = static_cast<int32_t>(shape.size());
-  std::memcpy(out_shape, shape.data(), shape.size() * sizeof(int64_t));
-}
-
-void write_cost(const solops::Cost& cost, solops_cost* out, const char* function) {
-  require_pointer(out, function, "cost");
-  out->flops = cost.flops;
-  out->bytes = cost.bytes;
-}
-
-// One body per kind of call, shared by the 1-D and 2-D functions: `op` is the C++ function.
-
-template <class Op, class Params>
-solops_status output_shape(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
-                           const Params* p, int32_t* out_rank, int64_t* out_shape) {
-  return guarded(function, [&] {
-    write_shape(op(to_shape(x_rank, x_shape, function), to_params(p, function)), out_rank, out_shape, function);
-  });
-}
-
-template <class Values, class WithIndices, class Params>
-solops_status max_pool(const char* function, Values values, WithIndices with_indices,
-                       const solops_tensor* x, const solops_tensor* y, const solops_tensor* indices,
-                       const Params* p, void* stream) {
-  return guarded(function, [&] {
-    const auto pool = to_params(p, function);
-    const auto x_ref = to_tensor(x, function, "x");
-    const auto y_ref = to_tensor(y, function, "y");
-    const auto cuda_stream = static_cast<cudaStream_t>(stream);
-    if (indices) {
-      with_indices(x_ref, y_ref, to_tensor(indices, function, "indices"), pool, cuda_stream);
-    } else {
-      values(x_ref, y_ref, pool, cuda_stream);
-    }
-  });
-}
-
-template <class Op, class Params>
-solops_status avg_pool(const char* function, Op op, const solops_tensor* x, const solops_tensor* y,
-                       const Params* p, void* stream) {
-  return guarded(function, [&] {
-    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_params(p, function),
-       static_cast<cudaStream_t>(stream));
-  });
-}
-
-template <class Op, class Params>
-solops_status reference_max_pool(const char* function, Op op, const solops_tensor* x,
-                                 const solops_tensor* y, const solops_tensor* indices, const Params* p) {
-  return guarded(function, [&] {
-    const auto indices_ref = optional_tensor(indices, function, "indices");
-    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), indices_ref ? &*indices_ref : nullptr,
-       to_params(p, function));
-  });
-}
-
-// The device call and the reference of mean pooling: the reference takes no stream.
-template <class Op, class... Stream>
-solops_status mean_pooling(const char* function, Op op, const solops_tensor* x, const solops_tensor* y,
-                           const solops_tensor* offsets, const solops_tensor* indices,
-                           const solops_mean_pooling_params* p, Stream... stream) {
-  return guarded(function, [&] {
-    // Named in argument order, so that the first bad argument is the one reported.
-    const auto x_ref = to_tensor(x, function, "x");
-    const auto y_ref = to_tensor(y, function, "y");
-    const auto offsets_ref = optional_tensor(offsets, function, "offsets");
-    const auto indices_ref = optional_tensor(indices, function, "indices");
-    op(x_ref, y_ref, offsets_ref ? &*offsets_ref : nullptr, indices_ref ? &*indices_ref : nullptr,
-       to_params(p, function), static_cast<cudaStream_t>(stream)...);
-  });
-}
-
-template <class Op, class Params>
-solops_status reference_avg_pool(const char* function, Op op, const solops_tensor* x,
-                                 const solops_tensor* y, const Params* p) {
-  return guarded(function, [&] {
-    op(to_tensor(x, function, "x"), to_tensor(y, function, "y"), to_params(p, function));
-  });
-}
-
-template <class Op, class Params>
-solops_status workspace_elements(const char* function, Op op, int32_t x_rank, const int64_t* x_shape,
-                                 const Params* p, int64_t* elements) {
-  return guarded(function, [&] {
-    require_pointer(elements, function, "elements");
-    *elements = op(to_shape(x_rank, x_shape, function), to_params(p, function));
-  });
-}
-
-template <class Op, class Params>
-solops_status cost(const char* function, Op op, int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                   const Params* p, solops_cost* out) {
-  return guarded(function, [&] {
-    write_cost(op(to_shape(x_rank, x_shape, function), static_cast<solops::DType>(x_dtype), to_params(p, function)),
-               out, function);
-  });
-}
-
+namespace {
 
 // The C++ parameters of a row norm (with normalized_shape) or a fused add-norm (without).
 template <class Params, class CParams>
@@ -514,225 +298,6 @@ solops_status qk_norm(const char* function, Op op, const solops_tensor* q, const
 }  // namespace
 
 extern "C" {
-
-const char* solops_last_error(void) { return last_error.c_str(); }
-
-const char* solops_version(void) { return SOLOPS_VERSION; }
-
-solops_status solops_max_pool1d_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                             const solops_pool1d_params* p, int32_t* out_rank,
-                                             int64_t* out_shape) {
-  return output_shape(__func__, solops::max_pool1d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
-}
-
-solops_status solops_avg_pool1d_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                             const solops_pool1d_params* p, int32_t* out_rank,
-                                             int64_t* out_shape) {
-  return output_shape(__func__, solops::avg_pool1d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
-}
-
-solops_status solops_max_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                             const solops_pool2d_params* p, int32_t* out_rank,
-                                             int64_t* out_shape) {
-  return output_shape(__func__, solops::max_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
-}
-
-solops_status solops_avg_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                             const solops_pool2d_params* p, int32_t* out_rank,
-                                             int64_t* out_shape) {
-  return output_shape(__func__, solops::avg_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
-}
-
-solops_status solops_max_pool3d_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                             const solops_pool3d_params* p, int32_t* out_rank,
-                                             int64_t* out_shape) {
-  return output_shape(__func__, solops::max_pool3d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
-}
-
-solops_status solops_avg_pool3d_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                             const solops_pool3d_params* p, int32_t* out_rank,
-                                             int64_t* out_shape) {
-  return output_shape(__func__, solops::avg_pool3d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
-}
-
-solops_status solops_adaptive_pool2d_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                                  const solops_adaptive_pool2d_params* p,
-                                                  int32_t* out_rank, int64_t* out_shape) {
-  return output_shape(__func__, solops::adaptive_pool2d_output_shape, x_rank, x_shape, p, out_rank, out_shape);
-}
-
-solops_status solops_mean_pooling_output_shape(int32_t x_rank, const int64_t* x_shape,
-                                               const solops_mean_pooling_params* p,
-                                               const solops_ragged_sizes* ragged, int32_t* out_rank,
-                                               int64_t* out_shape) {
-  const char* const function = __func__;
-  return guarded(function, [&] {
-    write_shape(solops::mean_pooling_output_shape(to_shape(x_rank, x_shape, function), to_params(p, function),
-                                                  to_ragged(ragged)),
-                out_rank, out_shape, function);
-  });
-}
-
-solops_status solops_max_pool1d(const solops_tensor* x, const solops_tensor* y,
-                                const solops_tensor* indices, const solops_pool1d_params* p,
-                                void* stream) {
-  return max_pool(__func__, solops::max_pool1d, solops::max_pool1d_with_indices, x, y, indices, p, stream);
-}
-
-solops_status solops_avg_pool1d(const solops_tensor* x, const solops_tensor* y,
-                                const solops_pool1d_params* p, void* stream) {
-  return avg_pool(__func__, solops::avg_pool1d, x, y, p, stream);
-}
-
-solops_status solops_max_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                const solops_tensor* indices, const solops_pool2d_params* p,
-                                void* stream) {
-  return max_pool(__func__, solops::max_pool2d, solops::max_pool2d_with_indices, x, y, indices, p, stream);
-}
-
-solops_status solops_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                const solops_pool2d_params* p, void* stream) {
-  return avg_pool(__func__, solops::avg_pool2d, x, y, p, stream);
-}
-
-solops_status solops_max_pool3d(const solops_tensor* x, const solops_tensor* y,
-                                const solops_tensor* indices, const solops_pool3d_params* p,
-                                void* stream) {
-  return max_pool(__func__, solops::max_pool3d, solops::max_pool3d_with_indices, x, y, indices, p, stream);
-}
-
-solops_status solops_avg_pool3d(const solops_tensor* x, const solops_tensor* y,
-                                const solops_pool3d_params* p, void* stream) {
-  return avg_pool(__func__, solops::avg_pool3d, x, y, p, stream);
-}
-
-solops_status solops_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                         const solops_tensor* indices,
-                                         const solops_adaptive_pool2d_params* p, void* stream) {
-  return max_pool(__func__, solops::adaptive_max_pool2d, solops::adaptive_max_pool2d_with_indices, x, y, indices,
-                  p, stream);
-}
-
-solops_status solops_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                         const solops_adaptive_pool2d_params* p, void* stream) {
-  return avg_pool(__func__, solops::adaptive_avg_pool2d, x, y, p, stream);
-}
-
-solops_status solops_mean_pooling(const solops_tensor* x, const solops_tensor* y,
-                                  const solops_tensor* offsets, const solops_tensor* indices,
-                                  const solops_mean_pooling_params* p, void* stream) {
-  return mean_pooling(__func__, solops::mean_pooling, x, y, offsets, indices, p, stream);
-}
-
-solops_status solops_reference_max_pool1d(const solops_tensor* x, const solops_tensor* y,
-                                          const solops_tensor* indices,
-                                          const solops_pool1d_params* p) {
-  return reference_max_pool(__func__, solops::reference::max_pool1d, x, y, indices, p);
-}
-
-solops_status solops_reference_avg_pool1d(const solops_tensor* x, const solops_tensor* y,
-                                          const solops_pool1d_params* p) {
-  return reference_avg_pool(__func__, solops::reference::avg_pool1d, x, y, p);
-}
-
-solops_status solops_reference_max_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                          const solops_tensor* indices,
-                                          const solops_pool2d_params* p) {
-  return reference_max_pool(__func__, solops::reference::max_pool2d, x, y, indices, p);
-}
-
-solops_status solops_reference_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                          const solops_pool2d_params* p) {
-  return reference_avg_pool(__func__, solops::reference::avg_pool2d, x, y, p);
-}
-
-solops_status solops_reference_max_pool3d(const solops_tensor* x, const solops_tensor* y,
-                                          const solops_tensor* indices,
-                                          const solops_pool3d_params* p) {
-  return reference_max_pool(__func__, solops::reference::max_pool3d, x, y, indices, p);
-}
-
-solops_status solops_reference_avg_pool3d(const solops_tensor* x, const solops_tensor* y,
-                                          const solops_pool3d_params* p) {
-  return reference_avg_pool(__func__, solops::reference::avg_pool3d, x, y, p);
-}
-
-solops_status solops_reference_adaptive_max_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                                   const solops_tensor* indices,
-                                                   const solops_adaptive_pool2d_params* p) {
-  return reference_max_pool(__func__, solops::reference::adaptive_max_pool2d, x, y, indices, p);
-}
-
-solops_status solops_reference_adaptive_avg_pool2d(const solops_tensor* x, const solops_tensor* y,
-                                                   const solops_adaptive_pool2d_params* p) {
-  return reference_avg_pool(__func__, solops::reference::adaptive_avg_pool2d, x, y, p);
-}
-
-solops_status solops_reference_mean_pooling(const solops_tensor* x, const solops_tensor* y,
-                                            const solops_tensor* offsets, const solops_tensor* indices,
-                                            const solops_mean_pooling_params* p) {
-  return mean_pooling(__func__, solops::reference::mean_pooling, x, y, offsets, indices, p);
-}
-
-solops_status solops_max_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                     const solops_pool1d_params* p, int32_t with_indices,
-                                     solops_cost* out) {
-  return cost(__func__, with_indices ? solops::max_pool1d_with_indices_cost : solops::max_pool1d_cost,
-              x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_avg_pool1d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                     const solops_pool1d_params* p, solops_cost* out) {
-  return cost(__func__, solops::avg_pool1d_cost, x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                     const solops_pool2d_params* p, int32_t with_indices,
-                                     solops_cost* out) {
-  return cost(__func__, with_indices ? solops::max_pool2d_with_indices_cost : solops::max_pool2d_cost,
-              x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                     const solops_pool2d_params* p, solops_cost* out) {
-  return cost(__func__, solops::avg_pool2d_cost, x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_max_pool3d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                     const solops_pool3d_params* p, int32_t with_indices,
-                                     solops_cost* out) {
-  return cost(__func__, with_indices ? solops::max_pool3d_with_indices_cost : solops::max_pool3d_cost,
-              x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_avg_pool3d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                     const solops_pool3d_params* p, solops_cost* out) {
-  return cost(__func__, solops::avg_pool3d_cost, x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_adaptive_max_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                              const solops_adaptive_pool2d_params* p,
-                                              int32_t with_indices, solops_cost* out) {
-  return cost(__func__,
-              with_indices ? solops::adaptive_max_pool2d_with_indices_cost : solops::adaptive_max_pool2d_cost,
-              x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_adaptive_avg_pool2d_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                              const solops_adaptive_pool2d_params* p, solops_cost* out) {
-  return cost(__func__, solops::adaptive_avg_pool2d_cost, x_rank, x_shape, x_dtype, p, out);
-}
-
-solops_status solops_mean_pooling_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
-                                       const solops_mean_pooling_params* p,
-                                       const solops_ragged_sizes* ragged, solops_cost* out) {
-  const char* const function = __func__;
-  return guarded(function, [&] {
-    write_cost(solops::mean_pooling_cost(to_shape(x_rank, x_shape, function), static_cast<solops::DType>(x_dtype),
-                                         to_params(p, function), to_ragged(ragged)),
-               out, function);
-  });
-}
 
 solops_status solops_rms_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_norm_params* p,
                                            int32_t* out_rank, int64_t* out_shape) {
@@ -1003,7 +568,7 @@ solops_status solops_vector_norm(const solops_tensor* x, const solops_tensor* y,
 
 solops_status solops_reference_vector_norm(const solops_tensor* x, const solops_tensor* y,
                                            const solops_vector_norm_params* p) {
-  return reference_avg_pool(__func__, solops::reference::vector_norm, x, y, p);
+  return reference_x_to_y(__func__, solops::reference::vector_norm, x, y, p);
 }
 
 solops_status solops_vector_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
