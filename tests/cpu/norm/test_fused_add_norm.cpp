@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <vector>
 
 #include "cpu/norm/norm_cases.hpp"
 #include "expect_error.hpp"
+#include "host_tensor.hpp"
 #include "solops/norm.hpp"
 #include "solops/reference.hpp"
 

@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "cpu/norm/norm_cases.hpp"
 #include "expect_error.hpp"
+#include "host_tensor.hpp"
 #include "solops/norm.hpp"
 #include "solops/reference.hpp"
 

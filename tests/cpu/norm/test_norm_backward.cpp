@@ -5,11 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <functional>
 #include <vector>
 
 #include "cpu/norm/norm_cases.hpp"
 #include "expect_error.hpp"
+#include "host_tensor.hpp"
 #include "solops/norm.hpp"
 #include "solops/reference.hpp"
 #include "solops/solops.h"

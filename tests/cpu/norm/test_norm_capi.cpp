@@ -3,14 +3,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <string>
 
 #include "cpu/norm/norm_cases.hpp"
+#include "host_tensor.hpp"
 #include "solops/solops.h"
 
 namespace solops::testing::norm {
 namespace {
 
+// A host tensor as the C ABI's solops_tensor.
 solops_tensor c_tensor(HostTensor& t) {
   solops_tensor c{};
   const TensorRef ref = t.ref();

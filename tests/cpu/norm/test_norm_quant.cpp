@@ -11,6 +11,7 @@
 #include "core/host_values.hpp"
 #include "cpu/norm/norm_cases.hpp"
 #include "expect_error.hpp"
+#include "host_tensor.hpp"
 #include "solops/norm.hpp"
 #include "solops/reference.hpp"
 

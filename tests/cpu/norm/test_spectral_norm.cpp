@@ -8,6 +8,7 @@
 
 #include "cpu/norm/norm_cases.hpp"
 #include "expect_error.hpp"
+#include "host_tensor.hpp"
 #include "norm/spectral_norm.hpp"
 #include "solops/error.hpp"
 #include "solops/norm.hpp"

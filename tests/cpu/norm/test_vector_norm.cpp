@@ -7,6 +7,7 @@
 
 #include "cpu/norm/norm_cases.hpp"
 #include "expect_error.hpp"
+#include "host_tensor.hpp"
 #include "solops/norm.hpp"
 #include "solops/reference.hpp"
 
