@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "golden_cases.hpp"
+#include "cpu/pool/golden_cases.hpp"
 #include "solops/pool.hpp"
 #include "solops/reference.hpp"
 

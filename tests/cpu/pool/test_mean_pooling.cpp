@@ -8,7 +8,7 @@
 #include <string>
 #include <utility>
 
-#include "mean_pooling_cases.hpp"
+#include "cpu/pool/mean_pooling_cases.hpp"
 #include "pool/mean_pooling.hpp"
 #include "expect_error.hpp"
 #include "solops/error.hpp"

@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "gpu/pool_gpu_checks.hpp"
+#include "gpu/pool/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
 
 namespace solops {

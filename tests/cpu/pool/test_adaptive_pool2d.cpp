@@ -4,8 +4,8 @@
 
 #include <limits>
 
+#include "host_tensor.hpp"
 #include "pool/adaptive_pool2d.hpp"
-#include "pool2d_cases.hpp"
 #include "solops/error.hpp"
 #include "solops/reference.hpp"
 #include "solops/solops.h"

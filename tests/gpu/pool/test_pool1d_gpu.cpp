@@ -5,7 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <random>
 
-#include "gpu/pool_gpu_checks.hpp"
+#include "gpu/pool/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
 
 namespace solops {

@@ -19,7 +19,7 @@
 #include "core/check.hpp"
 #include "gpu/gpu_support.hpp"
 #include "manifest_rows.hpp"
-#include "pool2d_cases.hpp"
+#include "gpu/pool/pool2d_cases.hpp"
 #include "solops/error.hpp"
 #include "solops/reference.hpp"
 

@@ -14,8 +14,8 @@
 #include <string>
 #include <utility>
 
-#include "gpu/pool_gpu_checks.hpp"
-#include "mean_pooling_cases.hpp"
+#include "cpu/pool/mean_pooling_cases.hpp"
+#include "gpu/pool/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
 
 namespace solops {

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "core/check.hpp"
-#include "gpu/pool_gpu_checks.hpp"
+#include "gpu/pool/pool_gpu_checks.hpp"
 #include "solops/error.hpp"
 
 namespace solops {

@@ -12,7 +12,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "golden_cases.hpp"
+#include "cpu/pool/golden_cases.hpp"
 #include "solops/pool.hpp"
 #include "solops/reference.hpp"
 

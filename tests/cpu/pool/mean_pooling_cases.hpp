@@ -1,5 +1,5 @@
-// Helpers shared by the mean pooling tests: ragged metadata built from sequence lengths, int32
-// host tensors.
+// Helpers shared by the CPU and GPU mean pooling tests: ragged metadata built from sequence lengths,
+// int32 host tensors.
 #pragma once
 
 #include <algorithm>
@@ -7,7 +7,7 @@
 #include <cstring>
 #include <vector>
 
-#include "pool2d_cases.hpp"
+#include "host_tensor.hpp"
 
 namespace solops::testing {
 

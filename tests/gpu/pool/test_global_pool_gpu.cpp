@@ -9,7 +9,7 @@
 #include <limits>
 #include <random>
 
-#include "gpu/pool_gpu_checks.hpp"
+#include "gpu/pool/pool_gpu_checks.hpp"
 
 namespace solops {
 namespace {

@@ -1,4 +1,4 @@
-// Helpers shared by the pooling tests: parameter text and the avg-pool tolerance.
+// Helpers shared by the GPU pooling tests: parameter text and the avg-pool tolerance.
 #pragma once
 
 #include <sstream>

@@ -4,7 +4,7 @@
 
 #include <limits>
 
-#include "pool2d_cases.hpp"
+#include "host_tensor.hpp"
 #include "solops/error.hpp"
 #include "solops/reference.hpp"
 #include "solops/solops.h"
