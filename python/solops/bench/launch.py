@@ -11,7 +11,7 @@ report.py renders them as each family's "Launch overhead" table. A row that fail
 with its error and makes the run exit non-zero, after every op has run.
 
 The row choice and the timing loop need neither PyTorch nor the library (tests load this file on
-the CPU); main imports them.
+the CPU); main and measure_op import them.
 """
 
 import argparse
