@@ -16,4 +16,5 @@ export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 mkdir -p "bench/results/$gpu"
 python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
 python3 -m solops.bench.run --family "$family" --out "bench/results/$gpu/$family.jsonl"
+python3 -m solops.bench.launch --family "$family" --out "bench/results/$gpu/launch-$family.jsonl"
 python3 -m solops.bench.report --results "bench/results/$gpu" --out "$docs"

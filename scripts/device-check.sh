@@ -111,6 +111,7 @@ if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
   step bench python3 -m solops.bench.run --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
     ${SOLOPS_BENCH_WORKLOADS:+--workloads $SOLOPS_BENCH_WORKLOADS} \
     --out "bench/results/$gpu/$family.jsonl"
+  step launch python3 -m solops.bench.launch --family "$family" --out "bench/results/$gpu/launch-$family.jsonl"
 fi
 for variant in ${SOLOPS_VARIANTS:-}; do
   mkdir -p "$work/variants"

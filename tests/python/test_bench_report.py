@@ -2,6 +2,7 @@
 PyTorch nor a GPU: the module is loaded from its file, not through the solops package."""
 
 import importlib.util
+import json
 from pathlib import Path
 
 _PATH = Path(__file__).resolve().parents[2] / "python" / "solops" / "bench" / "report.py"
@@ -33,3 +34,83 @@ def test_copy_rate_outside_the_curve_is_its_nearest_end() -> None:
     assert report.copy_rate_at(CURVE, 1 << 20) == 2e12
     assert report.copy_rate_at(CURVE, 1 << 30) == 3e12
     assert report.copy_rate_at({}, 8 << 20) is None
+
+
+def line(op: str, workload: str, impl: str, median_ms: float, host_ms: float, correct: bool = True) -> dict:
+    return {"family": "pool", "op": op, "workload": workload, "dtype": "f16", "impl": impl, "flops": 1e6,
+            "bytes": 1e6, "median_ms": median_ms, "host_ms": host_ms, "correct": correct}
+
+
+# Short row, ours slower on the host than torch and over the short-row limit; long row, ours faster.
+LINES = [line("MaxPool2dFwd", "small", "solops", 0.004, 0.120), line("MaxPool2dFwd", "small", "torch", 0.008, 0.020),
+         line("MaxPool2dFwd", "small", "torch-compile", 0.005, 0.050),
+         line("MaxPool2dFwd", "large", "solops", 0.040, 0.041), line("MaxPool2dFwd", "large", "torch", 0.060, 0.062),
+         line("AvgPool2dFwd", "small", "solops", 0.003, 0.012), line("AvgPool2dFwd", "small", "torch", 0.006, 0.011,
+                                                                     correct=False)]
+
+
+def test_table_cells_show_device_and_host_time_of_ours_and_every_alternative() -> None:
+    row = report.build_rows(LINES, None)[0]
+    cells = dict(zip(report.TABLE_HEADER, report.table_cells(row)))
+    assert cells["ours (ms, device / host)"] == "0.004 / 0.12"
+    alternatives = cells["alternatives (ms, device / host, fastest first)"]
+    assert alternatives == "torch-compile 0.005 / 0.05 · torch 0.008 / 0.02"
+
+
+def test_eager_cost_counts_host_against_torch_and_lists_short_rows_over_the_limit() -> None:
+    cost = report.eager_cost(report.build_rows(LINES, None))
+    # The AvgPool row's torch mismatched: it has no torch host time to compare with.
+    assert (cost.at_most_torch, cost.compared) == (1, 2)
+    assert cost.short_rows == 2
+    assert [(row.op, row.workload) for row in cost.short_over_limit] == [("MaxPool2dFwd", "small")]
+    assert cost.ours_median_ms == 0.041
+    assert cost.torch_median_ms == 0.041
+    assert report.over_limit_by_op(cost) == ["MaxPool2dFwd (host µs): small f16 120"]
+    assert report.eager_cost_notes(cost)[-1] == ("rows under 10 µs of device time whose solops host time is over "
+                                                 "15 µs: 1/2")
+
+
+def test_summary_counts_rows_whose_host_time_is_at_most_torchs() -> None:
+    summary = report.summary_rows(report.build_rows(LINES, None))
+    host = {cells[1]: cells[report.SUMMARY_HEADER.index("host ≤ torch")] for cells in summary}
+    assert host == {"MaxPool2dFwd": "1/2", "AvgPool2dFwd": "0/0", "**all**": "1/2"}
+
+
+LAUNCH = [{"family": "pool", "op": "MaxPool2dFwd", "workload": "small", "dtype": "f16",
+           "tensors": {"input": [2, 64, 55, 55]}, "solops_us": 6.0, "torch_us": 5.5, "ratio": 6.0 / 5.5,
+           "calls": 1000, "repeats": 5, "error": None, "device": "NVIDIA H200", "commit": "abc", "date": "d"},
+          {"family": "pool", "op": "AvgPool2dFwd", "workload": "small", "dtype": "bf16",
+           "tensors": {"input": [2, 8, 8]}, "solops_us": 9.0, "torch_us": 6.0, "ratio": 1.5,
+           "calls": 1000, "repeats": 5, "error": None, "device": "NVIDIA H200", "commit": "abc", "date": "d"},
+          {"family": "pool", "op": "MaxPool1dFwd", "workload": "tiny", "dtype": "f16",
+           "tensors": {"input": [2, 8]}, "solops_us": None, "torch_us": None, "ratio": None,
+           "calls": 1000, "repeats": 5, "error": "raised SolopsError: bad", "device": "NVIDIA H200", "commit": "abc",
+           "date": "d"}]
+
+
+def test_launch_cells_mark_ops_within_the_goal() -> None:
+    assert report.launch_cells(LAUNCH[0]) == ["MaxPool2dFwd", "small", "f16", "input 2×64×55×55", "6.00", "5.50",
+                                              "1.09×", "✓"]
+    assert report.launch_cells(LAUNCH[1])[-2:] == ["1.50×", "✗"]
+    assert report.launch_cells(LAUNCH[2])[4:] == ["FAILED", "—", "—", "—"]
+    assert report.launch_within_goal_text(LAUNCH) == "1/3 ops within 1.2× of PyTorch's launch cost"
+    assert report.launch_problems(LAUNCH) == ["MaxPool1dFwd on tiny f16: raised SolopsError: bad"]
+
+
+def test_launch_files_are_read_apart_from_the_benchmark_lines(tmp_path: Path) -> None:
+    (tmp_path / "pool.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in LINES))
+    (tmp_path / "launch-pool.jsonl").write_text("".join(json.dumps(entry) + "\n" for entry in LAUNCH))
+    assert report.read_lines(tmp_path) == LINES
+    assert report.read_launch_lines(tmp_path) == {"pool": LAUNCH}
+
+
+def test_markdown_has_each_familys_eager_cost_and_launch_overhead() -> None:
+    rows = report.build_rows(LINES, None)
+    text = report.render_markdown(rows, LINES, None, {"pool": LAUNCH})
+    assert text.index("## pool") < text.index("### Eager cost") < text.index("### Launch overhead")
+    assert "  - MaxPool2dFwd (host µs): small f16 120\n" in text
+    assert "| MaxPool2dFwd | small | f16 | input 2×64×55×55 | 6.00 | 5.50 | 1.09× | ✓ |" in text
+    assert "- MaxPool1dFwd on tiny f16: raised SolopsError: bad" in text
+    html_text = report.render_html(rows, LINES, None, {"pool": LAUNCH})
+    assert "<h3>Launch overhead</h3>" in html_text
+    assert "<li>MaxPool2dFwd (host µs): small f16 120</li>" in html_text

@@ -2,14 +2,16 @@
 
     python -m solops.bench.report --results bench/results/h200 --out docs
 
-Reads every <family>.jsonl and the device profile (profile.json) in the results folder. Needs
-neither torch nor a GPU. Also holds the roofline arithmetic, which run.py reuses.
+Reads every <family>.jsonl, every launch-<family>.jsonl (solops.bench.launch) and the device profile
+(profile.json) in the results folder. Needs neither torch nor a GPU. Also holds the roofline
+arithmetic, which run.py reuses.
 """
 
 import argparse
 import html
 import json
 import math
+import statistics
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -17,6 +19,17 @@ METHOD = ("device time = summed GPU activity (kernels, memcpy, memset) per call 
           "profiler (CUPTI); L2 flushed by a 512 MiB device copy before every call; median of "
           "at least 30 calls after at least 3 calls and 25 ms of warm-up; every implementation "
           "checked against the reference before timing.")
+HOST_METHOD = ("wall time per call of 100 back-to-back eager calls between two CUDA events, warm L2: "
+               "launch overhead included, and whichever of host or device is slower sets the pace; "
+               "shown after the device time as `device / host` (ms)")
+
+# The eager-cost goals: a row whose device time is under SHORT_DEVICE_MS costs at most
+# SHORT_HOST_MS of wall time per eager call, and the launch benchmark's solops / torch ratio is at
+# most LAUNCH_RATIO_GOAL.
+SHORT_DEVICE_MS = 0.010
+SHORT_HOST_MS = 0.015
+LAUNCH_RATIO_GOAL = 1.2
+LAUNCH_FILE_PREFIX = "launch-"
 
 
 # ---- roofline -----------------------------------------------------------------------------------
@@ -109,20 +122,48 @@ class Row:
         return 100.0 * achieved / self.copy_bytes_per_s
 
     @property
+    def ours_host_ms(self) -> float | None:
+        return None if self.ours_ms is None else self.ours.get("host_ms")
+
+    @property
+    def torch_host_ms(self) -> float | None:
+        """PyTorch eager's (the `torch` alternative's) host time, where it ran correctly."""
+        torch_line = next((line for line in self.timed if line["impl"] == "torch"), None)
+        return None if torch_line is None else torch_line.get("host_ms")
+
+    @property
+    def host_at_most_torch(self) -> bool | None:
+        """Whether our eager call costs no more wall time than PyTorch eager's; None without both."""
+        if self.ours_host_ms is None or self.torch_host_ms is None:
+            return None
+        return self.ours_host_ms <= self.torch_host_ms
+
+    @property
     def page_ms(self) -> float | None:
         page = (self.ours or {}).get("page") or {}
         return page.get("ours_ms")
 
 
+def read_jsonl(path: Path) -> list[dict]:
+    return [json.loads(text) for text in path.read_text().splitlines() if text.strip()]
+
+
 def read_lines(results_dir: Path) -> list[dict]:
+    """The benchmark's lines: every <family>.jsonl (the launch files are read by read_launch_lines)."""
     lines = []
     for path in sorted(results_dir.glob("*.jsonl")):
-        for text in path.read_text().splitlines():
-            if text.strip():
-                line = json.loads(text)
-                line.setdefault("family", path.stem)
-                lines.append(line)
+        if path.name.startswith(LAUNCH_FILE_PREFIX):
+            continue
+        for line in read_jsonl(path):
+            line.setdefault("family", path.stem)
+            lines.append(line)
     return lines
+
+
+def read_launch_lines(results_dir: Path) -> dict[str, list[dict]]:
+    """Each family's launch-overhead lines, from launch-<family>.jsonl."""
+    return {path.stem.removeprefix(LAUNCH_FILE_PREFIX): read_jsonl(path)
+            for path in sorted(results_dir.glob(f"{LAUNCH_FILE_PREFIX}*.jsonl"))}
 
 
 def build_rows(lines: list[dict], profile: dict | None) -> list[Row]:
@@ -164,11 +205,45 @@ def geomean(values: list[float]) -> float | None:
     return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
+def median(values: list[float]) -> float | None:
+    return statistics.median(values) if values else None
+
+
+@dataclass
+class EagerCost:
+    """A family's eager cost: our host time against PyTorch eager's, and on the short rows."""
+
+    at_most_torch: int  # rows where our host time is at most torch eager's
+    compared: int  # rows with both host times
+    short_rows: int  # rows whose device time (ours) is under SHORT_DEVICE_MS
+    short_over_limit: list[Row]  # those of them whose host time is over SHORT_HOST_MS
+    ours_median_ms: float | None
+    torch_median_ms: float | None
+
+
+def eager_cost(rows: list[Row]) -> EagerCost:
+    flags = [row.host_at_most_torch for row in rows if row.host_at_most_torch is not None]
+    short = [row for row in rows if row.ours_host_ms is not None and row.ours_ms < SHORT_DEVICE_MS]
+    return EagerCost(
+        at_most_torch=sum(flags),
+        compared=len(flags),
+        short_rows=len(short),
+        short_over_limit=[row for row in short if row.ours_host_ms > SHORT_HOST_MS],
+        ours_median_ms=median([row.ours_host_ms for row in rows if row.ours_host_ms is not None]),
+        torch_median_ms=median([row.torch_host_ms for row in rows if row.torch_host_ms is not None]),
+    )
+
+
 # ---- formatting -------------------------------------------------------------------------------
 
 
 def ms(value: float | None) -> str:
     return "—" if value is None else f"{value:.3g}"
+
+
+def us(value_ms: float | None) -> str:
+    """A time given in ms, in µs."""
+    return "—" if value_ms is None else f"{value_ms * 1e3:.3g}"
 
 
 def times(value: float | None) -> str:
@@ -192,19 +267,25 @@ def copy_curve_text(profile: dict) -> str:
     return f"TB/s by bytes read + written per call: {points}"
 
 
+def device_host(line: dict) -> str:
+    """A result line's device and host times, "device / host" in ms."""
+    return f"{ms(line['median_ms'])} / {ms(line.get('host_ms'))}"
+
+
 def alternatives_text(row: Row) -> str:
-    parts = [f"{line['impl']} {ms(line['median_ms'])}" for line in row.timed]
+    parts = [f"{line['impl']} {device_host(line)}" for line in row.timed]
     parts += [f"{line['impl']} ✗ mismatch" for line in row.mismatches]
     parts += [f"{line['impl']} n/a" for line in row.not_applicable]
     return " · ".join(parts) or "—"
 
 
-TABLE_HEADER = ["workload", "dtype", "ratio", "ours (ms)", "alternatives (ms, fastest first)",
+TABLE_HEADER = ["workload", "dtype", "ratio", "ours (ms, device / host)",
+                "alternatives (ms, device / host, fastest first)",
                 "TFLOP/s", "SOL %", "bound", "TB/s", "% of copy", "page ours (ms)"]
 
 
 def table_cells(row: Row) -> list[str]:
-    ours = ms(row.ours_ms) if row.ours_ms is not None else "FAILED"
+    ours = device_host(row.ours) if row.ours_ms is not None else "FAILED"
     sol_pct = "—" if row.sol_pct is None else f"{row.sol_pct:.0f}"
     copy_pct = "—" if row.copy_pct is None else f"{row.copy_pct:.0f}"
     return [row.workload, row.dtype, times(row.ratio), ours, alternatives_text(row),
@@ -223,34 +304,60 @@ def problems(rows: list[Row]) -> list[str]:
     return notes
 
 
+def host_at_most_torch_text(rows: list[Row]) -> str:
+    cost = eager_cost(rows)
+    return f"{cost.at_most_torch}/{cost.compared}"
+
+
 def summary_rows(rows: list[Row]) -> list[list[str]]:
     table = []
     for family, family_rows in group(rows, "family").items():
         for op, op_rows in group(family_rows, "op").items():
             ratios = [row.ratio for row in op_rows if row.ratio is not None]
             faster = sum(1 for ratio in ratios if ratio > 1.0)
-            table.append([family, op, str(len(op_rows)), times(geomean(ratios)), f"{faster}/{len(ratios)}"])
+            table.append([family, op, str(len(op_rows)), times(geomean(ratios)), f"{faster}/{len(ratios)}",
+                          host_at_most_torch_text(op_rows)])
         ratios = [row.ratio for row in family_rows if row.ratio is not None]
         table.append([family, "**all**", str(len(family_rows)), times(geomean(ratios)),
-                      f"{sum(1 for r in ratios if r > 1.0)}/{len(ratios)}"])
+                      f"{sum(1 for r in ratios if r > 1.0)}/{len(ratios)}", host_at_most_torch_text(family_rows)])
     return table
 
 
-SUMMARY_HEADER = ["family", "op", "rows", "geomean ratio", "ours faster"]
+SUMMARY_HEADER = ["family", "op", "rows", "geomean ratio", "ours faster", "host ≤ torch"]
+
+
+def eager_cost_notes(cost: EagerCost) -> list[str]:
+    """The family's eager cost in sentences; the last one introduces over_limit_by_op's list."""
+    return [
+        f"solops' host time ≤ torch eager's: {cost.at_most_torch}/{cost.compared} rows",
+        f"median host time: solops {us(cost.ours_median_ms)} µs, torch eager {us(cost.torch_median_ms)} µs",
+        f"rows under {us(SHORT_DEVICE_MS)} µs of device time whose solops host time is over "
+        f"{us(SHORT_HOST_MS)} µs: {len(cost.short_over_limit)}/{cost.short_rows}",
+    ]
+
+
+def over_limit_by_op(cost: EagerCost) -> list[str]:
+    """The short rows whose host time is over the limit, one entry per op, with their host times."""
+    by_op: dict[str, list[str]] = {}
+    for row in cost.short_over_limit:
+        by_op.setdefault(row.op, []).append(f"{row.workload} {row.dtype} {us(row.ours_host_ms)}")
+    return [f"{op} (host µs): {', '.join(entries)}" for op, entries in by_op.items()]
+
+
+def distinct(lines: list[dict], key: str) -> str:
+    return ", ".join(sorted({str(line.get(key)) for line in lines})) or "—"
 
 
 def header_facts(lines: list[dict], profile: dict | None) -> list[tuple[str, str]]:
-    def distinct(key: str) -> str:
-        return ", ".join(sorted({str(line.get(key)) for line in lines})) or "—"
-
     present: dict[str, set] = {}
     for line in lines:
         present.setdefault(line["family"], set()).update(line.get("present_alternatives") or [])
     facts = [
-        ("Device", distinct("device")),
-        ("Run date", distinct("date")),
-        ("Commit", distinct("commit")),
+        ("Device", distinct(lines, "device")),
+        ("Run date", distinct(lines, "date")),
+        ("Commit", distinct(lines, "commit")),
         ("Method", METHOD),
+        ("Host", HOST_METHOD),
         ("Ratio", "fastest correct alternative's device time / ours (> 1 means we are faster)"),
         ("Alternatives present", "; ".join(f"{family}: {', '.join(sorted(names)) or 'none'}"
                                            for family, names in present.items())),
@@ -280,22 +387,77 @@ def header_facts(lines: list[dict], profile: dict | None) -> list[tuple[str, str
     return facts
 
 
+# ---- launch overhead --------------------------------------------------------------------------
+
+LAUNCH_HEADER = ["op", "workload", "dtype", "input", "solops (µs)", "torch (µs)", "solops / torch",
+                 f"≤ {LAUNCH_RATIO_GOAL}×"]
+
+
+def input_text(tensors: dict) -> str:
+    """The row's first tensor, e.g. "x 1×4096"."""
+    name, shape = next(iter(tensors.items()))
+    return f"{name} {'×'.join(str(size) for size in shape)}"
+
+
+def launch_cells(line: dict) -> list[str]:
+    ratio = line.get("ratio")
+    within = "—" if ratio is None else "✓" if ratio <= LAUNCH_RATIO_GOAL else "✗"
+    solops_us = "FAILED" if line.get("error") else number(line["solops_us"], 1, 2)
+    return [line["op"], line["workload"], line["dtype"], input_text(line["tensors"]), solops_us,
+            number(line.get("torch_us"), 1, 2), times(ratio), within]
+
+
+def launch_method(lines: list[dict]) -> str:
+    return (f"{distinct(lines, 'calls')} back-to-back eager calls of each op on its smallest catalogue row "
+            "(fewest bytes), solops and PyTorch's own op in turn; wall time per call (perf_counter around the "
+            f"calls, one synchronize at the end), median of {distinct(lines, 'repeats')} repeats. Measured on "
+            f"{distinct(lines, 'device')}, {distinct(lines, 'date')}, commit {distinct(lines, 'commit')}.")
+
+
+def launch_problems(lines: list[dict]) -> list[str]:
+    return [f"{line['op']} on {line['workload']} {line['dtype']}: {line['error']}"
+            for line in lines if line.get("error")]
+
+
+def launch_within_goal_text(lines: list[dict]) -> str:
+    within = sum(1 for line in lines if line.get("ratio") is not None and line["ratio"] <= LAUNCH_RATIO_GOAL)
+    return f"{within}/{len(lines)} ops within {LAUNCH_RATIO_GOAL}× of PyTorch's launch cost"
+
+
+def families(rows_by_family: dict[str, list[Row]], launch: dict[str, list[dict]]) -> list[str]:
+    """The benchmark's families, then any that has only a launch file."""
+    return list(dict.fromkeys([*rows_by_family, *launch]))
+
+
 # ---- Markdown ---------------------------------------------------------------------------------
 
 
 def markdown_table(header: list[str], body: list[list[str]]) -> list[str]:
-    numeric = {"ratio", "ours (ms)", "TFLOP/s", "SOL %", "TB/s", "% of copy", "page ours (ms)", "rows",
-               "geomean ratio", "ours faster"}
+    numeric = {"ratio", "ours (ms, device / host)", "TFLOP/s", "SOL %", "TB/s", "% of copy", "page ours (ms)",
+               "rows", "geomean ratio", "ours faster", "host ≤ torch", "solops (µs)", "torch (µs)",
+               "solops / torch"}
     align = ["---:" if name in numeric else "---" for name in header]
     return ["| " + " | ".join(cells) + " |" for cells in [header, align] + body]
 
 
-def render_markdown(rows: list[Row], lines: list[dict], profile: dict | None) -> str:
+def render_markdown(rows: list[Row], lines: list[dict], profile: dict | None, launch: dict[str, list[dict]]) -> str:
     out = ["# Benchmarks", "", "Generated by `python -m solops.bench.report`; do not edit.", ""]
     out += [f"- **{name}**: {value}" for name, value in header_facts(lines, profile)]
     out += ["", "## Summary", ""] + markdown_table(SUMMARY_HEADER, summary_rows(rows))
-    for family, family_rows in group(rows, "family").items():
+    rows_by_family = group(rows, "family")
+    for family in families(rows_by_family, launch):
+        family_rows = rows_by_family.get(family, [])
         out += ["", f"## {family}"]
+        if family_rows:
+            cost = eager_cost(family_rows)
+            out += ["", "### Eager cost", ""] + [f"- {note}" for note in eager_cost_notes(cost)]
+            out += [f"  - {entry}" for entry in over_limit_by_op(cost)]
+        if family in launch:
+            out += ["", "### Launch overhead", "", launch_method(launch[family]), ""]
+            out += markdown_table(LAUNCH_HEADER, [launch_cells(line) for line in launch[family]])
+            notes = launch_problems(launch[family])
+            if notes:
+                out += [""] + [f"- {note}" for note in notes]
         for op, op_rows in group(family_rows, "op").items():
             out += ["", f"### {op}", ""]
             out += markdown_table(TABLE_HEADER, [table_cells(row) for row in op_rows])
@@ -322,7 +484,8 @@ svg text { font: 11px system-ui, sans-serif; }
 """
 
 TABLE_NUMERIC_COLUMNS = {2, 3, 5, 6, 8, 9, 10}
-SUMMARY_NUMERIC_COLUMNS = {2, 3, 4}
+SUMMARY_NUMERIC_COLUMNS = {2, 3, 4, 5}
+LAUNCH_NUMERIC_COLUMNS = {4, 5, 6}
 
 
 def ratio_chart(rows: list[Row]) -> str:
@@ -358,7 +521,7 @@ def ratio_chart(rows: list[Row]) -> str:
 
 
 def html_table(header: list[str], body: list[list[str]], numeric_columns: set[int],
-               ratio_column: int) -> str:
+               ratio_column: int | None) -> str:
     out = ["<table>", "<tr>" + "".join(f"<th>{html.escape(name)}</th>" for name in header) + "</tr>"]
     for cells in body:
         row_html = []
@@ -373,7 +536,15 @@ def html_table(header: list[str], body: list[list[str]], numeric_columns: set[in
     return "\n".join(out)
 
 
-def render_html(rows: list[Row], lines: list[dict], profile: dict | None) -> str:
+def html_list(items: list[str], css_class: str | None = None, last_item_list: str = "") -> str:
+    """A <ul> of the items; last_item_list (HTML) is nested in the last item."""
+    class_attribute = f' class="{css_class}"' if css_class else ""
+    entries = [f"<li>{html.escape(item)}" for item in items]
+    entries[-1] += last_item_list
+    return f"<ul{class_attribute}>" + "".join(entry + "</li>" for entry in entries) + "</ul>"
+
+
+def render_html(rows: list[Row], lines: list[dict], profile: dict | None, launch: dict[str, list[dict]]) -> str:
     facts = "".join(f"<dt>{html.escape(name)}</dt><dd>{html.escape(value)}</dd>"
                     for name, value in header_facts(lines, profile))
     summary = [[cell.replace("**", "") for cell in cells] for cells in summary_rows(rows)]
@@ -381,8 +552,22 @@ def render_html(rows: list[Row], lines: list[dict], profile: dict | None) -> str
            "<title>solops benchmarks</title>", f"<style>{CSS}</style></head><body>",
            "<h1>solops benchmarks</h1>", f"<dl>{facts}</dl>",
            "<h2>Summary</h2>", html_table(SUMMARY_HEADER, summary, SUMMARY_NUMERIC_COLUMNS, ratio_column=3)]
-    for family, family_rows in group(rows, "family").items():
+    rows_by_family = group(rows, "family")
+    for family in families(rows_by_family, launch):
+        family_rows = rows_by_family.get(family, [])
         out.append(f"<h2>{html.escape(family)}</h2>")
+        if family_rows:
+            cost = eager_cost(family_rows)
+            over_limit = over_limit_by_op(cost)
+            out += ["<h3>Eager cost</h3>",
+                    html_list(eager_cost_notes(cost), last_item_list=html_list(over_limit) if over_limit else "")]
+        if family in launch:
+            out += ["<h3>Launch overhead</h3>", f"<p>{html.escape(launch_method(launch[family]))}</p>",
+                    html_table(LAUNCH_HEADER, [launch_cells(line) for line in launch[family]],
+                               LAUNCH_NUMERIC_COLUMNS, ratio_column=None)]
+            notes = launch_problems(launch[family])
+            if notes:
+                out.append(html_list(notes, "notes"))
         for op, op_rows in group(family_rows, "op").items():
             out.append(f"<h3>{html.escape(op)}</h3>")
             out.append(ratio_chart(op_rows))
@@ -390,7 +575,7 @@ def render_html(rows: list[Row], lines: list[dict], profile: dict | None) -> str
                                   TABLE_NUMERIC_COLUMNS, ratio_column=2))
             notes = problems(op_rows)
             if notes:
-                out.append('<ul class="notes">' + "".join(f"<li>{html.escape(n)}</li>" for n in notes) + "</ul>")
+                out.append(html_list(notes, "notes"))
     out.append("</body></html>")
     return "\n".join(out) + "\n"
 
@@ -398,7 +583,7 @@ def render_html(rows: list[Row], lines: list[dict], profile: dict | None) -> str
 # ---- plain text -------------------------------------------------------------------------------
 
 
-def render_text(rows: list[Row]) -> str:
+def render_text(rows: list[Row], launch: dict[str, list[dict]]) -> str:
     out = [f"{'op':<22} {'workload':<20} {'dtype':<5} {'ratio':>7} {'ours ms':>9}  best alternative"]
     for row in rows:
         best = f"{row.timed[0]['impl']} {ms(row.timed[0]['median_ms'])}" if row.timed else "—"
@@ -406,6 +591,10 @@ def render_text(rows: list[Row]) -> str:
         out.append(f"{row.op:<22} {row.workload:<20} {row.dtype:<5} {times(row.ratio):>7} {ours:>9}  {best}")
     for cells in summary_rows(rows):
         out.append(f"geomean {cells[0]} {cells[1].replace('**', '')}: {cells[3]} ({cells[4]} faster)")
+    for family, family_rows in group(rows, "family").items():
+        out.append(f"eager {family}: " + "; ".join(eager_cost_notes(eager_cost(family_rows))))
+    for family, launch_lines in launch.items():
+        out.append(f"launch {family}: {launch_within_goal_text(launch_lines)}")
     return "\n".join(out)
 
 
@@ -417,11 +606,12 @@ def main() -> None:
     profile_path = args.results / "profile.json"
     profile = json.loads(profile_path.read_text()) if profile_path.exists() else None
     lines = read_lines(args.results)
+    launch = read_launch_lines(args.results)
     rows = build_rows(lines, profile)
     args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "benchmarks.md").write_text(render_markdown(rows, lines, profile))
-    (args.out / "benchmarks.html").write_text(render_html(rows, lines, profile))
-    print(render_text(rows))
+    (args.out / "benchmarks.md").write_text(render_markdown(rows, lines, profile, launch))
+    (args.out / "benchmarks.html").write_text(render_html(rows, lines, profile, launch))
+    print(render_text(rows, launch))
     print(f"wrote {args.out / 'benchmarks.md'} and {args.out / 'benchmarks.html'}")
 
 

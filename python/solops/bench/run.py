@@ -209,6 +209,15 @@ def progress_text(index: int, total: int, lines: list[dict]) -> str:
     return text
 
 
+def run_facts() -> dict:
+    """The device, the measured commit and the date, as every result line records them."""
+    return {
+        "device": torch.cuda.get_device_name(),
+        "commit": measured_commit(),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
 def load_profile(path: Path) -> dict | None:
     if not path.exists():
         print(f"note: no device profile at {path}; sol_ms and bound are left empty "
@@ -288,9 +297,7 @@ def main(argv=None) -> int:
     alternatives = choose_alternatives(module, args.impls)
     context = {
         "family": args.family,
-        "device": torch.cuda.get_device_name(),
-        "commit": measured_commit(),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        **run_facts(),
         "present_alternatives": alternatives,
         "profile": load_profile(args.profile or out.parent / "profile.json"),
     }
