@@ -236,7 +236,8 @@ def _rows(op, x, normalized_shape):
 
 
 def _eps(op, eps):
-    require(eps is None or (math.isfinite(eps) and eps >= 0), op, "eps = ", eps, " must be finite and >= 0")
+    require(eps is None or (math.isfinite(eps) and eps >= 0), op, "eps = ", f"{eps:g}" if eps is not None else eps,
+            " must be finite and >= 0")
 
 
 def _last_dim(op, x):
@@ -252,14 +253,16 @@ def _check_optional(op, name, t, dtype, shape):
         check_shape(op, name, t, shape)
 
 
-def _check_rows(op, x, normalized_shape, eps, affine=(), affine_shape=None):
-    """validate_row_norm's checks of the inputs: x, then the affine tensors (name, tensor) of the
-    normalized shape (or affine_shape)."""
-    check_known_dtype(op, "x", x)
+def _check_rows(op, x, normalized_shape, eps, affine=(), affine_shape=None, rule=None):
+    """A row norm's checks in the order the op makes them: the shape rule and eps (under the name of
+    the shape function the binding calls, `rule`, by default the op's own), then x and the affine
+    tensors (name, tensor) of the normalized shape (or affine_shape)."""
+    rule = rule or op
+    check_known_dtype(rule, "x", x)
+    _rows(rule, x, normalized_shape)
+    _eps(rule, eps)
     check_tensor(op, "x", x)
     check_float_dtype(op, "x", x)
-    _rows(op, x, normalized_shape)
-    _eps(op, eps)
     for name, t in affine:
         _check_optional(op, name, t, x.dtype, normalized_shape if affine_shape is None else affine_shape)
 
@@ -276,7 +279,7 @@ def _(x, normalized_shape, weight=None, eps=None):
 
 @torch.library.register_fake("solops::rms_norm_with_stats")
 def _(x, normalized_shape, weight=None, eps=None):
-    _check_rows("rms_norm_with_stats", x, normalized_shape, eps, [("weight", weight)])
+    _check_rows("rms_norm_with_stats", x, normalized_shape, eps, [("weight", weight)], rule="rms_norm")
     return x.new_empty(x.shape), x.new_empty(_stats_shape(x, normalized_shape), dtype=torch.float32)
 
 
@@ -288,7 +291,8 @@ def _(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 @torch.library.register_fake("solops::layer_norm_with_stats")
 def _(x, normalized_shape, weight=None, bias=None, eps=1e-5):
-    _check_rows("layer_norm_with_stats", x, normalized_shape, eps, [("weight", weight), ("bias", bias)])
+    _check_rows("layer_norm_with_stats", x, normalized_shape, eps, [("weight", weight), ("bias", bias)],
+                rule="layer_norm")
     stats = _stats_shape(x, normalized_shape)
     return x.new_empty(x.shape), x.new_empty(stats, dtype=torch.float32), x.new_empty(stats, dtype=torch.float32)
 
@@ -355,9 +359,13 @@ def _(x, normalized_shape, weight=None, bias=None, eps=1e-5):
 
 @torch.library.register_fake("solops::qk_norm")
 def _(q, k, normalized_shape, q_weight=None, k_weight=None, eps=1e-6):
+    op = "qk_norm"
+    for name, t in (("q", q), ("k", k)):
+        check_known_dtype(op, name, t)
+        _rows(op, t, normalized_shape)
+        _eps(op, eps)
     _check_rows("qk_norm (q)", q, normalized_shape, eps, [("weight", q_weight)])
-    check_known_dtype("qk_norm", "k", k)
-    check_dtype("qk_norm", "k", k, q.dtype)
+    check_dtype(op, "k", k, q.dtype)
     _check_rows("qk_norm (k)", k, normalized_shape, eps, [("weight", k_weight)])
     return q.new_empty(q.shape), k.new_empty(k.shape)
 
@@ -430,7 +438,7 @@ def _(x, u, v, n_iter=1, eps=1e-12):
     require(cols <= INT_MAX, op, "x ", shape_string(x.shape), " has rows of 2^31 or more elements: columns are ",
             "indexed in 32 bits")
     require(n_iter >= 0, op, "n_iter = ", n_iter, " must be >= 0")
-    require(eps >= 0, op, "eps = ", eps, " must be >= 0 and not NaN")
+    require(eps >= 0, op, "eps = ", f"{eps:g}", " must be >= 0 and not NaN")
     check_tensor(op, "x", x)
     check_float_dtype(op, "x", x)
     for name, t, shape in (("u", u, [rows]), ("v", v, [cols])):

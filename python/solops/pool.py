@@ -61,7 +61,7 @@ def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, coun
 def _output_size(input, output_size):
     """F.adaptive_*_pool2d's output_size: an int, or a pair whose None entries keep the input's size."""
     if isinstance(output_size, int):
-        return output_size
+        return [output_size, output_size]
     sizes = list(output_size)
     return [input.shape[axis - len(sizes)] if size is None else size for axis, size in enumerate(sizes)]
 

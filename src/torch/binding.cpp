@@ -37,6 +37,22 @@ int32_t torch_dtype(DType dtype) {
   throw Error(Status::internal, "solops: no torch dtype for dtype code " + std::to_string(static_cast<int>(dtype)));
 }
 
+// PyTorch's Python name of a dtype solops has no code for, as the error names it.
+std::string_view torch_name(ScalarType type) {
+  switch (type) {
+    case ScalarType::Double: return "float64";
+    case ScalarType::Bool: return "bool";
+    case ScalarType::Byte: return "uint8";
+    case ScalarType::Char: return "int8";
+    case ScalarType::Short: return "int16";
+    case ScalarType::ComplexHalf: return "complex32";
+    case ScalarType::ComplexFloat: return "complex64";
+    case ScalarType::ComplexDouble: return "complex128";
+    case ScalarType::Float8_e5m2: return "float8_e5m2";
+    default: return torch::headeronly::toString(type);
+  }
+}
+
 void check_shim(AOTITorchError status, std::string_view what) {
   if (status != AOTI_TORCH_SUCCESS) throw Error(Status::internal, detail::concat("solops: PyTorch's ", what, " failed"));
 }
@@ -46,8 +62,7 @@ void check_shim(AOTITorchError status, std::string_view what) {
 DType dtype(const Tensor& t, std::string_view op, std::string_view name) {
   const ScalarType type = t.scalar_type();
   const std::optional<DType> code = dtype_code(type);
-  detail::require(code.has_value(), op, name, ": dtype ", torch::headeronly::toString(type),
-                  " is not supported by solops");
+  detail::require(code.has_value(), op, name, ": dtype ", torch_name(type), " is not supported by solops");
   return *code;
 }
 
