@@ -72,7 +72,7 @@ struct RowNormBackwardTensors {
 // blocks when it writes them, a function of the shape alone (so the order of the sums is too):
 // about 4.3 MB of f32 partials a gradient, but at least two blocks an SM (264) and at most four
 // (528), at most one a row; and the f32 workspace of `gradients` of them, none for a single row (it
-// writes its terms). Fewer blocks leave SMs without rows at N = 8192, more write and re-read more
+// writes its terms). Fewer blocks keep fewer rows in flight at N = 8192, more write and re-read more
 // partials at N = 4096 (LayerNorm's two gradients most); at N = 16384 the count changed nothing.
 inline int64_t backward_partial_blocks(const RowGeometry& g) {
   constexpr int64_t kPartialBytes = int64_t{132} * 8192 * sizeof(float);

@@ -13,11 +13,10 @@
 // rows staged ahead in shared memory, each thread's column sums in registers over its rows), which
 // measured faster on every width.
 // x and grad_out are read once (a column kernel that read them again took 2·M·N more bytes and
-// measured far slower); the block
-// count, and so the order of the sums, is a function of the shape and the device, so the result is
-// the same on every run. A single row (decode) has no sum to take: the row kernel writes its
-// terms. Rows too long for registers (streaming kernel) keep the column kernel, which reads x and
-// grad_out again.
+// measured far slower); the block count, and so the order of the sums, is a function of the shape
+// and the device, so the result is the same on every run. A single row (decode) has no sum to
+// take: the row kernel writes its terms. Rows too long for registers (streaming kernel) keep the
+// column kernel, which reads x and grad_out again.
 #pragma once
 
 #include "core/evict_last.cuh"
@@ -88,10 +87,9 @@ __device__ __forceinline__ float2 row_means(Reduction& reduce, float h_sum, floa
 // `partial`, added by add_partials; otherwise the kernel has a single row, whose terms are the
 // gradients. kPartials is a template parameter, not a run-time mode: compiled for one of them,
 // both the partials kernels and the single-row (decode) kernels measured faster. With partials, the
-// dynamic shared memory holds this
-// block's column sums: blockDim.y rows of N floats for the weight terms, then as many for the bias
-// terms, each thread touching only its own columns. The parameter terms
-// need only the saved statistics, so they are taken in the pass of the row sums, before the
+// dynamic shared memory holds this block's column sums: blockDim.y rows of N floats for the weight
+// terms, then as many for the bias terms, each thread touching only its own columns. The parameter
+// terms need only the saved statistics, so they are taken in the pass of the row sums, before the
 // reduction: the row's values are unpacked twice, not three times.
 // kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync). kWhole: every
 // row fills its threads' vectors (launch_whole_rows_or_not).

@@ -217,8 +217,8 @@ __global__ void __launch_bounds__(kThreads)
       const T* const window = x + int64_t{row} * a.in_w + column[j] * K;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        // Values evict-first, positions evict_last: each measured the faster for its rows (the
-        // positions rows write twice or four times the bytes they read).
+        // Values evict-first, positions evict_last: each measured the faster for its rows (a values
+        // row writes a third of the bytes it reads, a positions row as many or more).
         if constexpr (kReduction == Reduction::max) taps[j][k] = load_evict_first(window + k, evict_first_policy());
         else taps[j][k] = load_evict_last(window + k, evict_last_policy());
       }

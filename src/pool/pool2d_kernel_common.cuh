@@ -147,7 +147,7 @@ __device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) 
 // a quarter of the L2 or more. A max reads four to eight times what it writes: on large inputs its
 // evict-first loads leave the lines the benchmark's flush dirtied in the L2 instead of making DRAM
 // write them back during the kernel, while inputs well inside the L2 are faster kept (the boundary
-// measured lies between an eighth and two fifths of the L2). With positions, and for averages, the
+// measured lies between a fifth and two fifths of the L2). With positions, and for averages, the
 // same kernels measured level or slower, so they keep evict_last (the separable kernels compile the
 // choice out: read_once_policy(kReduction == Reduction::max && a.evict_first)).
 template <class T, Reduction kReduction>
