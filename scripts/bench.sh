@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds solops, calibrates the GPU, benchmarks one operator family against every available
-# alternative and renders the report. Usage: scripts/bench.sh FAMILY [GPU_NAME]
+# alternative, renders the report and rewrites README.md's status block from the results.
+# Usage: scripts/bench.sh FAMILY [GPU_NAME]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 family=${1:?usage: scripts/bench.sh FAMILY [GPU_NAME], e.g. scripts/bench.sh pool}
@@ -18,3 +19,4 @@ python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
 python3 -m solops.bench.run --family "$family" --out "bench/results/$gpu/$family.jsonl"
 python3 -m solops.bench.launch --family "$family" --out "bench/results/$gpu/launch-$family.jsonl"
 python3 -m solops.bench.report --results "bench/results/$gpu" --out "$docs"
+python3 -m solops.bench.status

@@ -32,6 +32,8 @@ gpu=${2:-$("$(dirname "$0")/gpu-name.sh")}
 # The H200's report is the project's (docs/benchmarks.md); another card's goes beside it.
 docs=docs
 [ "$gpu" = h200 ] || docs=docs/$gpu
+# The report's HTML page is generated output, not committed: it travels in the bundle only.
+html=build/benchmarks-$gpu.html
 out=${OUT:-/tmp/solops-out}
 # Logs and variant results gather in a scratch folder and leave in one archive, $out/bundle.tar.gz:
 # the device tool brings back only a few files from $OUT, and dropped loose logs and variants.
@@ -84,8 +86,9 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$
 if [ "${SOLOPS_SKIP_TESTS:-0}" != 1 ]; then
   step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
   step gpu-tests gpu_tests gpu-tests "${SOLOPS_GPU_TEST_FILTER:-*}"
-  # The manifest tests need ../shared, which only the CPU machines have; CI runs them there.
-  step python-tests python3 -m pytest -q tests/python/test_pool_torch.py tests/python/test_norm_torch.py
+  # Every Python test but those marked needs_shared: they read ../shared, which only the CPU
+  # machines have, and CI runs them there.
+  step python-tests python3 -m pytest -q -m "not needs_shared" tests/python
 fi
 if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
   # Out-of-bounds accesses of the kernels on the GPU tests' shapes, and hardware counters of
@@ -124,8 +127,7 @@ done
 # The report is remade only from a run of the benchmark: a call of tests or variants alone need not
 # carry the library it imports.
 if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
-  step report python3 -m solops.bench.report --results "bench/results/$gpu" --out "$docs"
+  step report python3 -m solops.bench.report --results "bench/results/$gpu" --out "$docs" --html "$html"
 fi
-tar czf "$out/bundle.tar.gz" -C "$work" . -C "$PWD" "bench/results/$gpu" "$docs/benchmarks.md" \
-  "$docs/benchmarks.html" 2>/dev/null
+tar czf "$out/bundle.tar.gz" -C "$work" . -C "$PWD" "bench/results/$gpu" "$docs/benchmarks.md" "$html" 2>/dev/null
 exit $status

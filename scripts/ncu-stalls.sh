@@ -8,9 +8,8 @@
 # SOLOPS_LIBRARY picks a variant's library (scripts/build-variants.sh); .whl/ is installed as
 # device-check.sh does. With --impls every kernel is profiled (the alternatives' too); leave
 # torch-compile out: ncu would profile every kernel of its autotuning.
-# The rows before the CSV header ("ID", ...) are the runner's own lines. The metrics are those of the
-# ncu calls of docs/perf-notes.md "Backward: rows that share blocks" (H200, 2026-12-01), which ran
-# the same ncu command from a scratch script; this script itself has not run on a GPU yet.
+# The rows before the CSV header ("ID", ...) are the runner's own lines. The metrics are the ones
+# docs/perf/ quotes from ncu (DRAM %, issue-active, warps active, stall reasons).
 set -uo pipefail
 family=${1:?usage: scripts/ncu-stalls.sh FAMILY OUT.csv --ops OP ... [--workloads ID ...] [--impls ALT ...]}
 out=${2:?usage: scripts/ncu-stalls.sh FAMILY OUT.csv --ops OP ...}

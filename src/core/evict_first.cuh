@@ -1,7 +1,7 @@
 // Loads of data read once, marked first to leave L2 (an evict_first cache policy, as
 // torch.compile's reductions load x). Such lines make room for each other instead of evicting
 // other data's lines, which after the benchmark's L2 flush are dirty and would be written back to
-// DRAM while the reads wait. Where it pays is measured per kernel (docs/perf-notes.md).
+// DRAM while the reads wait. Where it pays is measured per kernel (docs/perf/).
 #pragma once
 
 #include <cstdint>

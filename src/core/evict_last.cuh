@@ -1,10 +1,9 @@
 // Loads as torch.compile's Triton kernels issue them under eviction_policy="evict_last": through L1
 // (ld.global, not the read-only ld.global.nc path) with an L1 evict_last hint, and marked last to
 // leave L2 by an evict_last cache policy (or by the one read_once_policy picks). They made most of
-// our kernels faster on the H200, also kernels whose threads share no sector (AvgPool3d
-// video-2x2x2: 20 %). The L2 policy is the part that pays: the same loads on the read-only path, or
-// without the L1 hint, measured the same (docs/perf-notes.md, eighteenth session). Where it pays is
-// measured per kernel.
+// our kernels faster, also kernels whose threads share no sector (so not through L1 reuse). The L2
+// policy is the part that pays: the same loads on the read-only path, or without the L1 hint,
+// measured the same. Where it pays is measured per kernel (docs/perf/).
 #pragma once
 
 #include <cstdint>

@@ -52,7 +52,7 @@ template <class T, int kVec>
 using Pack = std::conditional_t<kVec == 1, T, uint4>;
 
 // `bits` by value: bound by reference to global or shared memory, the memcpy below read it a byte or
-// two at a time (16 LDG.U8 a vector in the fused add-norms, LDS.U16 in 3fe6b67's staged kernel).
+// two at a time (16 LDG.U8 a vector in the fused add-norms, LDS.U16 in a staged kernel).
 template <class T, int kVec>
 __device__ __forceinline__ void unpack(const Pack<T, kVec> bits, float (&values)[kVec]) {
   if constexpr (std::is_same_v<T, __nv_bfloat16> && kVec % 2 == 0) {
@@ -110,7 +110,7 @@ __device__ __forceinline__ float warp_reduce(float value, Combine combine) {
 // The barrier of a row's reduction: the whole block's, or with kRowBarriers (kernels whose blocks
 // hold several rows, blockDim.y) named barrier threadIdx.y + 1 for the row's threads alone, so that
 // a row does not wait on the others' loads and stores. At most kMaxRowBarriers rows a block. A
-// compile-time choice: the branch on blockDim.y cost the forward kernels 5-25 % (H200).
+// compile-time choice: a run-time branch on blockDim.y made the forward kernels much slower.
 constexpr int kMaxRowBarriers = 15;
 
 template <bool kRowBarriers>
@@ -139,8 +139,8 @@ __device__ __forceinline__ float combine_eight(const float* partials, Combine co
 // order, so every thread gets the same bits: eight at a time, one shared-memory round trip each (one
 // for rows of up to 8 warps), where a butterfly of shuffles over them took five dependent shuffles
 // (~30 cycles each) on the critical path of every reduction. The loop stays rolled: unrolled for 32
-// warps, its loads took 16 more registers from every kernel (RMSNorm's 2-vector kernel 44 -> 60,
-// one block an SM fewer).
+// warps, its loads took 16 more registers from every kernel (RMSNorm's 2-vector kernel then held one
+// block an SM fewer).
 template <class Combine>
 __device__ __forceinline__ float combine_partials(const float* row_partial, int padded, Combine combine) {
   float total = combine_eight(row_partial, combine);
@@ -226,8 +226,8 @@ struct ClusterTotals {
 // reduces its share and stores its totals into a slot of every block of the cluster; after a cluster
 // barrier each block combines the slots in rank order, so that every block finds the same bits.
 // (Sending the totals with st.async, counted on the receiving block's mbarrier, instead of a cluster
-// barrier a reduction, d8f77d1, measured 0-0.16 µs slower on decode rows of one reduction and
-// 0.25-0.4 µs faster on those of two or three: H200, docs/perf-notes.md.)
+// barrier a reduction, measured slower on rows of one reduction and faster on those of two or three:
+// docs/perf/norm.md.)
 // One RowReduction a row, made before the row's loads: in a cluster it arrives at a barrier that
 // its first reduction waits on before storing, since a block may store into another's shared memory
 // only once that block runs and has read the previous row's slots. A reduction's slots are the
@@ -472,15 +472,13 @@ void launch_in_registers(const LaunchShape& shape, int64_t rows, int cluster, In
 // and fills each thread's kVecs vectors (N exactly a row's threads' vectors, rows a multiple of the
 // block's, as every catalogue row), so that a kernel's kWhole form may leave out HeldRow::holds and
 // its branches: about a quarter of the instructions of LayerNorm's 2-vector kernel (624 against
-// 472), on decode rows whose 8 warps leave each scheduler two to issue (H200, LayerNorm bf16: 8b
-// decode 2.34 -> 2.02 µs, 8b prefill 13.8 -> 12.6). The kernels of 16-byte vectors and at most
-// kWholeVecs a thread have a kWhole form; the others run as kWhole = false.
-// kWholeVecs: four for the row norms' forward (H200, whole4 against 8baf035 in docs/perf-notes.md,
-// 2048 x 8192 / 16384: LayerNorm f16 22.1 / 44.0 -> 20.3 / 38.9 µs, bf16 22.6 / 44.5 -> 22.7 /
-// 42.7 although its 4-vector kWhole kernel spills 40 bytes, LayerNormQuant f16 29.4 / 60.2 -> 27.5
-// / 55.8, RMSNormQuant bf16 20.0 / 38.7 -> 18.8 / 36.7, the RMS kind's other rows -1 to +1 %); two
-// for the others, whose 4-vector kWhole forms lost (WeightNorm 70b 17.8 -> 18.6, RMSNormBwd 405b
-// f16 84.6 -> 91.0).
+// 472), on decode rows whose 8 warps leave each scheduler two to issue, so that every instruction
+// left out is on the critical path. The kernels of 16-byte vectors and at most kWholeVecs a thread
+// have a kWhole form; the others run as kWhole = false.
+// kWholeVecs: four for the row norms' forward, whose 4-vector kWhole forms gained on the LayerNorm
+// kind's and the quantizing norms' rows (the bf16 LayerNorm kernel even though it spills 40 bytes)
+// and left the RMS kind's level; two for the others, whose 4-vector kWhole forms lost (WeightNorm,
+// the backward).
 template <int kVec, int kVecs, int kWholeVecs, class Launch>
 void launch_whole_rows_or_not(const RowShape& s, dim3 block, unsigned cluster, Launch launch) {
   if constexpr (kVec > 1 && kVecs <= kWholeVecs) {
@@ -505,14 +503,12 @@ bool rows_of_vectors(std::initializer_list<const void*> pointers, int row_len) {
 
 // How a row kernel spreads its rows over blocks, beyond the vectors a thread holds (kMostVecs).
 // min_shared_row_bytes: few rows whose x takes at least this many bytes are shared among the
-// blocks of a cluster (RowReduction, HeldRow). Measured on the decode rows (H200, 16223e4 against
-// 6434209), a cluster launch cost about 0.3 µs and each reduction over a cluster about 0.25 µs more
-// than one block's: forward rows of 4096 and 8192 bf16 got 0.2-0.9 µs slower, rows of 16384 up to
-// 0.9 µs faster (RMSNormQuant 3.74 -> 3.04 µs, SpectralNorm 4.06 -> 3.20). Kernels that move more a row
-// share from 8192 bf16: the backward (x, grad_out, grad_x and the parameter gradients; LayerNormBwd
-// 3.71 -> 2.98 µs). SpectralNorm's one row (f32 v_out) shared from 8192 bf16 too until its v_out
-// went out in whole lines (tenth session): since then a block of 8192 beats the cluster (70b decode
-// 2.85 -> 2.75 µs) and it shares as the forward rows do.
+// blocks of a cluster (RowReduction, HeldRow). A cluster launch, and each reduction over a cluster,
+// cost more than one block's (docs/perf/norm.md): the forward rows of 4096 and 8192 bf16 lose by
+// sharing, rows of 16384, which one SM would move alone through its own L1, gain. Kernels that move
+// more a row share from 8192 bf16: the backward (x, grad_out, grad_x and the parameter gradients).
+// SpectralNorm's one row (f32 v_out) shares as the forward rows do since its v_out goes out in whole
+// lines (one block of 8192 then beat the cluster).
 // few_rows_threads: the widest block of few unshared rows, which take two vectors a thread where
 // that fits and more where it does not.
 // many_rows_four_vecs: many rows of at least four vectors for each of kMinBlockThreads threads hold
@@ -534,27 +530,19 @@ constexpr RowSpread kForwardSpread{32 * 1024};
 constexpr int64_t kOneBlockRowBytes = 512 * 4 * kVectorBytes;
 // Few rows of up to 32 KB in one block of at most 512 threads, those of 8192 half elements and more
 // at four vectors a thread (in 256 and 512 threads), not a cluster of eight and not two vectors in
-// 512; longer rows are shared. Rows of 4096 keep two vectors in 256 threads (at four in 128: +0.03
-// to +0.16 µs). H200, 405b / 70b decode bf16 (µs), for the forward kernels of
-// - the RMS kind without a residual or codes, and WeightNorm's (decode4 against fa4c460, four1st
-//   against a3ba445): RMSNorm 2.82 / 2.14 -> 2.72 / 2.08, GemmaRMSNorm 2.78 / 2.16 -> 2.72 / 2.08,
-//   GroupRMSNorm 3.01 / 2.18 -> 2.85 / 2.18, WeightNorm 2.91 / 2.46 -> 2.82 / 2.46, QKNorm 3.07 /
-//   2.43 -> 3.01 / 2.46, as Liger holds its rows;
-// - the LayerNorm kind without a residual, in row_norm's few_rows (lnblock2 against
-//   ca9b2a3, lnfour against 745cfee): LayerNorm 3.65 / 2.53 -> 3.20 / 2.40, LayerNormQuant 4.64 /
-//   3.39 -> 4.26 / 3.10.
-// The fused norms and RMSNormQuant lost in one block (decode4: FusedAddRMSNorm 2.91 -> 3.84,
-// RMSNormQuant 3.14 -> 3.58), and one 1024-thread block of two vectors (bfa54c7's oneblock) lost on
-// the RMS kind.
+// 512; longer rows are shared. Rows of 4096 keep two vectors in 256 threads (four in 128 measured
+// slower). Measured faster on the 405b and 70b decode rows of the forward kernels of
+// - the RMS kind without a residual or codes, and WeightNorm's, as Liger holds its rows;
+// - the LayerNorm kind without a residual, in row_norm's few_rows, which hold weight and bias from
+//   the start.
+// The fused norms and RMSNormQuant lost in one block (their 4-vector forms spill or read the weight
+// late), and one 1024-thread block of two vectors lost on the RMS kind.
 constexpr RowSpread kOneBlockSpread{kOneBlockRowBytes + 1, 512, false, true};
 // Many rows of 4096 at four vectors: RMSNormQuant, whose 4-vector kWhole kernel beats the two-vector
 // one with or without the register ceiling of rms_norm_quant_many_rows, and the LayerNorm kind's f16
 // rows without a residual, whose 4-vector kernels hold at most 64 registers (eight 128-thread blocks
-// an SM) where the 2-vector ones hold 56 (four of 256). H200, many4x128 against fa4c460, 2048 x 4096
-// (µs): RMSNormQuant bf16 12.42 -> 10.65, f16 12.26 -> 10.24; LayerNorm f16 12.42 -> 12.06,
-// AdaLayerNorm f16 18.88 -> 18.56, LayerNormQuant f16 15.87 -> 15.78. The others stay at two:
-// LayerNorm bf16 12.54 -> 13.09 (its 4-vector kWhole kernel spills), AdaLayerNorm bf16 18.78 ->
-// 20.58, FusedAddLayerNorm +4 %, the RMS kind's -1 to +3 %.
+// an SM) where the 2-vector ones hold 56 (four of 256). The others stay at two: they measured slower
+// at four (the bf16 LayerNorm kind's 4-vector kWhole kernel spills).
 constexpr RowSpread kFourVectorSpread{32 * 1024, kMaxThreads, true};
 // The LayerNorm kind's f16 rows without a residual: few rows as kOneBlockSpread, many as
 // kFourVectorSpread.
@@ -562,10 +550,9 @@ constexpr RowSpread kOneBlockFourVectorSpread{kOneBlockSpread.min_shared_row_byt
                                               true, kOneBlockSpread.few_rows_four_vecs};
 // The quantizing norms' many long rows at eight vectors a thread (in blocks of at most 128
 // registers, min_blocks), where four (or LayerNormQuant's bf16 rows staged) are left to the other
-// rows. H200, w8 against 27022af, 2048 rows (µs): RMSNormQuant 16384 bf16 / f16 31.3 / 30.3 -> 30.1
-// / 29.2, 8192 16.3 / 15.6 -> 15.6 / 15.1; LayerNormQuant f16 16384 54.5 -> 47.7, 8192 26.8 -> 25.3;
-// their rows of 4096 level. Every other forward kind lost at eight: RMSNorm 8192 bf16 17.4 -> 19.0,
-// LayerNorm f16 20.4 -> 21.4.
+// rows. These issue-bound kernels gain from sharing a row's setup and reductions among fewer warps
+// (their rows of 4096 level); every other forward kind lost at eight, needing its warps to cover
+// latency more than it needs fewer instructions.
 constexpr RowSpread with_eight_vectors(RowSpread spread) {
   spread.many_rows_eight_vecs = true;
   return spread;
@@ -583,10 +570,9 @@ inline bool has_many_rows(const RowShape& s, int multiprocessors) { return s.row
 // kMostVecs: the most vectors a thread holds. Four, in blocks of up to 512 threads on many rows:
 // two blocks an SM at the 4-vector kernels' bound of 64 registers, 32 warps for two rows in flight,
 // where eight vectors in 256 threads took 88-125 registers in the row norms and their backward, two
-// blocks of 8 warps (H200, 6bca4ba against 32d1a8f, 2048 x 16384 bf16: RMSNorm 35.9 -> 34.8 µs,
-// LayerNorm 44.9 -> 43.8, RMSNormBwd 90.1 -> 84.8). Eight for WeightNorm's rows, whose 8-vector
-// kernel holds 60 registers, four 256-thread blocks (four rows) an SM against three of 512 threads
-// at four vectors (33.4 -> 33.9 µs at four), and for the quantizing norms' long rows
+// blocks of 8 warps: twice the warps to cover each row's reductions and output pass. Eight for
+// WeightNorm's rows, whose 8-vector kernel holds 60 registers, four 256-thread blocks (four rows) an
+// SM against three of 512 threads at four vectors (slower), and for the quantizing norms' long rows
 // (with_eight_vectors). Two for SpectralNorm's one row: few rows take two
 // vectors wherever four would fit (or one in a cluster), so more are never launched.
 template <class T, int kMostVecs = 4, class InRegisters, class Streaming>

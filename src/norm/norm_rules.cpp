@@ -472,7 +472,7 @@ void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, 
   const auto [q_geometry, k_geometry] =
       detail::validate_qk_norm(kOp, detail::Placement::device, p.normalized_shape, p.eps, q_rows, k_rows);
   // Few rows (decode) in one launch of the RMSNorm kernel over q's rows and then k's: as two
-  // launches, a decode step took two kernels' latency (3.9-5.7 µs, twice RMSNorm's).
+  // launches, a decode step took two kernels' latency, twice RMSNorm's.
   detail::launch_row_pair<NormKind::rms>(kOp, q_geometry, k_geometry, {NormKind::rms, p.eps}, q_rows, k_rows, stream);
 }
 

@@ -78,10 +78,9 @@ __device__ __forceinline__ unsigned magnitude_bits(float value) { return __float
 // reciprocal: the codes are value · (1 / scale), which spec §2.15 allows (each code within one e4m3
 // step of value / scale's, at least 99.9 % identical), one instruction an element where the
 // correctly rounded quotient took three (an FMA correction) and a division about ten; the
-// quantizing norms are issue-bound. With the amax reduced as integers (larger_magnitude), H200,
-// ebb8b8e against this (µs): RMSNormQuant 2048 x 16384 bf16 34.4 -> 31.1, x 4096 10.2 -> 9.5;
-// LayerNormQuant x 16384 bf16 56.2 -> 50.9, x 4096 16.1 -> 15.1. An infinite scale's reciprocal is
-// 0: finite values' codes 0 and infinite ones' NaN, as the division gives.
+// quantizing norms are issue-bound, and this and the amax reduced as integers (larger_magnitude)
+// took more off them than their share of instructions. An infinite scale's reciprocal is 0: finite
+// values' codes 0 and infinite ones' NaN, as the division gives.
 __device__ __forceinline__ float quant_inverse(float amax, float* row_scale, int64_t row, bool stores) {
   const float scale = nan_max(amax, kMinAmax) / kE4m3Max;
   if (stores) row_scale[row] = scale;
@@ -134,8 +133,7 @@ __device__ __forceinline__ void store_outputs(const RowPointers<T>& p, ForEachOu
 // scale is the amax of its outputs: the outputs, computed once, are held as floats through the
 // amax's reduction (`reduce`, a RowReduction), then coded. Computed again for the codes, each output
 // unpacked x, weight and bias a second time, and the kernels that read weight and bias late loaded
-// them again: H200, 2048 rows (µs), 4096 bf16 / f16 15.1 / 15.4 -> 14.0 / 13.6, 8192 f16 25.3 ->
-// 22.6, 16384 f16 47.9 -> 40.0; one row of 16384 3.84 -> 3.62.
+// them again: that second computation was most of these issue-bound kernels' time above LayerNorm's.
 template <class T, int kVecs, int kVec, class ForEachOutput, class OutputAt, class Holds, class Reduce>
 __device__ __forceinline__ void quantize_held_outputs(const RowPointers<T>& p, ForEachOutput for_each_output,
                                                       OutputAt output_at, Holds holds, Reduce& reduce, int64_t row,
@@ -188,15 +186,13 @@ __device__ __forceinline__ float normalized(float value, float mean, float inv_s
 // Whether weight and bias are read in the output pass rather than held beside x from the start.
 // Held, they cost LayerNorm (with or without quantization) and the fused norms at 4 vectors a thread
 // half their blocks an SM (and at 8, before launch_row_kernel's kMostVecs: 150 registers); read late,
-// they put a weight round trip after the reduction, which the other kernels pay for (H200, 2100838
-// against 555284e: LayerNorm 2048 x 16384 75.1 -> 53.3 µs late, but RMSNorm 2048 x 4096 12.1 ->
-// 13.1 and every decode row +0.3-1.2 µs). AdaLayerNorm's per-row scale and shift, streamed from
+// they put a weight round trip after the reduction, which the other kernels pay for (the short rows
+// and every decode row measured slower late). AdaLayerNorm's per-row scale and shift, streamed from
 // DRAM, are held at its catalogue widths (1 and 2 vectors a thread); GroupRMSNorm's weight rows,
-// as large as x, are read late at four vectors, so that x streams alone first (H200, against held:
-// 2048 x 8192 bf16 26.3 -> 25.9 µs, 16384 50.4 -> 49.5), its decode rows holding them in few_rows
-// (late, they took 2.18 -> 2.56 µs at 8192); RMSNormQuant holds its weight, whose products with x
-// give its amax in the first pass. Kernels bound to one block an SM (normalize_rows'
-// kOneBlockAnSm: few_rows) hold them.
+// as large as x, are read late at four vectors, so that x streams alone first (a little faster on
+// its long rows), its decode rows holding them in few_rows (late, a decode row waits a round trip
+// more); RMSNormQuant holds its weight, whose products with x give its amax in the first pass.
+// Kernels bound to one block an SM (normalize_rows' kOneBlockAnSm: few_rows) hold them.
 template <NormKind kKind, bool kResidual, bool kGroups, int kVecs>
 __host__ __device__ constexpr bool reads_affine_late() {
   return kVecs >= 4 && (kKind == NormKind::layer || kResidual || kGroups);
@@ -204,10 +200,10 @@ __host__ __device__ constexpr bool reads_affine_late() {
 
 // Blocks an SM the kernel must allow, which bounds its registers. 4-vector kernels: two 512-thread
 // blocks, so at most 64 registers, and four 256-thread blocks an SM where many rows take 256 instead
-// of three (H200, 75fe655 against this bound: RMSNorm 2048 x 8192 bf16 20.8 -> 18.6 µs, LayerNorm
-// 26.6 -> 24.0), but for the fused LayerNorm, which spills at 64 (39.5 -> 49.6 µs). 8-vector kernels
-// (the quantizing norms' long rows, with_eight_vectors): two 256-thread blocks, at most 128 registers,
-// as measured. The others hold at most two vectors (or eight single elements) a thread.
+// of three (the more rows in flight, measured faster), but for the fused LayerNorm, which spills at
+// 64 and measured slower so. 8-vector kernels (the quantizing norms' long rows, with_eight_vectors):
+// two 256-thread blocks, at most 128 registers, as measured. The others hold at most two vectors (or
+// eight single elements) a thread.
 template <NormKind kKind, bool kResidual, int kVec, int kVecs>
 __host__ __device__ constexpr int min_blocks() {
   if (max_threads(kVec, kVecs) == 512) return kKind == NormKind::layer && kResidual ? 1 : 2;
@@ -237,11 +233,10 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
   // Kernels bound to one block an SM (few rows) hold x and the weight's scale as floats (see below).
   constexpr bool kFloatsHeld = kOneBlockAnSm && kWhole;
   // The RMS kind's few rows read their weight once x has arrived: x then enters the SM alone, and
-  // its reduction covers the weight's arrival (H200, weight-after-x against 9ac6524: RMSNorm and
-  // GemmaRMSNorm 405b decode 2.66 -> 2.59 µs with the scale unpacked after the reduction, the 70b
-  // rows level; the LayerNorm kind lost 0.13-0.45 µs, its weight and bias arriving after its two
-  // reductions). They unpack the scale in the output pass: before the reduction it would wait for
-  // the weight.
+  // its reduction covers the weight's arrival (faster on the 405b decode rows, whose 64 KB of x
+  // and weight one SM takes in; the 70b rows level; the LayerNorm kind lost, its weight and bias
+  // arriving after its two reductions). They unpack the scale in the output pass: before the
+  // reduction it would wait for the weight.
   constexpr bool kWeightAfterX = kFloatsHeld && kKind == NormKind::rms;
   constexpr int kHeldAffine = kLateAffine ? 1 : kVecs;
   // Late affine vectors loaded together in the output pass: all of RMSNormQuant's; two at a time
@@ -271,12 +266,10 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
       if (!r.holds<kWhole>(i)) continue;
       const int v = r.vector(i);
       // x without a residual is read once and never aliased (validate_row_norm): an evict-first load
-      // where that measured faster (H200, 2048 rows: 2-4 % at 2 vectors a thread and in the
-      // quantizing norms against plain loads; evict_last there: RMSNorm 8b 1-4 % slower). Elsewhere
-      // x loads as torch.compile's kernels load theirs (core/evict_last.cuh; x may be the in-place
-      // output, which these coherent loads allow): RMSNorm 70b 17.66 -> 17.02 µs, fused RMSNorm
-      // 70b 34.5 -> 33.4, 405b 1-2 % faster, against plain loads. The residual likewise: fused
-      // RMSNorm 70b / 8b 33.6 / 17.2 -> 32.8 / 16.9.
+      // where that measured faster (at 2 vectors a thread and in the quantizing norms; evict_last
+      // there was slower). Elsewhere x loads as torch.compile's kernels load theirs
+      // (core/evict_last.cuh; x may be the in-place output, which these coherent loads allow), which
+      // measured faster than plain loads; the residual likewise.
       if constexpr (!kResidual && kVec > 1 && (kVecs <= 2 || kQuant)) {
         held[i] = load_evict_first(reinterpret_cast<const P*>(p.x) + first + v, true, policy);
       } else {
@@ -372,8 +365,8 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // RMSNormQuant takes its amax in the first pass, as inv_std · max |x · scale| (inv_std >= 0),
     // and reduces it beside the squares: a pass over the row and a round of barriers fewer than
     // taking it from the output values. The products stay as floats for the codes, product ·
-    // (inv_std / scale), in the registers x and the weight held: H200, 2048 rows (µs), 16384 bf16
-    // 30.0 -> 28.2, 8192 15.7 -> 15.0, 4096 f16 9.2 -> 8.8; one row of 8192 2.50 -> 2.37.
+    // (inv_std / scale), in the registers x and the weight held: no second unpacking and multiply of
+    // x and the weight in this issue-bound kernel.
     constexpr bool kAmaxFromProducts = kQuant && kKind == NormKind::rms;
     [[maybe_unused]] float products[kAmaxFromProducts ? kVecs : 1][kVec];
     float mean = 0, inv_std, product_amax = 0;
@@ -411,8 +404,7 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     // The RMS kind's few rows scale x by inv_std, and take its share of the weight offset (Gemma's
     // 1), while their weight is still on its way, so that once it arrives each element is an unpack
     // and one FMA: one row of 16384 on one SM waits for every instruction after the arrival (four
-    // warps a scheduler), and the offset's add and the second multiply were two of them (H200:
-    // RMSNorm and GemmaRMSNorm 405b decode 2.59 -> 2.56 µs, GroupRMSNorm 2.69 -> 2.62).
+    // warps a scheduler), and the offset's add and the second multiply were two of them.
     [[maybe_unused]] float offset_share[kWeightAfterX ? kVecs : 1][kVec];
     if constexpr (kWeightAfterX) {
       // Without a weight the scale is 1 (no offset). Both outputs' forms use the share, which keeps
@@ -459,8 +451,8 @@ __device__ __forceinline__ void normalize_rows(const RowPointers<T> launch_point
     };
     // f(i, values) for each held vector i and its output values (store_outputs). Read late, the
     // affine vectors of a batch are all loaded before any is used: one at a time, each vector's
-    // output waited on its own L2 round trip (8 in a row a pass at 8 vectors a thread, the quantizing
-    // norms' two passes at 0.64 of torch.compile).
+    // output waited on its own L2 round trip (8 in a row a pass at 8 vectors a thread, which left the
+    // quantizing norms' two passes well behind torch.compile).
     const auto for_each_output = [&](auto f) {
 #pragma unroll
       for (int first_of_batch = 0; first_of_batch < kVecs; first_of_batch += kAffineBatch) {
@@ -512,12 +504,10 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs), min_blocks<kKind, kR
 // blocks bound to one an SM, so that they hold x, weight and bias from the start, x and the weight's
 // scale as floats (normalize_rows' kFloatsHeld). The LayerNorm kind's rows at the two-block bound of
 // row_norm_in_registers spilled 40-80 bytes, and, read late, weight and bias took a DRAM round trip
-// after the reductions (H200, LayerNorm 405b decode bf16: 3.65 µs in a cluster of eight, 3.87 with
-// late reads, 3.20 holding them; Liger 3.12). The floats (few-rows-floats against fd61477, µs):
-// RMSNorm 405b 2.72 -> 2.62, GemmaRMSNorm 2.72 -> 2.66, LayerNormQuant 4.25 -> 4.13, LayerNorm 3.20
-// -> 3.23, the 70b rows within ±0.03. Two-vector rows (8b) lost with them (LayerNorm 2.02 -> 2.21:
-// weight and bias, unpacked before the first reduction, made it wait for their loads), and
-// RMSNormQuant gained nothing.
+// after the reductions; holding them, one block beat the cluster of eight. The floats took the
+// weight's unpacking and offset out of the pass after the reductions (the 405b rows gained, the 70b
+// rows level). Two-vector rows lost with them (weight and bias, unpacked before the first
+// reduction, made it wait for their loads), and RMSNormQuant gained nothing.
 template <class T, NormKind kKind, bool kQuant, bool kGroups>
 __global__ void __launch_bounds__(512, 1) few_rows(const RowPointers<T> p, const RowShape s) {
   normalize_rows<T, kKind, false, kQuant, kGroups, false, kVectorBytes / sizeof(T), 4, true, true>(p, s);
@@ -526,10 +516,9 @@ __global__ void __launch_bounds__(512, 1) few_rows(const RowPointers<T> p, const
 // RMSNormQuant's two-vector rows where there are many (at least one an SM; rows of 256 to 511
 // vectors, as longer ones hold four: kFourVectorSpread): a ceiling of 40 registers puts six 256-thread
 // blocks on an SM, where the launch-bounds kernel takes 48 (five) and its kWhole form 55 (four); the
-// kWhole form spills at 40. H200, 2048 x 4096 (before those rows took four vectors): 13.2 -> 12.4 µs. The
-// same ceiling made the RMS-kind decode rows 2-5 % slower (ea71763), so they keep the launch bounds;
-// a ceiling of 48 on the LayerNorm-kind kernels gained nothing over kWhole. A kernel of its own, as
-// a ceiling cannot stand beside __launch_bounds__.
+// kWhole form spills at 40. The same ceiling made the RMS-kind decode rows slower, so they keep the
+// launch bounds; a ceiling of 48 on the LayerNorm-kind kernels gained nothing over kWhole. A kernel
+// of its own, as a ceiling cannot stand beside __launch_bounds__.
 constexpr int kQuantManyRowsRegisters = 40;
 
 template <class T, int kVec>
@@ -542,14 +531,12 @@ __global__ void __maxnreg__(kQuantManyRowsRegisters)
 // per-row modulation, whose vectors fill whole blocks, staged ahead (staged_rows.cuh): x rows, the
 // weight (ones without one) and the bias (zeros) as column vectors; each pass (the mean, the squared
 // deviations, the outputs) reads the staged row back. There the held-row kernels spill (LayerNorm's
-// kWhole 40 bytes); staged, H200, 2048 rows (µs): LayerNorm 8192 22.9 -> 19.9, 16384 43.5 -> 37.3.
-// The same kernel lost on rows it does not replace a spilling kernel on (f16 LayerNorm 8192 20.2 ->
-// 20.4, 4096 bf16 12.6 -> 12.8), on RMSNormQuant (8-28 %) and on the RMS kind (RMSNorm 7-29 %):
-// with a row a block at a time, a block's rows wait on each other's reductions, where one row a
-// block of the held-row kernels lets an SM's resident blocks overlap theirs (docs/perf-notes.md,
-// twelfth session). LayerNormQuant's bf16 rows left it once the held-row kernels held their outputs
-// (quantize_held_outputs) at eight vectors a thread: 8192 26.3 -> 22.2 µs, 16384 50.9 -> 38.8
-// (staged and holding them: 23.3, 43.9).
+// kWhole 40 bytes), and staging measured faster. The same kernel lost on rows where it does not
+// replace a spilling kernel, on RMSNormQuant and on the RMS kind: with a row a block at a time, a
+// block's rows wait on each other's reductions, where one row a block of the held-row kernels lets
+// an SM's resident blocks overlap theirs (docs/perf/norm.md). LayerNormQuant's bf16 rows left it
+// once the held-row kernels held their outputs (quantize_held_outputs) at eight vectors a thread,
+// which measured faster than staged.
 template <class T, int kVecs>
 __global__ void __launch_bounds__(kMaxStagedThreads) layer_norm_staged(const RowPointers<T> p, const RowShape s) {
   constexpr int kVec = kVectorBytes / sizeof(T);
@@ -714,9 +701,9 @@ void launch_typed(std::string_view op, const RowPointers<T>& p, const RowShape& 
           }
           const auto kernel = row_norm_in_registers<T, kKind, kResidual, kQuant, kGroups, false, kVec, kVecs, kWhole>;
           // The LayerNorm kind's many rows of up to 8 KB (no residual, no modulation) in a resident
-          // grid, each block's setup paid once for several rows (H200, against a block a row:
-          // LayerNorm 2048 x 4096 bf16 12.7 -> 11.9 µs, LayerNormQuant 14.0 -> 13.7); every other
-          // kind and length measured 1-6 % slower with it (RMSNorm 2048 x 8192 17.7 -> 18.8).
+          // grid, each block's setup paid once for several rows: the LayerNorm kind's short rows
+          // (two reductions and two affine vectors a row, the most setup a row) measured faster so;
+          // every other kind and length measured slower with it.
           constexpr bool kResidentKind = kKind == NormKind::layer && !kResidual && !kGroups;
           const bool resident = kResidentKind && many_rows && cluster == 1 && !s.modulation &&
                                 s.row_len * static_cast<int64_t>(sizeof(T)) <= 8192;

@@ -72,10 +72,8 @@ struct RowNormBackwardTensors {
 // blocks when it writes them, a function of the shape alone (so the order of the sums is too):
 // about 4.3 MB of f32 partials a gradient, but at least two blocks an SM (264) and at most four
 // (528), at most one a row; and the f32 workspace of `gradients` of them, none for a single row (it
-// writes its terms). Measured on the H200 (5c2b99a, 8.6 MB a gradient and at least 132 blocks,
-// against variants): 132 blocks instead of 264 at N = 8192 took RMSNormBwd 2048 x 8192 from 46.9 to
-// 57.2 µs; 264 instead of 528 at N = 4096 took LayerNormBwd 2048 x 4096 from 42.1 to 37.9 µs (RMSNorm's
-// one gradient: 29.2 and 30.2 µs); 264 instead of 132 at N = 16384 changed nothing.
+// writes its terms). Fewer blocks keep fewer rows in flight at N = 8192, more write and re-read more
+// partials at N = 4096 (LayerNorm's two gradients most); at N = 16384 the count changed nothing.
 inline int64_t backward_partial_blocks(const RowGeometry& g) {
   constexpr int64_t kPartialBytes = int64_t{132} * 8192 * sizeof(float);
   const int64_t blocks = kPartialBytes / (std::max<int64_t>(g.row_len, 1) * int64_t{sizeof(float)});

@@ -10,15 +10,13 @@
 // them as one f32 row of the caller's workspace, and add_partials sums each column's block rows in
 // block order (blocks of several rows where the rows are short enough: launch_backward_partials).
 // Many rows that fill the blocks of the staged kernel run it instead (row_norm_backward_staged:
-// rows staged ahead in shared memory, each thread's column sums in registers over its rows; H200,
-// 2048 rows, bf16: RMSNormBwd 21-26 % and LayerNormBwd 33-37 % faster at 8192 and 16384, 3 % and
-// 25 % at 4096).
-// x and grad_out are read once (the measured version read them again in a column
-// kernel: 2·M·N more bytes, RMSNormBwd 2048 x 16384 at 117 µs against a 47 µs floor); the block
-// count, and so the order of the sums, is a function of the shape and the device, so the result is
-// the same on every run. A single row (decode) has no sum to take: the row kernel writes its
-// terms. Rows too long for registers (streaming kernel) keep the column kernel, which reads x and
-// grad_out again.
+// rows staged ahead in shared memory, each thread's column sums in registers over its rows), which
+// measured faster on every width.
+// x and grad_out are read once (a column kernel that read them again took 2·M·N more bytes and
+// measured far slower); the block count, and so the order of the sums, is a function of the shape
+// and the device, so the result is the same on every run. A single row (decode) has no sum to
+// take: the row kernel writes its terms. Rows too long for registers (streaming kernel) keep the
+// column kernel, which reads x and grad_out again.
 #pragma once
 
 #include "core/evict_last.cuh"
@@ -87,12 +85,11 @@ __device__ __forceinline__ float2 row_means(Reduction& reduce, float h_sum, floa
 
 // grad_weight and grad_bias, where asked for (non-null): kPartials, per-block column sums into
 // `partial`, added by add_partials; otherwise the kernel has a single row, whose terms are the
-// gradients. kPartials is a template parameter, not a run-time mode: compiled for one of them, the
-// partials kernels of 2048 rows ran 1.5-4 % faster and the 70b / 405b decode rows 0.07-0.13 µs
-// (H200, docs/perf-notes.md, ninth session). With partials, the dynamic shared memory holds this
-// block's column sums: blockDim.y rows of N floats for the weight terms, then as many for the bias
-// terms, each thread touching only its own columns. The parameter terms
-// need only the saved statistics, so they are taken in the pass of the row sums, before the
+// gradients. kPartials is a template parameter, not a run-time mode: compiled for one of them,
+// both the partials kernels and the single-row (decode) kernels measured faster. With partials, the
+// dynamic shared memory holds this block's column sums: blockDim.y rows of N floats for the weight
+// terms, then as many for the bias terms, each thread touching only its own columns. The parameter
+// terms need only the saved statistics, so they are taken in the pass of the row sums, before the
 // reduction: the row's values are unpacked twice, not three times.
 // kRowBarriers: blocks of several rows, each reducing on its own barriers (row_sync). kWhole: every
 // row fills its threads' vectors (launch_whole_rows_or_not).
@@ -125,9 +122,8 @@ __global__ void __launch_bounds__(max_threads(kVec, kVecs))
     for (int i = 0; i < kVecs; ++i) {
       if (!r.holds<kWhole>(i)) continue;
       const int v = r.vector(i);
-      // Loaded as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg (H200):
-      // RMSNormBwd 8b decode 2.11 -> 2.05 µs, LayerNormBwd 8b decode 2.34 -> 2.21, prefill rows (the
-      // staged kernel, staged_rows.cuh) 1-3.5 % faster.
+      // Loaded as torch.compile's kernels load theirs (core/evict_last.cuh): faster than __ldg on
+      // the decode rows, and on the prefill rows in the staged kernel (staged_rows.cuh).
       x[i] = load_evict_last(reinterpret_cast<const P*>(p.x) + r.first + v, evict_last_policy());
       dy[i] = load_evict_last(reinterpret_cast<const P*>(p.grad_out) + r.first + v, evict_last_policy());
       if (p.weight) weight[i] = load_evict_last(reinterpret_cast<const P*>(p.weight) + v, evict_last_policy());
@@ -376,9 +372,8 @@ __global__ void __launch_bounds__(kColumnsPerBlock * kColumnLanes)
 }
 
 // add_partials' blocks: 64 columns of 16 lanes, so that 16384 columns are 256 blocks of 1024
-// threads, one wave on 132 SMs (32 columns of 32 lanes ran two), with eight rows a lane in flight.
-// H200, against 32 x 32 (µs, whole backward): RMSNormBwd 2048 x 16384 61.6 -> 60.3, LayerNormBwd
-// 70.7 -> 68.6, x 8192 39.2 -> 37.9, x 4096 24.5 -> 24.1.
+// threads, one wave on 132 SMs (32 columns of 32 lanes ran two), with eight rows a lane in flight:
+// measured faster on every width.
 constexpr int kPartialColumns = 2 * kWarp;
 constexpr int kPartialLanes = 16;
 
@@ -452,12 +447,11 @@ constexpr size_t kMaxColumnSumBytes = 160 * 1024;
 // over the rows. Two vectors a thread keep it at 64 registers, and each block holds several rows,
 // each reducing on its own barriers (row_sync), so that an SM runs 32 warps. One row a 256-thread
 // block, 8 warps, two blocks an SM, had left the schedulers issuing 0.37 instructions a cycle and
-// DRAM at 25-35 % of its peak (ncu, H200, LayerNormBwd 2048 x 4096: 34 µs); with the next row's
-// loads in flight it was no faster. Measured (H200, µs, 2048 rows, bf16): RMSNormBwd N = 4096
-// 28.8 -> 22.8 at two rows a 512-thread block (24.4 at four a 1024-thread block), N = 8192 44.2 ->
-// 42.0 at two rows a 1024-thread block (48.4 at one a 512-thread block). Longer rows keep eight
-// vectors at 256 threads: one 1024-thread row a block was slower (LayerNormBwd N = 16384 117.7 ->
-// 129.3). Returns the blocks, the rows of the partials.
+// DRAM at a third of its peak (ncu); with the next row's loads in flight it was no faster. More
+// warps an SM is what helped: two rows a 512-thread block at N = 4096 (four a 1024-thread block
+// measured slower), two rows a 1024-thread block at N = 8192 (one a 512-thread block slower).
+// Longer rows keep eight vectors at 256 threads: one 1024-thread row a block was slower. Returns the
+// blocks, the rows of the partials.
 template <class T, NormKind kKind>
 int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
                                  int multiprocessors, cudaStream_t stream) {
@@ -481,10 +475,9 @@ int64_t launch_backward_partials(std::string_view op, const BackwardPointers<T>&
 // Runs row_norm_backward_staged where it applies: many rows (one an SM or more) of 16-byte vectors
 // that fill its blocks (staged_vecs), as many blocks as are resident, within the workspace's rows of
 // partials. Returns the blocks, 0 where it does not apply.
-// x and grad_out are copied evict-first where together they fit the L2 (H200, against evict_last:
-// RMSNormBwd 2048 x 4096 bf16 / f16 21.5 -> 19.9 µs, LayerNormBwd 23.9 / 23.6 -> 23.0 / 22.7), and for
-// LayerNorm also where they fit twice the L2 (2048 x 8192: 37.8 / 37.9 -> 37.1 / 37.2). The RMS kind
-// at 8192 and both kinds at 16384 columns were slower with evict-first (docs/perf-notes.md).
+// x and grad_out are copied evict-first where together they fit the L2: they are read once, and
+// keeping them would push out the weight. For LayerNorm also where they fit twice the L2; the RMS
+// kind at 8192 and both kinds at 16384 columns measured slower with evict-first (docs/perf/norm.md).
 template <class T, NormKind kKind>
 int64_t launch_backward_staged(std::string_view op, const BackwardPointers<T>& p, const RowShape& s,
                                int multiprocessors, int64_t l2_bytes, cudaStream_t stream) {

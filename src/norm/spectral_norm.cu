@@ -68,10 +68,9 @@ __global__ void __launch_bounds__(kColumnThreads, kColumnBlocksPerSm)
   float sums[kVec] = {};
   // With kVec > 1, cols is a multiple of kVec: a vector that starts inside the row ends inside it.
   // A warp's rows kRowsInFlight at a time, all loaded before any is summed: written as one loop,
-  // ptxas placed each load just above its multiply-adds (H200, 2048 x 8192: 13.4 -> 12.7 µs; 2048 x
-  // 16384: 23.1 -> 22.9, still 2.9 TB/s where W v's one-row blocks reach 4.1). W, u and (row_dots) W
-  // again load as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg, the whole
-  // chain (H200): 8b / 70b / 405b prefill 19.9 / 27.7 / 46.3 -> 18.4-18.5 / 27.0-27.1 / 45.8 µs.
+  // ptxas placed each load just above its multiply-adds (a little slower). W, u and (row_dots) W
+  // again load as torch.compile's kernels load theirs (core/evict_last.cuh), faster than __ldg over
+  // the whole chain.
   if (first_col < m.cols) {
     for (int64_t first = begin + warp; first < end; first += kRowsInFlight * kColumnWarps) {
       Pack<T, kVec> bits[kRowsInFlight];
@@ -158,7 +157,7 @@ __global__ void __launch_bounds__(kRowThreads)
 // a = a / max(||a||, eps) in place; a NaN norm spreads to every element, as F.normalize's clamp_min
 // keeps it (fmaxf would drop it). Where sigma is given, also sigma = sum of a_new * a_old.
 // Each pass keeps eight loads a thread in flight: one at a time, a 16384-element vector took 16
-// dependent round trips a pass (ncu: 9.7 µs for 64 KB).
+// dependent round trips a pass.
 __global__ void __launch_bounds__(kVectorThreads) normalize(float* a, int64_t n, float eps, float* sigma) {
   __shared__ alignas(16) float warp_sums[row_norm::padded_warps(kVectorThreads / kWarp)];
   const auto load = [a](int64_t i) { return a[i]; };
@@ -201,7 +200,7 @@ constexpr int kHeldElements = 16;
 // each at most kHeldElements * kVectorThreads): v_out = t / d_v, and u_out = W v / max(||W v||, eps)
 // with W v = (W t) / d_v, as normalize takes each; where sigma is given, sigma = u_out . W v. One
 // block, both vectors loaded in one round and held, where normalize's two launches walked each
-// vector twice (H200, 2048 x 16384: 4.7 + 3.2 µs, this kernel 5.6 with one element an access).
+// vector twice (measured faster than those two).
 // kWidth: elements an access, 4 (16-byte loads and stores) where both vectors are 16-byte aligned
 // and their lengths multiples of 4: its time went to issuing 64 scalar accesses a thread (ncu:
 // lg_throttle).
@@ -293,8 +292,8 @@ constexpr int kLineVec = 8;
 // Vector i of the row's v (kLineVec floats a thread) stored in whole lines: each warp's 32 vectors
 // pass through its part of `staging`, so that each store instruction of the warp writes 512
 // contiguous bytes, where a thread's two 16-byte stores wrote every other 16 bytes of 1 KB. Every
-// thread of the warp calls it; those whose vector the row lacks store nothing. (H200, 8b decode,
-// one block writing 16 KB: 2.37 -> 2.21 µs; 1.89 with no store at all.)
+// thread of the warp calls it; those whose vector the row lacks store nothing. (On a decode row of
+// 4096 one block writes 16 KB, and the scattered stores were a measured share of its time.)
 template <bool kWhole>
 __device__ __forceinline__ void store_in_lines(float* __restrict__ v_out, const row_norm::HeldRow& r, int i,
                                                const float (&values)[kLineVec], float* staging) {
@@ -366,8 +365,7 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
     // overflows and an infinite d NaN where u w overflows, as the reference's steps do.
     const float ratio = left / divisor;
     // The squares' loop is written out: through one helper taking a lambda, as WeightNorm's rows walk
-    // theirs, ptxas made the 8-vector half-type kernels spill (16 bytes; 26d4432, when they were
-    // compiled).
+    // theirs, ptxas made the 8-vector half-type kernels (since dropped) spill 16 bytes.
     const auto store_v = [&]<bool kByRatio>() {
 #pragma unroll
       for (int i = 0; i < kVecs; ++i) {

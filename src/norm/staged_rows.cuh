@@ -6,7 +6,7 @@
 // registers held for them. Column vectors the rows share (weight, bias) wait there too, copied
 // once. The row norms' forward and backward over many rows (row_norm.cuh, row_norm_backward.cuh)
 // are kernels of this pattern; rows held in registers had no loads in flight through their
-// reductions (backward: 1.4-2.4 TB/s on the 2048-row catalogue rows, docs/perf-notes.md).
+// reductions (the backward's held-row kernel stayed far below the copy rate: docs/perf/norm.md).
 #pragma once
 
 #include <algorithm>
@@ -65,9 +65,8 @@ class StagedRows {
   // Copies this thread's vectors of row `row` of each tensor into `stage` and commits them as a
   // group, empty past the last row, so that waiting for all but the newest kStages - 1 groups
   // always finds the row in hand. The copies carry an L2 evict_last policy, as torch.compile's loads
-  // do (core/evict_last.cuh); against none (H200): LayerNorm 405b / 70b bf16 prefill 36.8 / 20.3 ->
-  // 34.5 / 18.8 µs, the f16 rows level, the backward's staged rows 1-3.5 % faster. Or evict-first,
-  // where the caller measured that to pay.
+  // do (core/evict_last.cuh), which measured faster than none on the forward's and the backward's
+  // staged rows. Or evict-first, where the caller measured that to pay.
   __device__ void copy(const uint4* const (&tensors)[kTensors], int64_t row, int stage) {
     if (row < rows_) {
       const int64_t first = row * kVecs * blockDim.x + threadIdx.x;

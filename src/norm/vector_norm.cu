@@ -90,8 +90,8 @@ __device__ __forceinline__ float contiguous_sum(const T* run, int64_t n) {
   if (threadIdx.x < head) sum += term<kOrd>(to_float(run[threadIdx.x]));
   const uint4* body = reinterpret_cast<const uint4*>(run + head);
   // Eight vectors a thread loaded before any is summed, so that eight loads are in flight, not one:
-  // a block's chunk is a few vectors a thread, and one at a time left the L1/L2 rows (2048 x 4096)
-  // at 13.9 µs against a 3.9 µs floor.
+  // a block's chunk is a few vectors a thread, and one at a time left the full reductions at a
+  // fraction of the copy rate.
   constexpr int kInFlight = 8;
   for (int64_t first = threadIdx.x; first < vectors; first += kInFlight * int64_t{blockDim.x}) {
     uint4 bits[kInFlight];
@@ -159,7 +159,7 @@ struct VectorRuns {
 // Loads a thread of vector_runs_sum issues before it sums any: a chunk of the plan's size (16384 half
 // elements, 256 threads) is one such round, so that a block waits on one round trip, not one a run.
 // At the 64-register bound ptxas spills 8 bytes; six in flight (58 registers, no spill) measured
-// the same on [2048, 4096] and 0.4-0.5 µs slower on the rows of 4 MB.
+// the same on [2048, 4096] and slower on the rows of 4 MB.
 constexpr int kVectorsInFlight = 8;
 
 // This thread's share of the sum of term over the vectors [begin, end) of the output whose first
@@ -193,8 +193,8 @@ __device__ __forceinline__ float vector_runs_sum(const T* x, const VectorRuns& r
 // the result; with more it writes an f32 partial, and after a grid-wide barrier (a cooperative
 // launch, every block resident: resident_reduction_blocks) one block an output adds that output's
 // partials in split order, so the sum's order, and the result, is the same on every run. One
-// kernel instead of a second one for the partials: the second launch took 1.5-2.5 µs of device
-// time on rows whose reads take 1-4 µs.
+// kernel instead of a second one for the partials: a second launch is a large share of rows whose
+// reads take a few microseconds.
 template <class T, class Y, int kOrd, bool kVectorRuns>
 __global__ void __launch_bounds__(kMaxThreads, resident_reduction_blocks(kVectorRuns))
     reduce_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const Dims kept,
@@ -249,8 +249,8 @@ struct SplitShape {
 // output. A thread's vectors lie blockDim apart, so each load of a warp covers 512 contiguous bytes;
 // all of a round's loads are issued before any is summed. Indices are 32-bit (the launcher checks):
 // the block's prologue is a multiply-high, and its loads wait on no other arithmetic. Loads as
-// torch.compile's kernels issue theirs (core/evict_last.cuh); against evict-first loads (H200):
-// hidden-state 8.42-8.48 -> 8.03-8.26 µs, long-seq 4.64 / 4.67 -> 4.32 / 4.38.
+// torch.compile's kernels issue theirs (core/evict_last.cuh), which measured faster than
+// evict-first loads on every row.
 template <class T, class Y, int kOrd, int kThreads>
 __global__ void __launch_bounds__(kThreads, kThreadsPerSm / kThreads)
     split_norms(const T* __restrict__ x, Y* __restrict__ y, float* __restrict__ partial, const SplitShape s) {
@@ -330,8 +330,8 @@ struct RunSlots {
 // consecutive across the block's threads, so each load of a warp covers 512 contiguous bytes. The
 // vector walk (vector_runs_sum) maps each of a thread's eight vectors to its run with a division and
 // a loop over the reduced dims before issuing its load: eight loads one after another, each behind
-// about thirty dependent instructions ([4, 128, 4096] over dims 0 and 2 in 4.7 us at 44690a3,
-// torch.compile 4.2). Loads evict_last as split_norms' (3.84-3.90 -> 3.49-3.52 µs against evict-first).
+// about thirty dependent instructions, which left [4, 128, 4096] over dims 0 and 2 behind
+// torch.compile. Loads evict_last as split_norms' (faster than evict-first here too).
 template <class T, class Y, int kOrd>
 __global__ void __launch_bounds__(kRunThreads, 2)
     run_norms(const T* __restrict__ x, Y* __restrict__ y, const Dims kept, const RunSlots s) {
@@ -393,8 +393,7 @@ __global__ void __launch_bounds__(row_norm::max_threads(kVec, kVecs))
   using P = row_norm::Pack<T, kVec>;
   using Reduction = row_norm::HeldRowReduction<kVecs>;
   row_norm::for_each_held_row<kVec, kVecs>(s, [&](const row_norm::HeldRow& r, Reduction& reduce) {
-    // v loads as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg (H200):
-    // 70b / 405b prefill 17.5 / 33.3 -> 16.7 / 32.1 µs.
+    // v loads as torch.compile's kernels load theirs (core/evict_last.cuh), faster than __ldg.
     P held[kVecs];
 #pragma unroll
     for (int i = 0; i < kVecs; ++i) {
@@ -531,8 +530,9 @@ void reduce(const ReductionPlan& plan, int ord, const T* x, Y* y, float* partial
         split_norms<T, Y, kOrd, kThreads><<<static_cast<unsigned>(blocks), threads, 0, stream>>>(x, y, partial, *split);
       };
       // 512 threads where the grid fits one wave of them, else 256, which fit twice the blocks in
-      // one wave (H200, against 512: hidden-state's 1024 blocks 8.0-8.2 -> 7.6-7.7 µs; long-seq's 256
-      // blocks 4.3 -> 4.5; 1024 threads, two an SM, slower on both).
+      // one wave: a second wave of 512-thread blocks cost hidden-state's 1024 blocks more than
+      // 256-thread blocks, which left long-seq's 256 blocks half of each SM's threads (slower there).
+      // 1024 threads, two an SM, were slower on both.
       if (blocks <= int64_t{kThreadsPerSm / 512} * multiprocessors) launch.template operator()<512>();
       else launch.template operator()<256>();
       if (plan.splits == 1) return;

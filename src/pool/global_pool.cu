@@ -23,21 +23,18 @@ constexpr int kThreads = 256;
 constexpr int kWarp = 32;
 // Loads of a lane issued before any of them is reduced. Eight single elements, so that a group of
 // 8 lanes issues a 7×7 plane's 49 loads in one round, where four took two rounds, two DRAM round
-// trips (H200, global-pool-eight-loads against b16ba3d: AdaptiveAvgPool2d / AdaptiveMaxPool2d
-// [2048, 7, 7] f16 2.05 / 1.95 -> 1.84 / 1.76 µs, with positions 2.27 -> 2.05, the batched
-// [8, 2048, 7, 7] rows 5-9 % faster; 16 lanes of four loads gained on the unbatched rows only).
-// Four 16-byte vectors: eight took 66 registers and MaxPool1d textcnn-global [64, 256, 128] f16
-// from 3.26 to 4.22 µs (the pooling run at 1ccb7f7).
+// trips (16 lanes of four loads, the other way to one round, gained on the unbatched planes only).
+// Four 16-byte vectors: eight take 66 registers and made the whole-sequence 1-D max
+// ([64, 256, 128] f16) slower.
 template <int kElements>
 constexpr int kLoadsInFlight = kElements == 1 ? 8 : 4;
 // Planes of at least this many loads take a whole warp each: single elements past one round of a
-// group of 8 lanes, as the run at 1ccb7f7 measured them; 16-byte vectors from 128, as before.
+// group of 8 lanes; 16-byte vectors from 128.
 template <int kElements>
 constexpr int kWarpPlaneLoads = kElements == 1 ? 8 * kLoadsInFlight<1> + 1 : 128;
 
 // kElements consecutive elements of a plane, read with one load, as torch.compile's kernels load
-// theirs (core/evict_last.cuh); against __ldg (H200): MaxPool1d textcnn-global f16 3.30 -> 2.98 µs,
-// AdaptiveMaxPool2dIndices global-1x1 2.81 -> 2.72, the other global rows within ±1.6 %.
+// theirs (core/evict_last.cuh): faster than __ldg on the rows of a few DRAM round trips.
 template <class T, int kElements>
 struct Load {
   T element[kElements];

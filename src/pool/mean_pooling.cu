@@ -26,9 +26,9 @@ namespace {
 
 constexpr int kThreads = 256;
 // Token groups are added while the output rows' vectors times the groups stay within this many
-// threads an SM, half of what an SM holds. H200, against one group wherever rows have 256 vectors or
-// more: ragged-tail 9.70 -> 8.26 µs, uniform-batched 23.5 -> 22.9, ragged-batched 24.1 -> 23.7, the
-// other rows level; against 2048 threads an SM, uniform-batched level and ragged-even 2 % slower.
+// threads an SM, half of what an SM holds. What groups buy is a shorter chain of loads a thread,
+// which the latency-bound rows of few chunks gain from; up to 2048 threads an SM gained nothing
+// more and cost the 8k rows a little.
 constexpr int kGroupedThreadsPerSm = 1024;
 constexpr int kUnroll = 8;
 constexpr int kVectorBytes = 16;
@@ -61,11 +61,10 @@ __global__ void __launch_bounds__(kThreads)
   using Vector = Bits<T, kVec>;
   __shared__ float partial[kVec * kThreads];
   const int row_threads = blockDim.x, groups = blockDim.y, group = threadIdx.y;
-  // x loaded as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg (H200):
-  // ragged-tail 10.72 -> 9.57 µs, the other rows about 1 % faster. Where x is larger than the L2,
-  // evict-first, against evict_last (H200): uniform-batched 23.2 -> 20.8 µs, ragged-batched 23.8 ->
-  // 21.5, uniform-8k and ragged-even f16 39.3-40.0 -> 37.0-37.8, ragged-even f32 72.7 -> 71.0;
-  // ragged-tail (17 MB) 8.2 -> 8.8 with it.
+  // x loaded as torch.compile's kernels load theirs (core/evict_last.cuh), faster than __ldg; where
+  // x is larger than the L2, evict-first: a chunk reads 64 times what it writes, and evict-first
+  // loads leave the lines the benchmark's flush dirtied in the L2 instead of making DRAM write them
+  // back during the kernel. An x that fits the L2 is faster kept.
   const uint64_t policy = read_once_policy(a.evict_first);
   // block is the same for every thread of a block, so the barriers below see whole blocks.
   for (int64_t block = blockIdx.x; block < a.blocks; block += gridDim.x) {

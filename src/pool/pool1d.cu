@@ -123,11 +123,9 @@ __global__ void __launch_bounds__(kThreads)
 
 // Warp tiles: the lanes load the tile's input span as 16-byte vectors into the warp's slice of shared
 // memory and compute consecutive outputs from there. A warp computes as soon as its own span has
-// arrived, while the SM's other warps keep their loads in flight. Against pool1d_kernel (one block
-// barrier per staged tile) it took 11-40 % off eight of the catalogue's ten strided rows, and left
-// sincnet f32 level and sincnet positions f16 3 % slower (docs/perf-notes.md, "1-D pooling: warp
-// tiles"). Loading through registers measured faster than cp.async here (long-temporal 15.9
-// against 18.0 µs).
+// arrived, while the SM's other warps keep their loads in flight, where pool1d_kernel's blocks wait
+// at a barrier for each staged tile (docs/perf/pool.md). Loading through registers measured faster
+// than cp.async into the slice.
 constexpr int kChunksPerLane = 4;
 constexpr int kWarpsPerBlock = kThreads / kWarp;
 // 40 registers a thread; the warp slices take 16 KB a block, 96 KB an SM.
@@ -159,9 +157,8 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
   const int c0 = max(w0, 0) / kVector;
   const int c1 = min(a.in_w, w1 + kVector - 1) / kVector;
   const uint4* const x_row = reinterpret_cast<const uint4*>(x + int64_t{row} * a.in_w);
-  // Loaded as torch.compile's kernels load theirs (core/evict_last.cuh); against __ldg (H200):
-  // ecg-cnn-dilated 6.30 / 11.49 -> 5.92 / 10.43 µs (values / positions), sincnet f16 values 10.24
-  // -> 9.55, long-temporal 13.63 -> 13.38.
+  // Loaded as torch.compile's kernels load theirs (core/evict_last.cuh): faster than __ldg on every
+  // row of this kernel.
   uint4 chunks[kChunksPerLane];
 #pragma unroll
   for (int i = 0; i < kChunksPerLane; ++i) {
@@ -177,8 +174,8 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
   [[maybe_unused]] int64_t* const indices_row =
       kReduction == Reduction::max_with_index ? indices + int64_t{row} * a.out_w : nullptr;
   const auto pool_tile = [&]<bool kChecked>() {
-    // Two outputs an iteration measured faster for the averages (audio f16 5.0 -> 4.0 µs,
-    // long-temporal 15.5 -> 13.7) and slower for the max (ecg 6.3 -> 6.7, positions 11.5 -> 12.1).
+    // Two outputs an iteration measured faster for the averages (fewer instructions an output on
+    // these instruction-heavy rows) and slower for the max.
 #pragma unroll(kReduction == Reduction::avg ? 2 : 1)
     for (int o = o0 + lane; o < o1; o += kWarp) {
       T out;
@@ -200,9 +197,8 @@ __global__ void __launch_bounds__(kThreads, kWarpTileBlocksPerSm)
 // thread's kTilingOutputs outputs a block apart, all their taps loaded before any is pooled. A
 // warp's first tap loads cover its 32 windows' span and L1 serves the others; its stores are
 // consecutive. (One vector of outputs a thread, from the K 16-byte vectors of their taps, loaded
-// less but stored each output 16 bytes from its neighbour's: sincnet f16 positions 17.1 -> 64.5 µs
-// on the H200.) Outputs a thread, H200, sincnet f32 values / f16 / f32 positions: 1: 16.4 / 17.2 /
-// 22.8 µs, 2: 14.7 / 15.0 / 21.5, 4: 15.2 / 15.7 / 22.1, 8: 15.4 / 15.5 / 22.0.
+// less but stored each output 16 bytes from its neighbour's, several times slower.) Two outputs a
+// thread measured fastest of 1, 2, 4 and 8.
 constexpr int kTilingOutputs = 2;
 
 template <class T, Reduction kReduction, int K>
@@ -221,9 +217,8 @@ __global__ void __launch_bounds__(kThreads)
       const T* const window = x + int64_t{row} * a.in_w + column[j] * K;
 #pragma unroll
       for (int k = 0; k < K; ++k) {
-        // H200, sincnet: values alone evict-first (f32 16.2 -> 15.2 µs against __ldg; evict_last
-        // 14.7 -> 15.4 against evict-first), positions evict_last (f32 / f16 21.6 / 15.3 -> 20.5 /
-        // 15.0 against __ldg; evict-first 22.1 -> 22.9 / 15.8 -> 16.2).
+        // Values evict-first, positions evict_last: each measured the faster for its rows (a values
+        // row writes a third of the bytes it reads, a positions row as many or more).
         if constexpr (kReduction == Reduction::max) taps[j][k] = load_evict_first(window + k, evict_first_policy());
         else taps[j][k] = load_evict_last(window + k, evict_last_policy());
       }
@@ -289,10 +284,9 @@ void launch_warp_tiles(Pool1dArgs args, int tile_outputs, const T* x, T* y, int6
 
 // Calls of at most one wave of threads' outputs read their taps straight from global memory, one
 // output per thread: staging would add a barrier and a shared-memory pass to the one DRAM round
-// trip that sets their time (measured: the ceil row, 262 K outputs, 2.8 µs direct against
-// 3.2–4.4 µs staged). Larger calls split rows into tiles of at most kMaxTileOutputs outputs
-// (fewer where their span would not fit in shared memory), and into more, equal tiles while the
-// grid is under one wave of blocks, so that every SM holds blocks.
+// trip that sets their time (measured on the ceil row). Larger calls split rows into tiles of at
+// most kMaxTileOutputs outputs (fewer where their span would not fit in shared memory), and into
+// more, equal tiles while the grid is under one wave of blocks, so that every SM holds blocks.
 template <class T, Reduction kReduction, int K>
 void launch_rows(Pool1dArgs args, int device, const T* x, T* y, int64_t* indices, cudaStream_t stream) {
   const int64_t window = int64_t{args.kernel - 1} * args.dilation + 1;
@@ -354,8 +348,7 @@ void launch(std::string_view op, const PoolGeometry& g, const TensorRef& x, cons
     }
     const auto run = [&]<int K>() {
       // Half-type values alone stay on the warp tiles, whose 16-byte loads and stores there beat the
-      // tiling kernel's scalar ones (H200, sincnet f16: 10.2 against 11.5 µs; with positions 16.9
-      // against 15.7, f32 values 16.8 against 16.2).
+      // tiling kernel's scalar ones; with positions, and f32 values, the tiling kernel is faster.
       if constexpr (K == 3 && (kReduction == Reduction::max_with_index ||
                                (kReduction == Reduction::max && sizeof(T) == 4))) {
         // Ceil mode can add a last window that hangs over the row's end: not a tiling.

@@ -21,9 +21,9 @@ constexpr int64_t kBandBytesTarget = 16 * 1024;
 // Small problems are split into more tiles so that every SM gets several blocks.
 constexpr int kMinBlocksPerSm = 4;
 // Bytes of each input row a thread of the disjoint kernel loads: 8 for max with positions on half
-// types (two outputs a thread), 16 otherwise. H200, vgg-block (µs): 8 bytes make the grid 2.97
-// waves where 16 make it 1.48, and took the half types' positions rows from 9.34 / 9.57 to 8.58 /
-// 8.77, but the values rows 3-9 % and the f32 rows 5-14 % slower; 32 bytes were slower on every row.
+// types (two outputs a thread), 16 otherwise. The 8-byte grid has twice the waves of the 16-byte
+// one: the half types' positions rows gain from that, the values and f32 rows lose; 32 bytes lose
+// on every row.
 template <class T, Reduction kReduction>
 constexpr int kDisjointLoadBytes = kReduction == Reduction::max_with_index && sizeof(T) == 2 ? 8 : 16;
 // Outputs per block when taps are read from global memory.
@@ -123,15 +123,14 @@ void launch_row_segments(std::string_view op, const PoolGeometry& g, const Tenso
   });
 }
 
-// The max runs row segments over rows that are not whole 16-byte vectors (H200, alexnet-ceil's rows
-// of 55, against the separable kernel's one load a column: MaxPool2d f32 / f16 11.6 / 7.8 -> 10.3 /
-// 6.7 µs, MaxPool2dIndices f32 / f16 15.3 / 11.6 -> 12.7 / 10.1). Over whole vectors, on half types
-// it reads two vectors' worth of a row per thread where the tiles allow, with the halo columns
-// shuffled from the neighbouring lanes (resnet-stem 4.6 % faster: "2-D pooling: wider chunks,
-// shuffled halos, fast division"), and with positions one output row a thread (resnet-stem f16 /
-// bf16: 34.5 / 34.9 -> 32.7 / 32.4 µs against two rows of 8-byte vectors; two rows of 16-byte
-// vectors take ~95 registers and measured unstable). The average reads one vector a thread, one
-// column at a time where rows are not whole vectors.
+// The max runs row segments over rows that are not whole 16-byte vectors (alexnet-ceil's rows of
+// 55): their coalesced loads beat the separable kernel's one load a column. Over whole vectors, on
+// half types it reads two vectors' worth of a row per thread where the tiles allow, with the halo
+// columns shuffled from the neighbouring lanes (more bytes a load instruction, fewer halo loads),
+// and with positions one output row a thread of 16-byte vectors (faster than two rows of 8-byte
+// vectors; two rows of 16-byte vectors take ~95 registers and their speed moved from build to
+// build). The average reads one vector a thread, one column at a time where rows are not whole
+// vectors.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW>
 void launch_separable(std::string_view op, const PoolGeometry& g, const TensorRef& x,
                       const TensorRef& y, int64_t* indices, cudaStream_t stream) {

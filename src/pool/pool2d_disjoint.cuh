@@ -47,10 +47,9 @@ __global__ void __launch_bounds__(kPool2dThreads)
   const int oh = row - plane * tiling.out_h.divisor();
   const int h0 = oh * KH, w0 = ow0 * KW;
   const T* const top = x + (int64_t{plane} * a.in_h + h0) * a.in_w + w0;
-  // Loaded as torch.compile's kernels load theirs (core/evict_last.cuh); against the evict-first
-  // loads (inputs that fit the L2) or __ldg (larger ones) before, H200: vgg-block f16 / bf16 6.34 ->
-  // 5.25 / 5.06 µs, with positions 3-8 % faster, c3d-pool1 positions f16 / f32 116.8 / 170.1 ->
-  // 112.7 / 167.2, the values rows of f32 level.
+  // Loaded as torch.compile's kernels load theirs (core/evict_last.cuh): faster than evict-first
+  // loads or __ldg on the half types' rows and the positions rows, level on the f32 values. Its
+  // large inputs (MaxPool3d c3d-pool1 runs it on depth slices) lost with evict-first too.
   const uint64_t policy = evict_last_policy();
   Bits<kLoadBytes> bits[KH];
 #pragma unroll

@@ -144,12 +144,12 @@ __device__ __forceinline__ int avg_divisor(const Pool2dArgs& a, int h0, int w0) 
 }
 
 // The separable 2-D and 3-D kernels and the row segments load a max's input evict-first where it is
-// a quarter of the L2 or more. H200, against evict_last on every load: MaxPool2d resnet-stem f16 /
-// bf16 (51 MB) 18.7 / 18.6 -> 18.1 / 17.7 µs, alexnet-ceil f32 (25 MB) 10.2 -> 9.8, MaxPool3d
-// c3d-pool2 f16 (51 MB) 18.1 -> 16.5, medicalnet-stem bf16 (103 MB) 38.7 -> 37.1, resnet-stem f32
-// (103 MB) level; alexnet-ceil f16 / bf16 (12 MB) 5 % slower. With positions, and for averages, the
-// same kernels measured level to 13 % slower, so they keep evict_last (the separable kernels compile
-// the choice out: read_once_policy(kReduction == Reduction::max && a.evict_first)).
+// a quarter of the L2 or more. A max reads four to eight times what it writes: on large inputs its
+// evict-first loads leave the lines the benchmark's flush dirtied in the L2 instead of making DRAM
+// write them back during the kernel, while inputs well inside the L2 are faster kept (the boundary
+// measured lies between a fifth and two fifths of the L2). With positions, and for averages, the
+// same kernels measured level or slower, so they keep evict_last (the separable kernels compile the
+// choice out: read_once_policy(kReduction == Reduction::max && a.evict_first)).
 template <class T, Reduction kReduction>
 bool input_evict_first(const PoolGeometry& g, const TensorRef& x) {
   const int64_t input_bytes = g.planes * g.in_d * g.in_h * g.in_w * static_cast<int64_t>(sizeof(T));

@@ -23,6 +23,8 @@
 namespace solops::detail {
 
 constexpr int kSegmentOutputs = 31;
+// Output rows a segment: fewer re-read each segment's halo rows for fewer outputs, more cost
+// registers; 2, 3, 7 and 9 rows measured slower or level.
 constexpr int kSegmentRows = 4;
 constexpr int kSegmentsPerBlock = kPool2dThreads / 32;
 
@@ -44,8 +46,8 @@ using PackedPair = std::conditional_t<std::is_same_v<T, __half>, __half2, __nv_b
 // then reports the first tap in scan order that equals the window's max, so each row's max is taken
 // with packed max instructions, two input rows a pair, and its first column from packed equality
 // masks: 6 instructions a pair of 3-tap rows where the tap-by-tap scan (replaces_best in f32) takes
-// 5 a tap (H200, MaxPool2dIndices alexnet-ceil f16 / bf16: 371 -> 283 instructions a warp, 10.2 ->
-// 9.9 µs; 48 registers where the scan alone takes 42). Returns false, storing nothing, where any of
+// 5 a tap. These rows are bound by instructions; the packed path costs 6 more registers than the
+// scan alone (docs/perf/pool.md). Returns false, storing nothing, where any of
 // the warp's rows holds a NaN, whose window reports its last NaN: the caller then runs the scan tap
 // by tap. A duplicated tap outside the input (span_columns' clamp) never comes first among equal
 // taps on the right, and on the left it stands for column 0, so the first equal tap's column is its
@@ -115,8 +117,8 @@ __device__ __forceinline__ bool first_maxima_in_row_pairs(const T (&own)[kInputR
 }
 
 // kEvictFirst: the input loaded evict-first (input_evict_first), compiled in rather than read from
-// the arguments: these rows are bound by instructions, and the run-time choice's eight instructions
-// cost alexnet-ceil f16 / bf16 2.3 % (H200, a branch in its place).
+// the arguments: these rows are bound by instructions, and a run-time choice (a branch, or the
+// fractional policy's eight instructions) measured slower on them.
 template <class T, Reduction kReduction, int KH, int KW, int SH, int SW, int PW, bool kEvictFirst>
 __global__ void __launch_bounds__(kPool2dThreads)
     pool2d_row_segments_kernel(const T* __restrict__ x, T* __restrict__ y, int64_t* __restrict__ indices,

@@ -79,9 +79,8 @@ struct RowSpan {
 
   // Issues the loads: kAligned, the chunk's vector loads and the halo loads the neighbouring lanes
   // cannot supply; otherwise one load per column. Loaded as torch.compile's kernels load theirs
-  // (core/evict_last.cuh); against __ldg (H200): AvgPool2d vision-3x3-s2 f32 4.48 -> 4.03 µs,
-  // MaxPool2d alexnet-ceil f16 9.12 -> 7.81, resnet-stem 1-4 % faster, but MaxPool3dIndices
-  // c3d-pool2 f16 22.2 -> 23.3.
+  // (core/evict_last.cuh), which beat __ldg on the 2-D rows; the 3-D positions rows that share
+  // this span lost a little, taken with the 2-D gain (docs/perf/pool.md).
   __device__ __forceinline__ void load(const T* __restrict__ row, int c0, int in_w, const int (&column)[kSpan],
                                        uint64_t policy, LaneNeighbours lanes = {}) {
     if constexpr (kAligned) {
@@ -291,8 +290,7 @@ struct SeparableTile {
     const int64_t in_plane = int64_t{a.in_h} * a.in_w;
     const T* const plane_x = x + plane * in_plane;
     const int ih0 = oh0 * SH - a.pad_h;
-    // One policy for every load of the tile, not one a load: fewer instructions (H200: MaxPool2d
-    // resnet-stem f16 / bf16 18.88 / 18.91 -> 18.66 / 18.75 µs; the other rows within ±1.1 %).
+    // One policy for every load of the tile, not one a load: fewer instructions.
     const uint64_t policy = read_once_policy(kReduction == Reduction::max && a.evict_first);
 #pragma unroll
     for (int r = 0; r < kInputRows; ++r) {

@@ -111,9 +111,9 @@ class SmallAvgTile {
     int column[kSpan];
 #pragma unroll
     for (int i = 0; i < kSpan; ++i) column[i] = min(max(c0 - PW + i, 0), a.in_w - 1);
-    // Every load as torch.compile's kernels issue theirs (core/evict_last.cuh). H200, against the
-    // read-only path (__ldg; the 3-D chunks evict-first): audio-downsample f32 / f16 4.99 / 3.42 ->
-    // 4.16 / 3.07 µs, video-2x2x2 f32 / f16 4.16 / 3.14 -> 3.33 / 3.04, the other rows level.
+    // Every load as torch.compile's kernels issue theirs (core/evict_last.cuh): on these calls of a
+    // few DRAM round trips, far faster than the read-only path (__ldg, or evict-first chunks) on the
+    // f32 rows, though no two taps of a video window share a sector (not L1 reuse).
     const uint64_t policy = evict_last_policy();
 #pragma unroll
     for (int r = 0; r < kRows; ++r) {

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.needs_shared
+
 REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 CATALOGUE_PATH = REPO_ROOT.parent / "shared" / "catalogue" / "workloads.json"
 MANIFEST_PATH = REPO_ROOT / "manifest" / "workloads.json"

@@ -1,6 +1,9 @@
-"""Renders the benchmark results as docs/benchmarks.md and a self-contained docs/benchmarks.html.
+"""Renders the benchmark results as docs/benchmarks.md and a self-contained HTML page with charts.
 
     python -m solops.bench.report --results bench/results/h200 --out docs
+
+The Markdown is committed; the HTML page is generated output and goes to build/ (git-ignored),
+build/benchmarks-<results folder>.html unless --html names another path.
 
 Reads every <family>.jsonl, every launch-<family>.jsonl (solops.bench.launch) and the device profile
 (profile.json) in the results folder. Needs neither torch nor a GPU. Also holds the roofline
@@ -601,18 +604,21 @@ def render_text(rows: list[Row], launch: dict[str, list[dict]]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--results", type=Path, default=Path("bench/results/h200"))
-    parser.add_argument("--out", type=Path, default=Path("docs"))
+    parser.add_argument("--out", type=Path, default=Path("docs"), help="folder of benchmarks.md")
+    parser.add_argument("--html", type=Path, help="the HTML page (default build/benchmarks-<results folder>.html)")
     args = parser.parse_args()
+    html_path = args.html or Path("build") / f"benchmarks-{args.results.name}.html"
     profile_path = args.results / "profile.json"
     profile = json.loads(profile_path.read_text()) if profile_path.exists() else None
     lines = read_lines(args.results)
     launch = read_launch_lines(args.results)
     rows = build_rows(lines, profile)
     args.out.mkdir(parents=True, exist_ok=True)
+    html_path.parent.mkdir(parents=True, exist_ok=True)
     (args.out / "benchmarks.md").write_text(render_markdown(rows, lines, profile, launch))
-    (args.out / "benchmarks.html").write_text(render_html(rows, lines, profile, launch))
+    html_path.write_text(render_html(rows, lines, profile, launch))
     print(render_text(rows, launch))
-    print(f"wrote {args.out / 'benchmarks.md'} and {args.out / 'benchmarks.html'}")
+    print(f"wrote {args.out / 'benchmarks.md'} and {html_path}")
 
 
 if __name__ == "__main__":
