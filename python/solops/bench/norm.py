@@ -197,14 +197,6 @@ def check_with_rstd(tolerance: float):
     return check
 
 
-def cost(op: NormOp, shape, dtype):
-    if op.fused or op.modulation:
-        return getattr(solops.cost, op.name)(shape, dtype, op.eps)
-    if op.qk:
-        return solops.cost.qk_norm(shape, shape, dtype, shape[-1:], op.eps)
-    return getattr(solops.cost, op.name)(shape, dtype, shape[-1:], op.eps)
-
-
 def liger_function(op: NormOp):
     """Liger's kernel for the op as a function of ours, or None where Liger has none. Its default
     Triton implementations (the submodules; the package may swap in other backends): RMSNorm in its
@@ -270,20 +262,19 @@ def build_backward_case(op_name: str, row: dict, alternatives: list[str], shape,
     bias = random_tensor(ns, dtype, 3).cuda() if op.bias else None
     if op.bias:
         _, mean, rstd = torch.ops.solops.layer_norm_with_stats(x, ns, weight, bias, op.eps)
-        _, cpu_mean, cpu_rstd = solops.reference.layer_norm_with_stats(cpu[1], ns, cpu[2], None, op.eps)
-        ours = partial(solops.layer_norm_backward, dy, x, ns, mean, rstd, weight)
-        expected = partial(solops.reference.layer_norm_backward, cpu[0], cpu[1], ns, cpu_mean, cpu_rstd, cpu[2])
+        _, *cpu_stats = solops.reference.run(torch.ops.solops.layer_norm_with_stats, cpu[1], ns, cpu[2], None, op.eps)
+        backward, stats = solops.layer_norm_backward, (mean, rstd)
     else:
         _, rstd = torch.ops.solops.rms_norm_with_stats(x, ns, weight, op.eps)
-        _, cpu_rstd = solops.reference.rms_norm_with_stats(cpu[1], ns, cpu[2], op.eps)
-        ours = partial(solops.rms_norm_backward, dy, x, ns, rstd, weight)
-        expected = partial(solops.reference.rms_norm_backward, cpu[0], cpu[1], ns, cpu_rstd, cpu[2])
-    impls = [Impl("solops", ours)] + [
+        _, *cpu_stats = solops.reference.run(torch.ops.solops.rms_norm_with_stats, cpu[1], ns, cpu[2], op.eps)
+        backward, stats = solops.rms_norm_backward, (rstd,)
+    cpu_args = (cpu[0], cpu[1], ns, *cpu_stats, cpu[2])
+    impls = [Impl("solops", partial(backward, dy, x, ns, *stats, weight))] + [
         formulation_impl(name, f"{op.name} backward outside autograd", torch_backward(op, dy, x, weight, bias))
         for name in alternatives]
-    cost_model = getattr(solops.cost, op.name + "_backward")(shape, dtype, ns)
     rows = torch.Size(shape[:-1]).numel()
-    return run.row_case(op_name, row, cost_model, RATE_KIND, expected,
+    return run.row_case(op_name, row, solops.cost.of(backward, *cpu_args), RATE_KIND,
+                        partial(solops.reference.run, backward, *cpu_args),
                         check_gradients(TOLERANCE[op_name][dtype], rows), impls)
 
 
@@ -297,8 +288,8 @@ def build_reduction_case(op_name: str, row: dict, alternatives: list[str], shape
 
     impls = [Impl("solops", partial(solops.vector_norm, x, ord, dim))] + [
         formulation_impl(name, "vector norm", torch_norm, x) for name in alternatives]
-    return run.row_case(op_name, row, solops.cost.vector_norm(shape, dtype, ord, dim), RATE_KIND,
-                        partial(solops.reference.vector_norm, cpu, ord, dim),
+    return run.row_case(op_name, row, solops.cost.of(solops.vector_norm, cpu, ord, dim), RATE_KIND,
+                        partial(solops.reference.run, solops.vector_norm, cpu, ord, dim),
                         check_close(REDUCTION_TOLERANCE[dtype]), impls)
 
 
@@ -314,8 +305,8 @@ def build_weight_norm_case(op_name: str, row: dict, alternatives: list[str], sha
 
     impls = [Impl("solops", partial(solops.weight_norm, v, g, dim))] + [
         formulation_impl(name, "weight norm", torch_weight_norm, v, stored_g) for name in alternatives]
-    return run.row_case(op_name, row, solops.cost.weight_norm(shape, dtype, dim), RATE_KIND,
-                        partial(solops.reference.weight_norm, cpu_v, cpu_g, dim),
+    return run.row_case(op_name, row, solops.cost.of(solops.weight_norm, cpu_v, cpu_g, dim), RATE_KIND,
+                        partial(solops.reference.run, solops.weight_norm, cpu_v, cpu_g, dim),
                         check_with_rstd(WEIGHT_NORM_TOLERANCE[dtype]), impls)
 
 
@@ -347,9 +338,9 @@ def build_spectral_norm_case(op_name: str, row: dict, alternatives: list[str], s
     impls = [Impl("solops", partial(solops.spectral_norm_power_iter, *inputs, n_iter, eps))] + [
         formulation_impl(name, "spectral norm power iteration", torch_spectral_norm(n_iter, eps), *inputs)
         for name in alternatives]
-    return run.row_case(op_name, row, solops.cost.spectral_norm_power_iter(shape, dtype, n_iter, eps), RATE_KIND,
-                        partial(solops.reference.spectral_norm_power_iter, *cpu, n_iter, eps), check_spectral_norm,
-                        impls)
+    return run.row_case(op_name, row, solops.cost.of(solops.spectral_norm_power_iter, *cpu, n_iter, eps), RATE_KIND,
+                        partial(solops.reference.run, solops.spectral_norm_power_iter, *cpu, n_iter, eps),
+                        check_spectral_norm, impls)
 
 
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
@@ -376,17 +367,17 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         cpu.append(random_tensor(affine_shape, dtype, 3))
     inputs = tuple(t.cuda() for t in cpu)
     function = getattr(solops, op.name)
-    reference = getattr(solops.reference, op.name)
     if op.fused or op.modulation or op.qk or op.name == "gemma_rms_norm":  # normalized over the last dim
-        ours, expected = partial(function, *inputs, eps=op.eps), partial(reference, *cpu, eps=op.eps)
+        call = partial(function, eps=op.eps)
     else:
-        ours = partial(function, inputs[0], [row_len], *inputs[1:], eps=op.eps)
-        expected = partial(reference, cpu[0], [row_len], *cpu[1:], eps=op.eps)
-    impls = [Impl("solops", ours)] + [alternative_impl(name, op, inputs) for name in alternatives]
+        def call(x, *affine):
+            return function(x, [row_len], *affine, eps=op.eps)
+    impls = [Impl("solops", partial(call, *inputs))] + [alternative_impl(name, op, inputs) for name in alternatives]
     if op.quant:
         check = check_quantized
     elif op.group:
         check = check_with_rstd(TOLERANCE[op_name][dtype])
     else:
         check = check_close(TOLERANCE[op_name][dtype])
-    return run.row_case(op_name, row, cost(op, shape, dtype), RATE_KIND, expected, check, impls)
+    return run.row_case(op_name, row, solops.cost.of(call, *cpu), RATE_KIND, partial(solops.reference.run, call, *cpu),
+                        check, impls)

@@ -22,7 +22,6 @@ import torch
 import torch.nn.functional as F
 
 import solops
-from solops import _native
 from solops.bench import cudnn, run
 from solops.bench.run import Case, Impl, UnsupportedRow
 
@@ -126,11 +125,17 @@ def solops_function(op: PoolOp, params: dict):
 
 
 def reference_function(op: PoolOp, params: dict):
-    return partial(getattr(solops.reference, op.name), **params, **index_args(op))
+    return partial(solops.reference.run, solops_function(op, params))
 
 
 def cost(op: PoolOp, shape: list[int], dtype: torch.dtype, params: dict) -> tuple[float, float]:
-    return getattr(solops.cost, op.name)(shape, dtype, **params, **index_args(op))
+    return solops.cost.of(solops_function(op, params), torch.empty(shape, dtype=dtype, device="meta"))
+
+
+def per_axis(value, axes: int) -> tuple[int, ...]:
+    """A window parameter as F.*pool*d takes it (an int or a sequence of one or `axes`), one per axis."""
+    values = (value,) if isinstance(value, int) else tuple(value)
+    return values * axes if len(values) == 1 else values
 
 
 def flaggems_function(op: PoolOp, params: dict):
@@ -160,7 +165,7 @@ def cudnn_function(op: PoolOp, params: dict, x_shape: list[int]):
         return "cuDNN pooling returns no indices"
     if params.get("divisor_override") is not None:
         return "cuDNN pooling has no divisor override"
-    if op.kind == "max" and set(_native.per_axis(params["dilation"], "dilation", op.dims)) != {1}:
+    if op.kind == "max" and set(per_axis(params["dilation"], op.dims)) != {1}:
         return "cuDNN pooling has no dilation"
     if op.kind == "avg":
         mode = cudnn.MODE_AVG_INCLUDE_PAD if params["count_include_pad"] else cudnn.MODE_AVG_EXCLUDE_PAD
@@ -170,9 +175,9 @@ def cudnn_function(op: PoolOp, params: dict, x_shape: list[int]):
     # windows at that size compute PyTorch's function.
     out_shape = torch_function(op, params)(torch.empty(x_shape, device="meta"))
     out_shape = out_shape[0].shape if op.with_indices else out_shape.shape
-    kernel_size = _native.per_axis(params["kernel_size"], "kernel_size", op.dims)
-    stride = kernel_size if params["stride"] is None else _native.per_axis(params["stride"], "stride", op.dims)
-    padding = _native.per_axis(params["padding"], "padding", op.dims)
+    kernel_size = per_axis(params["kernel_size"], op.dims)
+    stride = kernel_size if params["stride"] is None else per_axis(params["stride"], op.dims)
+    padding = per_axis(params["padding"], op.dims)
     if op.dims == 1:  # one-row planes: (1, k) windows over [N, C, 1, L]
         pool2d = partial(cudnn.pool2d, out_hw=(1, out_shape[-1]), mode=mode, kernel_size=(1, *kernel_size),
                          stride=(1, *stride), padding=(0, *padding))
@@ -318,9 +323,8 @@ def build_mean_pooling_case(row: dict, alternatives: list[str]) -> Case:
     metadata_cpu = ragged_metadata(row, chunk_size) if "seq_lens" in row["params"] else ()
     x = x_cpu.cuda()
     metadata = tuple(tensor.cuda() for tensor in metadata_cpu)
-    sizes = {"sequences": metadata_cpu[0].numel() - 1, "chunks": metadata_cpu[1].shape[0]} if metadata_cpu else {}
     impls = [Impl("solops", partial(solops.mean_pooling, x, chunk_size, *metadata, check_metadata=False))]
     impls += [mean_pooling_alternative(name, chunk_size, (x, *metadata)) for name in alternatives]
-    return row_case(MEAN_POOLING, row, solops.cost.mean_pooling(shape, dtype, chunk_size, **sizes),
-                    partial(solops.reference.mean_pooling, x_cpu, chunk_size, *metadata_cpu),
+    return row_case(MEAN_POOLING, row, solops.cost.of(solops.mean_pooling, x_cpu, chunk_size, *metadata_cpu),
+                    partial(solops.reference.run, solops.mean_pooling, x_cpu, chunk_size, *metadata_cpu),
                     check_close(MEAN_POOLING_TOLERANCE[dtype]), impls)
