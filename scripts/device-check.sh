@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The one device call: GPU tests, Python tests, calibration, benchmark and report, on a build made
-# on the CPU machine and carried over (build/release). Everything lands in $OUT/bundle.tar.gz and
+# The one device call: GPU tests, Python tests, calibration, benchmark and report, on the C++ build
+# made on the CPU machine and carried over (build/release: its tests and library file) and the
+# Python package (scripts/device-env.sh installs it). Everything lands in $OUT/bundle.tar.gz and
 # the benchmark results in bench/results/<gpu>/ of the copy there.
 # Usage (from the repo root on the GPU machine): scripts/device-check.sh FAMILY [GPU_NAME]
 # GPU_NAME (default: scripts/gpu-name.sh's name of the card) names the results folder.
@@ -20,12 +21,14 @@
 # library (its path from SOLOPS_VARIANTS), before any benchmark: a variant is kept only once they pass.
 # SOLOPS_VARIANTS="name=path/libsolops.so ..." also benchmarks each of those libraries, ours only,
 # on the same ops, into variants/<name>.jsonl of the bundle: an A/B of kernel variants in one
-# call. Build each from a tree that has every op's symbols (the runner binds them all on import):
-# scripts/build-variants.sh builds them from branches and packs them into one file to carry.
+# call. Each stands in for the package's libsolops.so through LD_LIBRARY_PATH, so build each from a
+# tree with every symbol the PyTorch extension calls: scripts/build-variants.sh builds them from
+# branches and packs them into one file to carry.
 # Compare them: python3 python/solops/bench/variants.py BUNDLE main NAME... (BUNDLE: $OUT/bundle.tar.gz
 # as it comes back, or the folder it was unpacked into).
-# The build folder with the wheels is more than one call carries: carrying $build/tests and the
-# library file alone works, and the library's links are made again here.
+# The C++ build folder is more than one call carries: carrying $build/tests and the library file
+# alone works, and the library's links are made again here. Carry .whl/ (scripts/fetch-wheels.sh)
+# and, to save the device the package's build, build/wheel/ (`pip wheel --no-deps . -w build/wheel`).
 set -uo pipefail
 family=${1:?usage: scripts/device-check.sh FAMILY [GPU_NAME]}
 gpu=${2:-$("$(dirname "$0")/gpu-name.sh")}
@@ -71,16 +74,24 @@ gpu_tests() {  # gpu_tests NAME FILTER, in parallel shards: the tests' time is m
   cat "$logs/$name".*.log
   return $rc
 }
-with_library() {  # with_library DIR COMMAND...: COMMAND with DIR's libsolops.so.0 first
-  (export LD_LIBRARY_PATH="$1:$LD_LIBRARY_PATH" && shift && "$@")
-}
-variant_library() {  # variant_library NAME: the library SOLOPS_VARIANTS gives NAME
+variant_folder() {  # variant_folder NAME: a folder whose libsolops.so(.0) is the variant's library
   local variant
   for variant in ${SOLOPS_VARIANTS:-}; do
-    [ "${variant%%=*}" = "$1" ] && echo "$PWD/${variant#*=}" && return
+    if [ "${variant%%=*}" = "$1" ]; then
+      mkdir -p "$work/$1-library"
+      # The test binaries need libsolops.so.0, the package's extension libsolops.so.
+      ln -sf "$PWD/${variant#*=}" "$work/$1-library/libsolops.so.0"
+      ln -sf "$PWD/${variant#*=}" "$work/$1-library/libsolops.so"
+      echo "$work/$1-library"
+      return
+    fi
   done
   echo "no library for variant $1 in SOLOPS_VARIANTS" >&2
   return 1
+}
+with_library() {  # with_library DIR COMMAND...: COMMAND with DIR's libsolops first (LD_LIBRARY_PATH is
+  # searched before the run paths of the test binaries and of the extension)
+  (export LD_LIBRARY_PATH="$1:$LD_LIBRARY_PATH" && shift && "$@")
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$logs/nvidia-smi.log" 2>&1
 if [ "${SOLOPS_SKIP_TESTS:-0}" != 1 ]; then
@@ -101,11 +112,8 @@ if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
 fi
 for tests in ${SOLOPS_VARIANT_TESTS:-}; do
   name=${tests%%=*}
-  # The test binary finds libsolops.so.0 through LD_LIBRARY_PATH before its run path: the
-  # variant's library stands in for the build's.
-  library=$(variant_library "$name") || { status=1; continue; }
-  mkdir -p "$work/$name-library" && ln -sf "$library" "$work/$name-library/libsolops.so.0"
-  step "variant-tests-$name" with_library "$work/$name-library" gpu_tests "variant-tests-$name.shard" "${tests#*=}"
+  folder=$(variant_folder "$name") || { status=1; continue; }
+  step "variant-tests-$name" with_library "$folder" gpu_tests "variant-tests-$name.shard" "${tests#*=}"
 done
 mkdir -p "bench/results/$gpu"
 if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
@@ -118,8 +126,9 @@ if [ "${SOLOPS_SKIP_BENCH:-0}" != 1 ]; then
 fi
 for variant in ${SOLOPS_VARIANTS:-}; do
   mkdir -p "$work/variants"
+  folder=$(variant_folder "${variant%%=*}") || { status=1; continue; }
   # shellcheck disable=SC2086 # SOLOPS_BENCH_OPS and SOLOPS_BENCH_WORKLOADS are lists of names
-  step "variant-${variant%%=*}" env SOLOPS_LIBRARY="$PWD/${variant#*=}" python3 -m solops.bench.run \
+  step "variant-${variant%%=*}" with_library "$folder" python3 -m solops.bench.run \
     --family "$family" ${SOLOPS_BENCH_OPS:+--ops $SOLOPS_BENCH_OPS} \
     ${SOLOPS_BENCH_WORKLOADS:+--workloads $SOLOPS_BENCH_WORKLOADS} --impls solops \
     --out "$work/variants/${variant%%=*}.jsonl"

@@ -5,8 +5,9 @@
 # device call on a build carried from the CPU machine, as scripts/device-check.sh is.
 # Usage (repo root): scripts/ncu-stalls.sh FAMILY OUT.csv --ops OP ... [--workloads ID ...]
 #   [--impls ALT ...]   (the arguments after OUT.csv go to solops.bench.kernels)
-# SOLOPS_LIBRARY picks a variant's library (scripts/build-variants.sh); .whl/ is installed as
-# device-check.sh does. With --impls every kernel is profiled (the alternatives' too); leave
+# The package and .whl/ are installed as device-check.sh does; a variant's library
+# (scripts/build-variants.sh) stands in for the package's when LD_LIBRARY_PATH names a folder whose
+# libsolops.so is that library. With --impls every kernel is profiled (the alternatives' too); leave
 # torch-compile out: ncu would profile every kernel of its autotuning.
 # The rows before the CSV header ("ID", ...) are the runner's own lines. The metrics are the ones
 # docs/perf/ quotes from ncu (DRAM %, issue-active, warps active, stall reasons).
