@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds solops, calibrates the GPU, benchmarks one operator family against every available
-# alternative, renders the report and rewrites README.md's status block from the results.
+# Builds and installs solops (the C++ build for the cuDNN baseline, the package as README.md says),
+# calibrates the GPU, benchmarks one operator family against every available alternative, renders
+# the report and rewrites README.md's status block from the results.
 # Usage: scripts/bench.sh FAMILY [GPU_NAME]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -12,8 +13,9 @@ docs=docs
 if [ -z "${SOLOPS_SKIP_BUILD:-}" ]; then
   cmake --preset release
   cmake --build --preset release -j "$(nproc)"
+  python3 -m pip install --quiet .
 fi
-export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+export PYTHONUNBUFFERED=1
 mkdir -p "bench/results/$gpu"
 python3 -m solops.bench.calibrate --out "bench/results/$gpu/profile.json"
 python3 -m solops.bench.run --family "$family" --out "bench/results/$gpu/$family.jsonl"

@@ -6,7 +6,8 @@ every call; solops.bench.timing.activity_medians).
         [--impls NAME ...]
 
 On the GPU machine, from the repo root, after `build=build/release; . scripts/device-env.sh` (as
-scripts/device-check.sh sets up); SOLOPS_LIBRARY picks a variant's library.
+scripts/device-check.sh sets up); a variant's library stands in for the package's when LD_LIBRARY_PATH names
+a folder whose libsolops.so is that library (scripts/device-check.sh's variant_folder).
 
 Unlike ncu, it runs torch-compile's kernels as they are timed (compiled and autotuned first, no
 replays, clocks and caches as the benchmark leaves them). With TORCH_LOGS=output_code in the
