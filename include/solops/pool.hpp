@@ -142,4 +142,23 @@ void check_ragged_chunks(std::span<const int32_t> offsets, std::span<const int32
 void mean_pooling(const TensorRef& x, const TensorRef& y, const TensorRef* offsets, const TensorRef* indices,
                   const MeanPooling& p, cudaStream_t stream = nullptr);
 
+// CPU references (solops/reference.hpp): the executable specification. Host tensors only; float64
+// accumulation, one rounding to the output dtype; slow by design.
+namespace reference {
+
+void max_pool1d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool1d& p);
+void avg_pool1d(const TensorRef& x, const TensorRef& y, const Pool1d& p);
+void max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool2d& p);
+void avg_pool2d(const TensorRef& x, const TensorRef& y, const Pool2d& p);
+void max_pool3d(const TensorRef& x, const TensorRef& y, const TensorRef* indices, const Pool3d& p);
+void avg_pool3d(const TensorRef& x, const TensorRef& y, const Pool3d& p);
+void adaptive_max_pool2d(const TensorRef& x, const TensorRef& y, const TensorRef* indices,
+                         const AdaptivePool2d& p);
+void adaptive_avg_pool2d(const TensorRef& x, const TensorRef& y, const AdaptivePool2d& p);
+// Ragged metadata is always checked (check_ragged_chunks); p.check_ragged_metadata is ignored.
+void mean_pooling(const TensorRef& x, const TensorRef& y, const TensorRef* offsets, const TensorRef* indices,
+                  const MeanPooling& p);
+
+}  // namespace reference
+
 }  // namespace solops
