@@ -6,6 +6,7 @@ registered in C++ as torch.ops.solops_cost.<op> (same arguments, returning [flop
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils._pytree import tree_map_only
 
 
 class _CostMode(TorchDispatchMode):
@@ -28,7 +29,7 @@ class _CostMode(TorchDispatchMode):
 def of(function, *args, **kwargs):
     """(flops, bytes) of function(*args, **kwargs), every tensor argument moved to the meta device
     (shape and dtype kept): the sum over the solops ops it calls."""
-    args, kwargs = torch.utils._pytree.tree_map_only(torch.Tensor, lambda t: t.to("meta"), (args, kwargs))
+    args, kwargs = tree_map_only(torch.Tensor, lambda t: t.to("meta"), (args, kwargs))
     with _CostMode() as costs:
         function(*args, **kwargs)
     return costs.flops, costs.bytes
