@@ -33,7 +33,9 @@ struct HostTensor {
     return v;
   }
   // Every byte 0xFF: NaN for every float dtype, -1 for indices. Catches unwritten outputs.
-  void poison() { std::memset(bytes.data(), 0xFF, bytes.size()); }
+  void poison() {
+    if (!bytes.empty()) std::memset(bytes.data(), 0xFF, bytes.size());  // memset of null is undefined, even of 0 bytes
+  }
 };
 
 // Both NaN, or the same value: what exact results must be.
