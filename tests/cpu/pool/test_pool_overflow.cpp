@@ -131,31 +131,29 @@ TEST(PoolOverflow, ReferencesRefuseInputsOfMoreThanInt64Elements) {
 TEST(PoolReferenceAliasing, OutputOverTheInputIsRefused) {
   HostTensor x({1, 1, 4, 4, 4}, DType::f32);  // 256 bytes, seen as 1-D, 2-D and 3-D input
   unsigned char* in = x.bytes.data();
-  // A view of `shape` at byte `offset` of x: over its first elements, or over later ones only.
-  const auto over_x = [&](DType dtype, Shape shape, size_t offset = 0) {
-    return make_tensor(in + offset, dtype, shape);
-  };
+  // An f32 output of `shape` at byte `offset` of x: over its first elements, or over later ones only.
+  const auto over_x = [&](Shape shape, size_t offset = 0) { return make_tensor(in + offset, DType::f32, shape); };
   const Shape x1{1, 4, 16}, x2{1, 4, 4, 4}, y1{1, 4, 8}, y2{1, 4, 2, 2};
   const TensorRef x1d = make_tensor(in, DType::f32, x1), x2d = make_tensor(in, DType::f32, x2);
-  expect_error([&] { reference::max_pool1d(x1d, over_x(DType::f32, y1), nullptr, window1d(2)); },
+  expect_error([&] { reference::max_pool1d(x1d, over_x(y1), nullptr, window1d(2)); },
                "reference::max_pool1d: input and output overlap in memory; this op is not in-place");
-  expect_error([&] { reference::avg_pool1d(x1d, over_x(DType::f32, y1, 128), window1d(2)); },
+  expect_error([&] { reference::avg_pool1d(x1d, over_x(y1, 128), window1d(2)); },
                "reference::avg_pool1d: input and output overlap in memory");
-  expect_error([&] { reference::max_pool2d(x2d, over_x(DType::f32, y2, 128), nullptr, window2d(2)); },
+  expect_error([&] { reference::max_pool2d(x2d, over_x(y2, 128), nullptr, window2d(2)); },
                "reference::max_pool2d: input and output overlap in memory");
-  expect_error([&] { reference::avg_pool2d(x2d, over_x(DType::f32, y2), window2d(2)); },
+  expect_error([&] { reference::avg_pool2d(x2d, over_x(y2), window2d(2)); },
                "reference::avg_pool2d: input and output overlap in memory");
-  expect_error([&] { reference::max_pool3d(x.ref(), over_x(DType::f32, {1, 1, 2, 2, 2}), nullptr, window3d(2)); },
+  expect_error([&] { reference::max_pool3d(x.ref(), over_x({1, 1, 2, 2, 2}), nullptr, window3d(2)); },
                "reference::max_pool3d: input and output overlap in memory");
-  expect_error([&] { reference::avg_pool3d(x.ref(), over_x(DType::f32, {1, 1, 2, 2, 2}, 64), window3d(2)); },
+  expect_error([&] { reference::avg_pool3d(x.ref(), over_x({1, 1, 2, 2, 2}, 64), window3d(2)); },
                "reference::avg_pool3d: input and output overlap in memory");
   const AdaptivePool2d bins{.output_size = {2, 2}};
-  expect_error([&] { reference::adaptive_max_pool2d(x2d, over_x(DType::f32, y2), nullptr, bins); },
+  expect_error([&] { reference::adaptive_max_pool2d(x2d, over_x(y2), nullptr, bins); },
                "reference::adaptive_max_pool2d: input and output overlap in memory");
-  expect_error([&] { reference::adaptive_avg_pool2d(x2d, over_x(DType::f32, y2, 192), bins); },
+  expect_error([&] { reference::adaptive_avg_pool2d(x2d, over_x(y2, 192), bins); },
                "reference::adaptive_avg_pool2d: input and output overlap in memory");
   const TensorRef tokens = make_tensor(in, DType::f32, Shape{1, 64, 1, 1});
-  expect_error([&] { reference::mean_pooling(tokens, over_x(DType::f32, {1, 2, 1, 1}), nullptr, nullptr, {32}); },
+  expect_error([&] { reference::mean_pooling(tokens, over_x({1, 2, 1, 1}), nullptr, nullptr, {32}); },
                "reference::mean_pooling: x and output overlap in memory");
 }
 
