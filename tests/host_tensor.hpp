@@ -1,6 +1,7 @@
 // Host tensors of any dtype for the tests, and the exact-value comparison.
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -33,8 +34,22 @@ struct HostTensor {
     return v;
   }
   // Every byte 0xFF: NaN for every float dtype, -1 for indices. Catches unwritten outputs.
-  void poison() { std::memset(bytes.data(), 0xFF, bytes.size()); }
+  void poison() {
+    if (!bytes.empty()) std::memset(bytes.data(), 0xFF, bytes.size());  // memset of null is undefined, even of 0 bytes
+  }
 };
+
+// A tensor of a shape no memory could hold (its elements or bytes pass int64, which make_tensor
+// refuses), over a few bytes: every check must refuse it before reading one.
+inline TensorRef unholdable_tensor(const std::vector<int64_t>& shape, DType dtype = DType::f32) {
+  alignas(8) static unsigned char storage[8];
+  TensorRef t;
+  t.data = storage;
+  t.dtype = dtype;
+  t.rank = static_cast<int32_t>(shape.size());
+  std::copy(shape.begin(), shape.end(), t.shape.begin());  // strides stay 0
+  return t;
+}
 
 // Both NaN, or the same value: what exact results must be.
 inline bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }

@@ -28,9 +28,11 @@ struct TensorRef {
   int32_t device = kCpu;
 
   std::span<const int64_t> sizes() const { return {shape.data(), static_cast<size_t>(rank)}; }
+  // numel(), bytes() and is_contiguous() throw solops::Error where the count passes int64 (as do
+  // make_tensor and every op given such a tensor).
   int64_t numel() const;
   bool is_contiguous() const;
-  int64_t bytes() const { return numel() * dtype_size(dtype); }
+  int64_t bytes() const;
 };
 
 // A contiguous (row-major) tensor view; throws solops::Error if the rank exceeds kMaxRank.

@@ -1,5 +1,7 @@
 #include "core/check.hpp"
 
+#include <cstdint>
+
 namespace solops::detail {
 
 std::string shape_string(std::span<const int64_t> shape) {
@@ -18,6 +20,30 @@ void check_cuda(cudaError_t status, std::string_view op, std::string_view what) 
   }
 }
 
+int64_t checked_mul(std::string_view op, std::string_view what, int64_t a, int64_t b) {
+  int64_t product = 0;
+  require(!__builtin_mul_overflow(a, b, &product), op, what, ": ", a, " * ", b, " passes the int64 range");
+  return product;
+}
+
+int64_t checked_add(std::string_view op, std::string_view what, int64_t a, int64_t b) {
+  int64_t sum = 0;
+  require(!__builtin_add_overflow(a, b, &sum), op, what, ": ", a, " + ", b, " passes the int64 range");
+  return sum;
+}
+
+int64_t checked_product(std::string_view op, std::string_view what, std::span<const int64_t> shape) {
+  int64_t nonzero = 1;
+  bool empty = false, overflow = false;
+  for (int64_t size : shape) {
+    if (size == 0) empty = true;
+    else overflow = overflow || __builtin_mul_overflow(nonzero, size, &nonzero);
+  }
+  require(!overflow, op, what, " ", shape_string(shape), ": its sizes multiply past the int64 range",
+          empty ? " (zeros aside)" : "");
+  return empty ? 0 : nonzero;
+}
+
 namespace {
 
 void check_layout(std::string_view op, std::string_view name, const TensorRef& t) {
@@ -27,7 +53,12 @@ void check_layout(std::string_view op, std::string_view name, const TensorRef& t
     require(t.shape[i] >= 0, op, name, ": size ", t.shape[i], " of dim ", i, " is negative");
   }
   require(dtype_size(t.dtype) > 0, op, name, ": unknown dtype code ", static_cast<int>(t.dtype));
-  require(t.numel() == 0 || t.data != nullptr, op, name, ": data pointer is null");
+  const int64_t elements = checked_product(op, name, t.sizes());
+  const int64_t bytes = checked_mul(op, concat(name, "'s size in bytes"), elements, dtype_size(t.dtype));
+  require(elements == 0 || t.data != nullptr, op, name, ": data pointer is null");
+  // overlaps() compares byte ranges, which must not wrap around.
+  require(reinterpret_cast<uintptr_t>(t.data) <= UINTPTR_MAX - static_cast<uintptr_t>(bytes), op, name, "'s ", bytes,
+          " bytes from its data pointer pass the end of the address space");
   if (!t.is_contiguous()) {
     unsupported(op, name, " must be contiguous (row-major, e.g. NCHW); strided and channels-last",
                 " tensors are not supported, make them contiguous first");

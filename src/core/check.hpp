@@ -35,6 +35,16 @@ template <class... Parts>
 
 void check_cuda(cudaError_t status, std::string_view op, std::string_view what);
 
+// Arithmetic on sizes the caller gives: each throws solops::Error naming the op and `what` (the
+// argument, or the quantity) where the result would pass int64. Check before applying a smaller
+// limit (2^31 elements a plane or a row): a wrapped-around result could pass it.
+int64_t checked_mul(std::string_view op, std::string_view what, int64_t a, int64_t b);
+int64_t checked_add(std::string_view op, std::string_view what, int64_t a, int64_t b);
+// The product of a shape's sizes, checked the same way. Its non-zero sizes must multiply within
+// int64 too, so that every partial product of the sizes (strides, planes, rows; an empty tensor's
+// too) fits, and the code that follows may multiply them unchecked.
+int64_t checked_product(std::string_view op, std::string_view what, std::span<const int64_t> shape);
+
 // Where a call's tensors live: the device for the ops, the host for their CPU references.
 enum class Placement { device, host };
 

@@ -33,10 +33,10 @@ bool is_floating(DType dtype) {
          dtype == DType::fp8_e4m3;
 }
 
-int64_t TensorRef::numel() const {
-  int64_t count = 1;
-  for (int i = 0; i < rank; ++i) count *= shape[i];
-  return count;
+int64_t TensorRef::numel() const { return detail::checked_product("TensorRef::numel", "shape", sizes()); }
+
+int64_t TensorRef::bytes() const {
+  return detail::checked_mul("TensorRef::bytes", "elements * element size", numel(), dtype_size(dtype));
 }
 
 bool TensorRef::is_contiguous() const {
@@ -53,6 +53,7 @@ bool TensorRef::is_contiguous() const {
 TensorRef make_tensor(void* data, DType dtype, std::span<const int64_t> shape, int32_t device) {
   detail::require(shape.size() <= static_cast<size_t>(kMaxRank), "make_tensor", "rank ",
                   shape.size(), " exceeds the maximum rank ", kMaxRank);
+  detail::checked_product("make_tensor", "shape", shape);  // so that no stride below overflows
   TensorRef t;
   t.data = data;
   t.dtype = dtype;

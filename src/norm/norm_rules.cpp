@@ -16,6 +16,7 @@ RowGeometry resolve_rows(std::string_view op, std::span<const int64_t> x_shape,
   require(!normalized_shape.empty(), op, "normalized_shape must be non-empty");
   require(normalized_shape.size() <= x_shape.size(), op, "normalized_shape ", shape_string(normalized_shape),
           " has more dims than x ", shape_string(x_shape));
+  checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   const size_t lead = x_shape.size() - normalized_shape.size();
   int64_t row_len = 1;
   for (size_t d = 0; d < normalized_shape.size(); ++d) {
@@ -354,10 +355,12 @@ Cost group_rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const Gr
 // Spec §2.14, 2.13: grad_out, x and grad_x per element; weight and its gradients per column; the
 // f32 statistics per row.
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p) {
+  detail::resolve_rows("rms_norm_backward", x_shape, p.normalized_shape);
   return detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 9, 3, 2, 1);
 }
 
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p) {
+  detail::resolve_rows("layer_norm_backward", x_shape, p.normalized_shape);
   return detail::row_norm_cost(x_shape, dtype, p.normalized_shape, 12, 3, 3, 2);
 }
 

@@ -25,6 +25,7 @@ constexpr int64_t kMinChunkRows = 32;
 SpectralNormPlan plan_spectral_norm(std::string_view op, std::span<const int64_t> x_shape,
                                     const SpectralNormPowerIter& p) {
   require(x_shape.size() == 2, op, "x ", shape_string(x_shape), " must have rank 2: the matrix W [O, I]");
+  checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   SpectralNormPlan plan;
   plan.rows = x_shape[0];
   plan.cols = x_shape[1];

@@ -31,6 +31,7 @@ ReductionPlan plan_vector_norm(std::string_view op, std::span<const int64_t> x_s
   const int rank = static_cast<int>(x_shape.size());
   require(rank <= kMaxRank, op, "x ", shape_string(x_shape), " has more than ", kMaxRank, " dims");
   for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_string(x_shape), " has a negative dim");
+  checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   ReductionPlan plan;
   plan.is_reduced.assign(static_cast<size_t>(rank), p.dim.empty());
   for (int64_t d : p.dim) {
@@ -95,6 +96,7 @@ ReductionPlan validate_vector_norm(std::string_view op, Placement placement, con
 
 WeightNormPlan plan_weight_norm(std::string_view op, std::span<const int64_t> x_shape, const WeightNorm& p) {
   const auto rank = static_cast<int64_t>(x_shape.size());
+  checked_product(op, "v", x_shape);  // so that every product of its sizes fits in int64
   // Spec §2.20 asks for the fork's wrapping (-1 = the last axis); §6.7, which this repo follows,
   // takes torch._weight_norm's: -1 is one norm over the whole tensor and no other negative dim exists.
   require(p.dim >= -1 && p.dim < rank, op, "dim ", p.dim, " is out of range for v ", shape_string(x_shape),

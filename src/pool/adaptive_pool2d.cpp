@@ -35,6 +35,7 @@ AdaptiveGeometry resolve_adaptive_pool2d(std::string_view op, std::span<const in
   g.in_w = static_cast<int>(in[1]);
   g.out_h = static_cast<int>(out[0]);
   g.out_w = static_cast<int>(out[1]);
+  checked_product(op, "output", g.output_shape());  // so that outputs() fits in int64
   return g;
 }
 

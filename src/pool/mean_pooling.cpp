@@ -29,6 +29,7 @@ MeanPoolingGeometry resolve_mean_pooling(std::string_view op, std::span<const in
   for (size_t d = 1; d < 4; ++d) {
     require(x_shape[d] > 0, op, "x ", shape_string(x_shape), " has an empty dim ", d, " (only the batch B may be 0)");
   }
+  checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   check_chunk_size(op, p.chunk_size);
   MeanPoolingGeometry g;
   g.batch = x_shape[0];
@@ -45,16 +46,20 @@ MeanPoolingGeometry resolve_mean_pooling(std::string_view op, std::span<const in
     g.ragged = true;
     g.sequences = ragged->sequences;
     g.chunks = ragged->chunks;
+    const int64_t offset_values = checked_add(op, "offsets' NS + 1 values", g.sequences, 1);
     require(g.sequences >= 1, op, "offsets must hold NS + 1 >= 2 values (offsets[0] = 0 ... offsets[NS] = S), got ",
-            g.sequences + 1);
+            offset_values);
     require(g.seq_len <= INT_MAX, op, "x has S = ", g.seq_len, " tokens, more than int32 offsets can address");
     // Sum over sequences of ceil(len / c) lies between ceil(S / c) (one sequence) and
     // ceil(S / c) + NS - 1 (each further sequence adds at most one partial chunk).
-    const int64_t most = uniform_chunks + g.sequences - 1;
+    const int64_t most =
+        checked_add(op, "offsets' NS sequences make at most ceil(S / chunk_size) + NS - 1 chunks", uniform_chunks,
+                    g.sequences - 1);
     require(g.chunks >= uniform_chunks && g.chunks <= most, op, "indices lists ", g.chunks, " chunks, but ",
             g.sequences, " sequences of S = ", g.seq_len, " tokens in all make between ", uniform_chunks, " and ",
             most, " chunks of chunk_size ", p.chunk_size);
   }
+  checked_product(op, "output", g.output_shape());
   return g;
 }
 
@@ -131,9 +136,10 @@ void check_ragged_chunks(std::string_view op, std::span<const int32_t> offsets, 
 
 Cost mean_pooling_cost(const MeanPoolingGeometry& g, DType dtype) {
   // One add per input element and one divide per output element (spec §4.6).
-  const double elements = static_cast<double>(g.batch) * static_cast<double>(g.seq_len + g.chunks) * g.row_len;
-  const double metadata =
-      g.ragged ? static_cast<double>(sizeof(int32_t)) * (g.sequences + 1) + 2.0 * sizeof(int32_t) * g.chunks : 0.0;
+  const auto batch = static_cast<double>(g.batch), seq_len = static_cast<double>(g.seq_len);
+  const auto chunks = static_cast<double>(g.chunks), sequences = static_cast<double>(g.sequences);
+  const double elements = batch * (seq_len + chunks) * g.row_len;
+  const double metadata = g.ragged ? sizeof(int32_t) * (sequences + 1) + 2.0 * sizeof(int32_t) * chunks : 0.0;
   return {elements, elements * static_cast<double>(dtype_size(dtype)) + metadata};
 }
 

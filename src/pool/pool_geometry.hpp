@@ -46,7 +46,7 @@ PoolGeometry resolve_pool(std::string_view op, PoolKind kind, std::span<const in
                           const Pool3d& p);
 
 // The checks every entry point makes before computing: tensors (device or host memory), dtypes,
-// shapes, and for device calls no overlap between input and outputs. Returns the geometry.
+// shapes, and no overlap between input and outputs. Returns the geometry.
 PoolGeometry validate_pool_call(std::string_view op, PoolKind kind, Placement placement,
                                 const TensorRef& x, const TensorRef& y, const TensorRef* indices,
                                 const Pool1d& p);

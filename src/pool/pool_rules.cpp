@@ -85,17 +85,23 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
   std::array<int64_t, 3> in = {1, 1, 1}, out = {1, 1, 1};
   std::array<AxisWindow, 3> window = {AxisWindow{1, 1, 0, 1, "", "D"}, AxisWindow{1, 1, 0, 1, "", "H"},
                                       AxisWindow{1, 1, 0, 1, "", "W"}};
+  // Products of x's sizes, which resolve_layout has checked, fit in int64. The plane's limit comes
+  // first: it bounds each input size, and so the arithmetic of resolve_axis.
   int64_t in_plane = 1, out_plane = 1;
+  for (int64_t size : x_shape.last(axes.size())) in_plane *= size;
+  const auto plane_limit = [&](int64_t plane) {
+    require(plane <= INT_MAX, op, "input ", shape_string(x_shape),
+            " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow");
+  };
+  plane_limit(in_plane);
   for (int64_t a = 0; a < spatial; ++a) {
     const int64_t slot = 3 - spatial + a;
     in[slot] = x_shape[rank - spatial + a];
     window[slot] = axes[a];
     out[slot] = resolve_axis(op, kind, axes[a], in[slot], ceil_mode);
-    in_plane *= in[slot];
-    out_plane *= out[slot];
+    out_plane *= out[slot];  // each output size is at most its input size + 1
   }
-  require(in_plane <= INT_MAX && out_plane <= INT_MAX, op, "input ", shape_string(x_shape),
-          " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow");
+  plane_limit(out_plane);
   g.planes = g.batch * g.channels;
   const auto narrow = [](int64_t v) { return static_cast<int>(v); };
   g.in_d = narrow(in[0]), g.in_h = narrow(in[1]), g.in_w = narrow(in[2]);
@@ -105,6 +111,7 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
   g.pad_d = narrow(window[0].pad), g.pad_h = narrow(window[1].pad), g.pad_w = narrow(window[2].pad);
   g.dilation_d = narrow(window[0].dilation), g.dilation_h = narrow(window[1].dilation);
   g.dilation_w = narrow(window[2].dilation);
+  checked_product(op, "output", g.output_shape());  // so that outputs() fits in int64
   return g;
 }
 
@@ -115,6 +122,7 @@ PoolLayout resolve_layout(std::string_view op, std::span<const int64_t> x_shape,
   const auto rank = static_cast<int64_t>(x_shape.size());
   require(rank == spatial + 1 || rank == spatial + 2, op, "input must be ", layouts, ", got ", rank,
           "-D ", shape_string(x_shape));
+  checked_product(op, "input", x_shape);  // so that every product of its sizes fits in int64
   const bool batched = rank == spatial + 2;
   const PoolLayout layout{batched, batched ? x_shape[0] : 1, x_shape[rank - spatial - 1]};
   require(layout.batch >= 0, op, "input batch size ", layout.batch, " is negative");

@@ -20,8 +20,8 @@ PoolLayout resolve_layout(std::string_view op, std::span<const int64_t> x_shape,
 
 // The tensor checks of every pooling call, around the geometry `resolve` computes from x's shape
 // (any geometry with output_shape()): x on the placement's memory with a float dtype, then y of
-// x's dtype and the output shape, int64 indices of the same shape, and for device calls no
-// overlap between input and outputs. Returns the geometry.
+// x's dtype and the output shape, int64 indices of the same shape, and no overlap between input and
+// outputs. Returns the geometry.
 template <class Resolve>
 auto validate_pool_tensors(std::string_view op, Placement placement, const TensorRef& x,
                            const TensorRef& y, const TensorRef* indices, Resolve&& resolve) {
@@ -36,12 +36,11 @@ auto validate_pool_tensors(std::string_view op, Placement placement, const Tenso
     check_dtype(op, "indices", *indices, DType::i64);
     check_shape(op, "indices", *indices, g.output_shape());
   }
-  if (placement == Placement::device) {
-    check_no_overlap(op, "input", x, "output", y);
-    if (indices) {
-      check_no_overlap(op, "input", x, "indices", *indices);
-      check_no_overlap(op, "output", y, "indices", *indices);
-    }
+  // The references too: they write outputs while later windows still read the input.
+  check_no_overlap(op, "input", x, "output", y);
+  if (indices) {
+    check_no_overlap(op, "input", x, "indices", *indices);
+    check_no_overlap(op, "output", y, "indices", *indices);
   }
   return g;
 }
