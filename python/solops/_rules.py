@@ -58,6 +58,17 @@ def check_dtype(op, name, t, dtype):
     require(t.dtype == dtype, op, name, ": dtype ", dtype_name(t.dtype), " must be ", dtype_name(dtype))
 
 
+def check_product(op, what, shape):
+    """checked_product: the sizes, zeros aside, multiply within int64 (an output whose shape the
+    parameters set; a tensor's own sizes always do)."""
+    product, empty = 1, False
+    for size in shape:
+        empty = empty or size == 0
+        product = product * size if size != 0 else product
+    require(product < 2**63, op, what, " ", shape_string(shape), ": its sizes multiply past the int64 range",
+            " (zeros aside)" if empty else "")
+
+
 def check_shape(op, name, t, shape):
     shape = list(shape)
     require(len(t.shape) == len(shape), op, name, ": shape ", shape_string(t.shape), " must be ", shape_string(shape))

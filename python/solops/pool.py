@@ -8,7 +8,8 @@ library's rules at trace time (src/pool/pool_rules.cpp, adaptive_pool2d.cpp, mea
 
 import torch
 
-from ._rules import INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_tensor, require, shape_string
+from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_product, check_tensor, require,
+                     shape_string)
 
 _ops = torch.ops.solops
 _max_pool1d, _max_pool1d_with_indices = _ops.max_pool1d.default, _ops.max_pool1d_with_indices.default
@@ -170,14 +171,22 @@ def _window_shape(op, kind, x, axes, kernel_size, stride, padding, dilation, cei
     _layout(op, x, axes, _LAYOUTS[axes])
     labels = [""] if axes == 1 else [f"[{a}]" for a in range(axes)]
     spatial = x.shape[x.dim() - axes:]
+
+    def plane_limit(sizes):
+        # The input plane's limit comes first: it bounds every size the window rules compute with.
+        plane = 1
+        for size in sizes:
+            plane = plane * size
+        require(plane <= INT_MAX, op, "input ", shape_string(x.shape),
+                " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow")
+
+    plane_limit(spatial)
     out = [_axis_size(op, kind, size, *window, ceil_mode, label, axis)
            for size, *window, label, axis in zip(spatial, kernel_size, stride, padding, dilation, labels,
                                                  _AXIS_NAMES[axes])]
-    in_plane, out_plane = 1, 1
-    for size, pooled in zip(spatial, out):
-        in_plane, out_plane = in_plane * size, out_plane * pooled
-    require((in_plane <= INT_MAX) & (out_plane <= INT_MAX), op, "input ", shape_string(x.shape),
-            " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow")
+    plane_limit(out)
+    shape = [*x.shape[: x.dim() - axes], *out]
+    check_product(op, "output", shape)
     if kind == "avg" and divisor_override is not None:
         require(divisor_override != 0, op, "divisor_override must not be zero")
         require(-INT_MAX - 1 <= divisor_override <= INT_MAX, op, "divisor_override ", divisor_override,
@@ -189,7 +198,7 @@ def _window_shape(op, kind, x, axes, kernel_size, stride, padding, dilation, cei
                 kernel_size[0], ", ", kernel_size[1], ", ", kernel_size[2], ") on some axis; avg_pool3d needs every ",
                 "input size >= its kernel size, as PyTorch's does")
     _check_input(op, x)
-    return [*x.shape[: x.dim() - axes], *out]
+    return shape
 
 
 def _check_input(op, x):
@@ -241,8 +250,10 @@ def _adaptive_shape(op, x, output_size):
             & (output_size[0] * output_size[1] <= INT_MAX), rule, "input ", shape_string(x.shape), " or output size (",
             output_size[0], ", ", output_size[1], ") has planes of 2^31 or more elements: 32-bit in-plane indexing ",
             "would overflow")
+    shape = [*x.shape[:-2], *output_size]
+    check_product(rule, "output", shape)
     _check_input(op, x)
-    return [*x.shape[:-2], *output_size]
+    return shape
 
 
 @torch.library.register_fake("solops::adaptive_max_pool2d")
@@ -290,6 +301,7 @@ def _mean_pooling_shape(x, chunk_size, offsets, indices):
                 " sequences of S = ", seq_len, " tokens in all make between ", chunks, " and ", most,
                 " chunks of chunk_size ", chunk_size)
         chunks = listed
+    check_product(op, "output", [batch, chunks, heads, head_dim])
     check_tensor(op, "x", x)
     check_float_dtype(op, "x", x)
     require((offsets is None) == (indices is None), op, "offsets and indices go together: pass both (ragged mode) or ",
