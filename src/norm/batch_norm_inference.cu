@@ -98,13 +98,13 @@ void launch(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, f
 
 namespace solops::detail {
 
-void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& planes,
-                                 const BatchNormInferenceTensors& t, float eps, cudaStream_t stream) {
+void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& planes, const BatchNormInferenceTensors& t,
+                                 float eps, cudaStream_t stream) {
   if (planes.batch == 0 || planes.channels == 0 || planes.plane == 0) return;
   dispatch_float(t.x.dtype, [&]<class T>() {
     constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
-    const bool vectors = planes.plane % kVec == 0 && row_norm::aligned_to_vector(t.x.data) &&
-                         row_norm::aligned_to_vector(t.y.data);
+    const bool vectors =
+        planes.plane % kVec == 0 && row_norm::aligned_to_vector(t.x.data) && row_norm::aligned_to_vector(t.y.data);
     if (vectors) batch_norm_kernels::launch<T, kVec>(planes, t, eps, stream);
     else batch_norm_kernels::launch<T, 1>(planes, t, eps, stream);
   });

@@ -39,7 +39,7 @@ struct BatchNormInferenceTensors {
 BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement placement,
                                               const BatchNormInferenceTensors& t, const BatchNormInference& p);
 
-void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& planes,
-                                 const BatchNormInferenceTensors& t, float eps, cudaStream_t stream);
+void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& planes, const BatchNormInferenceTensors& t,
+                                 float eps, cudaStream_t stream);
 
 }  // namespace solops::detail

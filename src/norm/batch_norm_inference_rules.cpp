@@ -42,8 +42,7 @@ BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement pla
 
 }  // namespace detail
 
-std::vector<int64_t> batch_norm_inference_output_shape(std::span<const int64_t> x_shape,
-                                                       const BatchNormInference& p) {
+std::vector<int64_t> batch_norm_inference_output_shape(std::span<const int64_t> x_shape, const BatchNormInference& p) {
   detail::resolve_batch_norm_planes("batch_norm_inference", x_shape, p.eps);
   return {x_shape.begin(), x_shape.end()};
 }
@@ -59,8 +58,7 @@ void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const Ten
                           const BatchNormInference& p, cudaStream_t stream) {
   constexpr std::string_view kOp = "batch_norm_inference";
   const detail::BatchNormInferenceTensors t{x, weight, bias, running_mean, running_var, y};
-  const detail::BatchNormPlanes planes =
-      detail::validate_batch_norm_inference(kOp, detail::Placement::device, t, p);
+  const detail::BatchNormPlanes planes = detail::validate_batch_norm_inference(kOp, detail::Placement::device, t, p);
   detail::launch_batch_norm_inference(kOp, planes, t, static_cast<float>(p.eps), stream);
 }
 
