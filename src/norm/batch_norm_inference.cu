@@ -1,21 +1,23 @@
 // BatchNormInferenceFwd's kernel. Memory-bound: x is read once and y written once, one FMA an
-// element: y = x * scale + shift with each channel's scale = weight * rsqrt(running_var + eps) and
+// element: y = x * scale + shift with each channel's scale = weight / sqrt(running_var + eps) and
 // shift = bias - running_mean * scale (spec §2.7), in f32, rounded once to x's dtype.
 //
 // The launch shape. x is B * C planes, each one channel's S contiguous elements
-// (batch_norm_inference.hpp). A block is `lanes` x `channels` threads: threadIdx.y picks one of a group
-// of consecutive channels and threadIdx.x walks that channel's plane, so that each thread computes its
-// channel's scale and shift once, from four loads, and no element needs an index division. grid.y
-// walks the batch (b, b + gridDim.y, ... where B is beyond a grid's 65535), grid.x the groups of
-// channels times the chunks of a plane, a chunk being one round of the block's loads (kUnroll vectors
-// a thread, all issued before any result is stored). Long planes take a block a chunk: each plane of
-// [4, 128, 1024, 1024] f16 is 128 chunks of 256 lanes. Short planes share a block instead of leaving
-// most of its threads idle: lanes is the plane's vectors rounded up to a power of two and the rest
-// of the 256 threads take further channels, so that [8, 64, 32, 32] f16 (128 vectors a plane) runs
-// two channels a block, and a rank-2 x such as [32, 64] (S = 1: one element a channel in each row)
-// one element a thread, a row of 64 channels a block, a block a row. Every plane starts on a 16-byte
-// boundary where S is a multiple of the vector width (and x and y are aligned), and the threads then
-// move 16-byte vectors; otherwise one element each, which a warp's lanes still read contiguously.
+// (batch_norm_inference.hpp). A block is lanes x channels x images threads: threadIdx.x walks a
+// plane, threadIdx.y picks one of a group of consecutive channels and threadIdx.z one of a group of
+// images, so that each thread computes its channel's scale and shift once, from four loads, and no
+// element needs an index division. grid.x covers the groups of channels times the chunks of a plane,
+// a chunk being one round of the block's loads (kUnroll vectors a thread, all issued before any
+// result is stored); grid.y covers the groups of images, walked grid-stride beyond a grid's 65535.
+// Long planes take a block a chunk: each plane of [4, 128, 1024, 1024] f16 is 128 chunks of 256
+// lanes. Short planes share a block instead of leaving most of its threads idle: lanes is the
+// plane's vectors rounded up to a power of two, channels fill the rest of the 256 threads (as many
+// as x has) and images what is left (at most 64, a block's limit along z). So [8, 64, 32, 32] f16
+// (128 vectors a plane) runs two channels a block, and a rank-2 x such as [32, 64] (S = 1: one
+// element of each channel in a row) one element a thread, four whole rows a block, eight blocks.
+// Every plane starts on a 16-byte boundary where S is a multiple of the vector width (and x and y
+// are aligned), and the threads then move 16-byte vectors; otherwise one element each, which a
+// warp's lanes still read contiguously.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -31,6 +33,7 @@ namespace solops::detail::batch_norm_kernels {
 constexpr int kThreads = 256;
 constexpr int kUnroll = 4;
 constexpr int64_t kMaxGridY = 65535;
+constexpr int kMaxBlockZ = 64;
 
 // The launch's view of x: B * C planes of plane_vectors vectors, `chunks` of a plane, each
 // kUnroll * blockDim.x vectors.
@@ -50,10 +53,13 @@ __global__ void __launch_bounds__(kThreads)
   const unsigned chunk = blockIdx.x - group * s.chunks;
   const int64_t c = int64_t{group} * blockDim.y + threadIdx.y;
   if (c >= s.channels) return;
-  const float scale = (weight ? __ldg(weight + c) : 1.0f) * rsqrtf(__ldg(running_var + c) + s.eps);
+  // A correctly rounded square root and division, once a thread: an error in scale (rsqrtf's is up to
+  // two ulps) grows, relative to y, where x * scale and shift nearly cancel.
+  const float scale = (weight ? __ldg(weight + c) : 1.0f) / sqrtf(__ldg(running_var + c) + s.eps);
   const float shift = (bias ? __ldg(bias + c) : 0.0f) - __ldg(running_mean + c) * scale;
   const int64_t first = int64_t{chunk} * kUnroll * blockDim.x + threadIdx.x;
-  for (int64_t b = blockIdx.y; b < s.batch; b += gridDim.y) {
+  const int64_t images = int64_t{gridDim.y} * blockDim.z;
+  for (int64_t b = int64_t{blockIdx.y} * blockDim.z + threadIdx.z; b < s.batch; b += images) {
     const int64_t plane = (b * s.channels + c) * s.plane_vectors;
     const P* const in = reinterpret_cast<const P*>(x) + plane;
     P* const out = reinterpret_cast<P*>(y) + plane;
@@ -82,14 +88,16 @@ void launch(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, f
   const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(plane_vectors, kThreads))));
   const auto channels =
       static_cast<int>(std::min<uint64_t>(kThreads / lanes, std::bit_ceil(static_cast<uint64_t>(planes.channels))));
+  const int images = std::min(kThreads / (lanes * channels), kMaxBlockZ);
   const int64_t chunks = ceil_div(plane_vectors, int64_t{kUnroll} * lanes);
   // groups * chunks is below numel / 128 + 1, so below 2^31 for any x a GPU can hold.
   const int64_t groups = ceil_div(planes.channels, channels);
-  const dim3 grid(static_cast<unsigned>(groups * chunks), static_cast<unsigned>(std::min(planes.batch, kMaxGridY)));
+  const dim3 grid(static_cast<unsigned>(groups * chunks),
+                  static_cast<unsigned>(std::min(ceil_div(planes.batch, images), kMaxGridY)));
   const PlaneShape s{planes.batch, planes.channels, plane_vectors, static_cast<int>(chunks), eps};
   const auto* weight = t.weight ? static_cast<const float*>(t.weight->data) : nullptr;
   const auto* bias = t.bias ? static_cast<const float*>(t.bias->data) : nullptr;
-  normalize_planes<T, kVec><<<grid, dim3(lanes, channels), 0, stream>>>(
+  normalize_planes<T, kVec><<<grid, dim3(lanes, channels, images), 0, stream>>>(
       static_cast<const T*>(t.x.data), static_cast<T*>(t.y.data), weight, bias,
       static_cast<const float*>(t.running_mean.data), static_cast<const float*>(t.running_var.data), s);
 }
