@@ -1,8 +1,9 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
 // 2.18, 2.19), the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23),
 // WeightNormFwd (spec §2.20), SpectralNormPowerIterFwd (spec §2.21) and BatchNormInferenceFwd (spec
-// §2.7). Each of the M rows of x (the trailing dims normalized_shape, N elements, contiguous) is
-// normalized on its own; statistics run in f32 and the result is rounded once to x's dtype.
+// §2.7, per channel). The row norms normalize each of the M rows of x (the trailing dims
+// normalized_shape, N elements, contiguous) on its own; statistics run in f32 and the result is
+// rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
 #pragma once
 

@@ -449,7 +449,6 @@ def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype)
         close(k_out, F.rms_norm(k.float(), normalized_shape, None, 1e-6).to(dtype), tol)
 
 
-
 BATCH_NORM_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}  # spec 2.7
 
 
