@@ -1,8 +1,9 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
 // 2.18, 2.19), the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23),
-// WeightNormFwd (spec §2.20) and SpectralNormPowerIterFwd (spec §2.21). Each of the M rows of x
-// (the trailing dims normalized_shape, N elements, contiguous) is normalized on its own;
-// statistics run in f32 and the result is rounded once to x's dtype.
+// WeightNormFwd (spec §2.20), SpectralNormPowerIterFwd (spec §2.21) and BatchNormInferenceFwd (spec
+// §2.7, per channel). The row norms normalize each of the M rows of x (the trailing dims
+// normalized_shape, N elements, contiguous) on its own; statistics run in f32 and the result is
+// rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
 #pragma once
 
@@ -107,6 +108,14 @@ struct SpectralNormPowerIter {
   double eps = 1e-12;                     // >= 0, not NaN
 };
 
+// BatchNormInferenceFwd (spec §2.7, §6.3): F.batch_norm(training=False) over x [B, C, *spatial]
+// (rank >= 2, channels in dim 1) with fixed running statistics: y = (x - running_mean[c]) /
+// sqrt(running_var[c] + eps) * weight[c] + bias[c], computed in f32 as one FMA an element (x *
+// scale[c] + shift[c]) and rounded once to x's dtype. Nothing is updated.
+struct BatchNormInference {
+  double eps = 1e-5;  // finite, >= 0
+};
+
 // The gradients of RMSNorm and LayerNorm given the forward's saved per-row statistics; eps is
 // folded into rstd, so it is no parameter.
 struct RMSNormBackward {
@@ -147,6 +156,9 @@ int64_t weight_norm_workspace_elements(std::span<const int64_t> x_shape, const W
 // may be 0), I below 2^31, normalized_shape (I,), n_iter >= 0, eps >= 0.
 int64_t spectral_norm_power_iter_workspace_elements(std::span<const int64_t> x_shape,
                                                     const SpectralNormPowerIter& p);
+// BatchNormInference: x's shape. Checks the shape rule: x of rank >= 2, eps finite and >= 0.
+std::vector<int64_t> batch_norm_inference_output_shape(std::span<const int64_t> x_shape,
+                                                       const BatchNormInference& p);
 // Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
@@ -169,6 +181,8 @@ Cost vector_norm_cost(std::span<const int64_t> x_shape, DType dtype, const Vecto
 Cost weight_norm_cost(std::span<const int64_t> x_shape, DType dtype, const WeightNorm& p);
 // Spec §2.21: FLOPs (4·n_iter + 2)·O·I + (4·n_iter + 2)·(O + I), bytes O·I·eb + 8·(O + I) + 4.
 Cost spectral_norm_power_iter_cost(std::span<const int64_t> x_shape, DType dtype, const SpectralNormPowerIter& p);
+// Spec §2.7: FLOPs 4·numel, bytes 2·numel·eb + 16·C (weight, bias and both running statistics read).
+Cost batch_norm_inference_cost(std::span<const int64_t> x_shape, DType dtype, const BatchNormInference& p);
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
 
@@ -223,6 +237,14 @@ void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, con
 void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const TensorRef& v, const TensorRef& sigma,
                               const TensorRef& u_out, const TensorRef& v_out, const TensorRef* workspace,
                               const SpectralNormPowerIter& p, cudaStream_t stream = nullptr);
+
+// BatchNormInference, the spec's argument order (x, weight, bias, running_mean, running_var; not
+// F.batch_norm's): x a contiguous CUDA tensor [B, C, *spatial] of f32, f16 or bf16; weight, bias,
+// running_mean and running_var contiguous f32 CUDA tensors [C], weight and bias may be null (scale 1,
+// shift 0, as F.batch_norm's None); y of x's shape and dtype, overlapping no input.
+void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const TensorRef* bias,
+                          const TensorRef& running_mean, const TensorRef& running_var, const TensorRef& y,
+                          const BatchNormInference& p, cudaStream_t stream = nullptr);
 
 // The backward ops (spec §2.13, 2.14). grad_out, x and grad_x have x's shape and dtype; weight
 // (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and
@@ -306,6 +328,10 @@ void weight_norm(const TensorRef& v, const TensorRef& g, const TensorRef& y, con
 // float64 throughout (W, u and v widened), the outputs rounded once to f32; no workspace.
 void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const TensorRef& v, const TensorRef& sigma,
                               const TensorRef& u_out, const TensorRef& v_out, const SpectralNormPowerIter& p);
+// float64: (x - running_mean) / sqrt(running_var + eps) * weight + bias, rounded once.
+void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const TensorRef* bias,
+                          const TensorRef& running_mean, const TensorRef& running_var, const TensorRef& y,
+                          const BatchNormInference& p);
 // The backward ops in float64 from the given statistics, gradients rounded once.
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
                        const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p);

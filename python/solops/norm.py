@@ -6,7 +6,7 @@ weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (
 rstd)), the quantizing norms rms_norm_quant and layer_norm_quant, which return (q, scale): float8_e4m3fn
 codes and one float32 scale per row, vector_norm (torch.linalg.vector_norm for ord 1 and 2) and
 spectral_norm_power_iter (the power iteration of torch.nn.utils.spectral_norm, returning
-(sigma, u, v)).
+(sigma, u, v)) and batch_norm_inference (F.batch_norm with training=False).
 
 The ops are torch.ops.solops.<op>, registered in C++ (src/torch/norm.cpp). rms_norm and layer_norm
 are differentiable: with grad enabled and an input that requires it they run the training forward
@@ -14,7 +14,7 @@ are differentiable: with grad enabled and an input that requires it they run the
 backward, registered here, runs rms_norm_backward and layer_norm_backward, our backward kernels.
 The fake implementations below give torch.compile the outputs, on symbolic sizes too, and apply the
 library's rules at trace time (src/norm/norm_rules.cpp, vector_norm_rules.cpp,
-spectral_norm_rules.cpp).
+spectral_norm_rules.cpp, batch_norm_inference_rules.cpp).
 """
 
 import math
@@ -35,6 +35,7 @@ _ada_layer_norm, _qk_norm = _ops.ada_layer_norm.default, _ops.qk_norm.default
 _rms_norm_quant, _layer_norm_quant = _ops.rms_norm_quant.default, _ops.layer_norm_quant.default
 _vector_norm, _weight_norm = _ops.vector_norm.default, _ops.weight_norm.default
 _spectral_norm_power_iter = _ops.spectral_norm_power_iter.default
+_batch_norm_inference = _ops.batch_norm_inference.default
 
 
 def _shape(normalized_shape):
@@ -119,6 +120,16 @@ def spectral_norm_power_iter(x, u, v, n_iter=1, eps=1e-12):
     on x.T (contiguous) with u and v swapped (docs/api.md). Deterministic, no autograd.
     Op: solops::spectral_norm_power_iter."""
     return _spectral_norm_power_iter(x, u, v, n_iter, eps)
+
+
+def batch_norm_inference(input, running_mean, running_var, weight=None, bias=None, eps=1e-5):
+    """F.batch_norm(input, running_mean, running_var, weight, bias, training=False, eps=eps) (spec §2.7,
+    §6.3): (input - running_mean) / sqrt(running_var + eps) * weight + bias for each channel (dim 1 of
+    input [B, C, *spatial], rank >= 2), in float32 with one rounding to input's dtype. running_mean,
+    running_var, weight and bias are float32 [C]; weight and bias may be None (1 and 0). The running
+    statistics are only read; no autograd. Op: solops::batch_norm_inference, which takes the spec's
+    order (x, weight, bias, running_mean, running_var, eps)."""
+    return _batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):
@@ -445,6 +456,20 @@ def _(x, u, v, n_iter=1, eps=1e-12):
         _check_optional(op, name, t, torch.float32, shape)
     return (x.new_empty([], dtype=torch.float32), x.new_empty([rows], dtype=torch.float32),
             x.new_empty([cols], dtype=torch.float32))
+
+
+@torch.library.register_fake("solops::batch_norm_inference")
+def _(x, weight, bias, running_mean, running_var, eps=1e-5):
+    op = "batch_norm_inference"
+    check_known_dtype(op, "x", x)
+    require(x.dim() >= 2, op, "x ", shape_string(x.shape),
+            " must have rank >= 2: [B, C, *spatial], the channels in dim 1 (as F.batch_norm)")
+    _eps(op, eps)
+    check_tensor(op, "x", x)
+    check_float_dtype(op, "x", x)
+    for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
+        _check_optional(op, name, t, torch.float32, x.shape[1:2])
+    return x.new_empty(x.shape)
 
 
 def _backward(op, grad_out, x, normalized_shape, weight, stats):

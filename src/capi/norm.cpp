@@ -196,6 +196,23 @@ solops_status layer_norm_backward(const char* function, Op op, const solops_tens
 }
 
 template <class Op, class... Stream>
+solops_status batch_norm_inference(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                                   const solops_tensor* bias, const solops_tensor* running_mean,
+                                   const solops_tensor* running_var, const solops_tensor* y,
+                                   const solops_batch_norm_inference_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    const auto running_mean_ref = to_tensor(running_mean, function, "running_mean");
+    const auto running_var_ref = to_tensor(running_var, function, "running_var");
+    op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), running_mean_ref, running_var_ref,
+       to_tensor(y, function, "y"), to_norm<solops::BatchNormInference>(p, function),
+       static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
 solops_status gemma_rms_norm(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
                              const solops_tensor* y, const solops_norm_params* p, Stream... stream) {
   return guarded(function, [&] {
@@ -741,6 +758,35 @@ solops_status solops_layer_norm_backward_cost(int32_t x_rank, const int64_t* x_s
                                               const solops_norm_backward_params* p, solops_cost* out) {
   return norm_cost<solops::LayerNormBackward>(__func__, solops::layer_norm_backward_cost, x_rank, x_shape, x_dtype,
                                               p, out);
+}
+
+solops_status solops_batch_norm_inference_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                       const solops_batch_norm_inference_params* p, int32_t* out_rank,
+                                                       int64_t* out_shape) {
+  return norm_output_shape<solops::BatchNormInference>(__func__, solops::batch_norm_inference_output_shape, x_rank,
+                                                       x_shape, p, out_rank, out_shape);
+}
+
+solops_status solops_batch_norm_inference(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* running_mean,
+                                          const solops_tensor* running_var, const solops_tensor* y,
+                                          const solops_batch_norm_inference_params* p, void* stream) {
+  return batch_norm_inference(__func__, solops::batch_norm_inference, x, weight, bias, running_mean, running_var, y, p,
+                              stream);
+}
+
+solops_status solops_reference_batch_norm_inference(const solops_tensor* x, const solops_tensor* weight,
+                                                    const solops_tensor* bias, const solops_tensor* running_mean,
+                                                    const solops_tensor* running_var, const solops_tensor* y,
+                                                    const solops_batch_norm_inference_params* p) {
+  return batch_norm_inference(__func__, solops::reference::batch_norm_inference, x, weight, bias, running_mean,
+                              running_var, y, p);
+}
+
+solops_status solops_batch_norm_inference_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                               const solops_batch_norm_inference_params* p, solops_cost* out) {
+  return norm_cost<solops::BatchNormInference>(__func__, solops::batch_norm_inference_cost, x_rank, x_shape, x_dtype,
+                                               p, out);
 }
 
 }  // extern "C"

@@ -376,6 +376,32 @@ auto spectral_norm_power_iter(const Tensor& x, const Tensor& u, const Tensor& v,
 }
 
 template <Target kTarget>
+auto batch_norm_inference(const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                          const Tensor& running_mean, const Tensor& running_var, double eps) {
+  constexpr std::string_view kOp = "batch_norm_inference";
+  const BatchNormInference p{eps};
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(batch_norm_inference_cost(sizes(x), dtype(x, kOp, "x"), p));
+  } else {
+    const Call<kTarget> call(x);
+    const DType x_dtype = dtype(x, kOp, "x");
+    Tensor y = call.empty(batch_norm_inference_output_shape(sizes(x), p), x_dtype);
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const TensorRef mean_ref = view(running_mean, kOp, "running_mean"), var_ref = view(running_var, kOp, "running_var");
+    const auto weight_ref = view(weight, kOp, "weight"), bias_ref = view(bias, kOp, "bias");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::batch_norm_inference(x_ref, pointer(weight_ref), pointer(bias_ref), mean_ref, var_ref, y_ref, p,
+                                       stream);
+        },
+        [&] {
+          reference::batch_norm_inference(x_ref, pointer(weight_ref), pointer(bias_ref), mean_ref, var_ref, y_ref, p);
+        });
+    return y;
+  }
+}
+
+template <Target kTarget>
 auto rms_norm_backward(const Tensor& grad_out, const Tensor& x, const Ints& normalized_shape, const Tensor& rstd,
                        const std::optional<Tensor>& weight) {
   constexpr std::string_view kOp = "rms_norm_backward";
@@ -476,6 +502,11 @@ constexpr Op kNormOps[] = {
     {"weight_norm", "(Tensor v, Tensor g, int dim=0)", "(Tensor, Tensor)", TORCH_BOX(&weight_norm<kTarget>)},
     {"spectral_norm_power_iter", "(Tensor x, Tensor u, Tensor v, int n_iter=1, float eps=1e-12)",
      "(Tensor, Tensor, Tensor)", TORCH_BOX(&spectral_norm_power_iter<kTarget>)},
+    // ATen's order (_native_batch_norm_legit_no_training), which is the spec's; solops.batch_norm_inference
+    // takes F.batch_norm's.
+    {"batch_norm_inference",
+     "(Tensor x, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float eps=1e-05)", "Tensor",
+     TORCH_BOX(&batch_norm_inference<kTarget>)},
     {"rms_norm_backward", "(Tensor grad_out, Tensor x, SymInt[] normalized_shape, Tensor rstd, Tensor? weight=None)",
      "(Tensor, Tensor)", TORCH_BOX(&rms_norm_backward<kTarget>)},
     {"layer_norm_backward",

@@ -61,6 +61,12 @@ typedef struct {
   double eps;
 } solops_spectral_norm_power_iter_params;
 
+/* BatchNormInferenceFwd: has_eps = 0 takes F.batch_norm's default, 1e-5. */
+typedef struct {
+  int32_t has_eps;
+  double eps;
+} solops_batch_norm_inference_params;
+
 /* Row norms. weight and bias may be NULL (scale 1, shift 0); gemma_rms_norm's weight is required.
  * Outputs may not overlap inputs, except in the fused add-norms' in-place form: output = x and
  * residual_out = residual (the same data pointers). The output shape is x's. */
@@ -288,6 +294,25 @@ solops_status solops_reference_spectral_norm_power_iter(const solops_tensor* x, 
                                                         const solops_spectral_norm_power_iter_params* p);
 solops_status solops_spectral_norm_power_iter_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                                    const solops_spectral_norm_power_iter_params* p, solops_cost* cost);
+
+/* BatchNormInferenceFwd (spec 2.7, 6.3): F.batch_norm(training=False) in the spec's argument order,
+ * y = (x - running_mean) / sqrt(running_var + eps) * weight + bias per channel (dim 1 of x [B, C,
+ * *spatial], rank >= 2; SOLOPS_F32, SOLOPS_F16 or SOLOPS_BF16), in f32, rounded once. weight, bias,
+ * running_mean and running_var are SOLOPS_F32 [C]; weight and bias may be NULL (scale 1, shift 0). y
+ * has x's shape (the output shape) and dtype and overlaps no input. eps finite and >= 0. */
+solops_status solops_batch_norm_inference_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                       const solops_batch_norm_inference_params* p, int32_t* out_rank,
+                                                       int64_t* out_shape);
+solops_status solops_batch_norm_inference(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* running_mean,
+                                          const solops_tensor* running_var, const solops_tensor* y,
+                                          const solops_batch_norm_inference_params* p, void* stream);
+solops_status solops_reference_batch_norm_inference(const solops_tensor* x, const solops_tensor* weight,
+                                                    const solops_tensor* bias, const solops_tensor* running_mean,
+                                                    const solops_tensor* running_var, const solops_tensor* y,
+                                                    const solops_batch_norm_inference_params* p);
+solops_status solops_batch_norm_inference_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                               const solops_batch_norm_inference_params* p, solops_cost* cost);
 
 #ifdef __cplusplus
 }

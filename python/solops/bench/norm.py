@@ -10,7 +10,11 @@ reference, and its torch.compile; tolerance output fp32 1e-5, fp16 1e-3, bf16 1.
 1e-5), and SpectralNormPowerIterFwd (spec 2.21: W = x, u [O] and v [I] random normal f32 from the fixed
 seed, n_iter 1 and eps 1e-12 unless the row gives them; alternatives the spec's formula, that is
 torch.nn.utils.spectral_norm's power method and sigma, on x widened to f32 (F.normalize of torch.mv,
-torch.vdot), and its torch.compile; tolerance sigma rtol 1e-4, u_out and v_out atol 1e-5, rtol 1e-4).
+torch.vdot), and its torch.compile; tolerance sigma rtol 1e-4, u_out and v_out atol 1e-5, rtol 1e-4),
+and BatchNormInferenceFwd (spec 2.7: x [B, C, *spatial] of the row's dtype; running_mean, weight and
+bias random normal f32 [C], running_var uniform in [0.5, 1.5), eps 1e-5; alternatives
+F.batch_norm(training=False), eager (cuDNN's inference kernel) and its torch.compile; tolerance fp32
+1e-5, fp16 1e-3, bf16 1.6e-2).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
@@ -77,7 +81,9 @@ BACKWARD_OPS = {
 REDUCTION_OPS = {"L1NormFwd": 1, "L2NormFwd": 2}  # the vector norm's ord
 REDUCTION_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float32: 1e-5}
 WEIGHT_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
-OPS = tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS) + ("WeightNormFwd", "SpectralNormPowerIterFwd")
+BATCH_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
+OPS = (tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS)
+       + ("WeightNormFwd", "SpectralNormPowerIterFwd", "BatchNormInferenceFwd"))
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -343,6 +349,24 @@ def build_spectral_norm_case(op_name: str, row: dict, alternatives: list[str], s
                         check_spectral_norm, impls)
 
 
+def build_batch_norm_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    channels = shape[1:2]
+    generator = torch.Generator().manual_seed(run.INPUT_SEED + 4)
+    cpu = (random_tensor(shape, dtype, 0), random_tensor(channels, torch.float32, 1),
+           torch.rand(channels, generator=generator) + 0.5, random_tensor(channels, torch.float32, 2),
+           random_tensor(channels, torch.float32, 3))
+    inputs = tuple(t.cuda() for t in cpu)
+
+    def torch_batch_norm(x, running_mean, running_var, weight, bias):
+        return F.batch_norm(x, running_mean, running_var, weight, bias, training=False, eps=1e-5)
+
+    impls = [Impl("solops", partial(solops.batch_norm_inference, *inputs))] + [
+        formulation_impl(name, "batch norm", torch_batch_norm, *inputs) for name in alternatives]
+    return run.row_case(op_name, row, solops.cost.of(solops.batch_norm_inference, *cpu), RATE_KIND,
+                        partial(solops.reference.run, solops.batch_norm_inference, *cpu),
+                        check_close(BATCH_NORM_TOLERANCE[dtype]), impls)
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["x"]
@@ -352,6 +376,8 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         return build_weight_norm_case(op_name, row, alternatives, shape, dtype)
     if op_name == "SpectralNormPowerIterFwd":
         return build_spectral_norm_case(op_name, row, alternatives, shape, dtype)
+    if op_name == "BatchNormInferenceFwd":
+        return build_batch_norm_case(op_name, row, alternatives, shape, dtype)
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
     if op_name in BACKWARD_OPS:

@@ -227,6 +227,41 @@ TEST(SpectralNormCApi, ReferenceWorkspaceCostAndErrors) {
                  "spectral_norm_power_iter: x must be a CUDA tensor");
 }
 
+TEST(BatchNormInferenceCApi, ReferenceShapeCostAndErrors) {
+  HostTensor x = filled({2, 2}, {3, 1, -1, 2}), mean = filled({2}, {1, 0}), var = filled({2}, {4, 1});
+  HostTensor weight = filled({2}, {2, 3}), y({2, 2}, DType::f32);
+  solops_batch_norm_inference_params p{1, 0};
+  solops_tensor cx = c_tensor(x), cm = c_tensor(mean), cv = c_tensor(var), cw = c_tensor(weight), cy = c_tensor(y);
+  ASSERT_EQ(solops_reference_batch_norm_inference(&cx, &cw, nullptr, &cm, &cv, &cy, &p), SOLOPS_OK)
+      << solops_last_error();
+  expect_values(y, {2, 3, -2, 6});
+  int32_t rank = 0;
+  int64_t shape[SOLOPS_MAX_RANK] = {};
+  const int64_t image[] = {4, 128, 32, 32};
+  const solops_batch_norm_inference_params defaults{};  // has_eps = 0: F.batch_norm's 1e-5
+  ASSERT_EQ(solops_batch_norm_inference_output_shape(4, image, &defaults, &rank, shape), SOLOPS_OK);
+  EXPECT_EQ(rank, 4);
+  EXPECT_EQ(shape[3], 32);
+  solops_cost cost{};
+  ASSERT_EQ(solops_batch_norm_inference_cost(4, image, SOLOPS_F16, &defaults, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.bytes, 2.0 * 4 * 128 * 32 * 32 * 2 + 16 * 128);
+  ASSERT_EQ(solops_reference_batch_norm_inference(&cx, nullptr, nullptr, &cm, &cv, &cy, &defaults), SOLOPS_OK);
+  const double r0 = 1 / std::sqrt(4 + 1e-5), r1 = 1 / std::sqrt(1 + 1e-5);
+  expect_values(y, {2 * r0, r1, -2 * r0, 2 * r1});
+  const auto expect_failure = [](solops_status status, const std::string& fragment) {
+    EXPECT_EQ(status, SOLOPS_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(solops_last_error()).find(fragment), std::string::npos) << solops_last_error();
+  };
+  p.eps = -1;
+  expect_failure(solops_batch_norm_inference_cost(4, image, SOLOPS_F16, &p, &cost),
+                 "batch_norm_inference_cost: eps = -1 must be finite and >= 0");
+  expect_failure(solops_reference_batch_norm_inference(&cx, nullptr, nullptr, nullptr, &cv, &cy, &defaults),
+                 "solops_reference_batch_norm_inference: running_mean is a null pointer");
+  expect_failure(solops_batch_norm_inference_output_shape(1, image, nullptr, &rank, shape), "params is a null pointer");
+  expect_failure(solops_batch_norm_inference(&cx, nullptr, nullptr, &cm, &cv, &cy, &defaults, nullptr),
+                 "batch_norm_inference: x must be a CUDA tensor");
+}
+
 TEST(NormCApi, ErrorsReturnAStatusAndAMessage) {
   HostTensor x({2, 4}, DType::f32), y({2, 4}, DType::f32);
   solops_tensor cx = c_tensor(x), cy = c_tensor(y);

@@ -1,6 +1,6 @@
 """One sample call of every normalization op, for the tests that run each op through PyTorch's
 machinery (test_torch_integration.py): fakes, torch.compile, CUDA graphs, opcheck, errors. The
-number of rows varies; the rows are 64 long."""
+number of rows varies; the rows are 64 long (batch_norm_inference: the number of channels varies)."""
 
 import torch
 
@@ -50,6 +50,10 @@ SAMPLES = [
     Sample("weight_norm", _tensors(ROWS, ("rows",)), lambda v, g: solops.weight_norm(v, g, 0)),
     Sample("spectral_norm_power_iter", _tensors(ROWS, ("rows", "f32"), (N, "f32")),
            lambda x, u, v: solops.spectral_norm_power_iter(x, u, v, 2)),
+    # The channels vary: x [2, C, 8], the four f32 [C] parameters positive.
+    Sample("batch_norm_inference", _tensors((2, "rows", 8), ("rows", "f32"), ("rows", "f32"), ("rows", "f32"),
+                                            ("rows", "f32")),
+           lambda x, mean, var, w, b: solops.batch_norm_inference(x, mean, var, w, b)),
     Sample("rms_norm_backward", _tensors(ROWS, ROWS, STATS, WEIGHT),
            lambda dy, x, rstd, w: solops.rms_norm_backward(dy, x, N, rstd, w)),
     Sample("layer_norm_backward", _tensors(ROWS, ROWS, STATS, STATS, WEIGHT),

@@ -4,7 +4,8 @@ quantizing norms' norm-amax-scale-cast, GroupRMSNorm's per-vector rstd and [G, D
 vector norms equal to torch.linalg.vector_norm (spec 2.22, 2.23), WeightNorm equal to
 torch._weight_norm for dim in [0, ndim) and dim -1 (the whole tensor; spec 2.20, 6.7),
 spectral_norm_power_iter equal to the spec's formula and to torch.nn.utils.spectral_norm (and, on
-the transposed matrix, to torch.nn.utils.parametrizations.spectral_norm; spec 2.21), the fused
+the transposed matrix, to torch.nn.utils.parametrizations.spectral_norm; spec 2.21),
+batch_norm_inference equal to F.batch_norm(training=False) (spec 2.7), the fused
 ops' in-place form, traced by torch.compile(fullgraph=True), captured and replayed in CUDA graphs,
 clear errors on bad input; and
 rms_norm / layer_norm as autograd ops whose gradients equal PyTorch's (spec 2.13, 2.14), forward and
@@ -447,6 +448,44 @@ def test_qk_norm_equals_two_rms_norms(q_shape, k_shape, normalized_shape, dtype)
         q_out, k_out = solops.qk_norm(q, k)
         close(k_out, F.rms_norm(k.float(), normalized_shape, None, 1e-6).to(dtype), tol)
 
+
+BATCH_NORM_TOLERANCE = {torch.float32: 1e-5, torch.float16: 1e-3, torch.bfloat16: 1.6e-2}  # spec 2.7
+
+
+def batch_norm_parameters(channels):
+    """running_mean, running_var (in [0.5, 1.5)), weight and bias: float32 [channels] on the GPU."""
+    mean, weight, bias = (random_input((channels,), torch.float32, seed=seed) for seed in (1, 2, 3))
+    var = torch.rand(channels, generator=torch.Generator(device="cuda").manual_seed(4), device="cuda") + 0.5
+    return mean, var, weight, bias
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", [
+    (8, 64, 32, 32), (4, 256, 28, 28),  # catalogue shapes: 16-byte vectors, planes sharing a block
+    (32, 64),  # rank 2: one element a channel in each row
+    (2, 3, 7, 5), (3, 5, 49), (2, 8, 1, 1),  # odd planes and planes of one element: one element a thread
+    (3, 2, 8200),  # long planes, a partial last chunk
+    (1, 1), (0, 4, 8), (2, 0), (2, 3, 0),  # one element, empty dims
+])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_inference_equals_pytorch(shape, dtype, affine):
+    x = random_input(shape, dtype)
+    mean, var, weight, bias = batch_norm_parameters(shape[1])
+    parameters = (weight, bias) if affine else (None, None)
+    running = (mean.clone(), var.clone())
+    for eps in (1e-5, 0.1):
+        want = F.batch_norm(x.float(), mean, var, *parameters, training=False, eps=eps).to(dtype)
+        close(solops.batch_norm_inference(x, mean, var, *parameters, eps=eps), want, BATCH_NORM_TOLERANCE[dtype])
+    assert torch.equal(mean, running[0]) and torch.equal(var, running[1])  # only read
+
+
+def test_batch_norm_inference_nan_and_infinity_stay_in_their_elements():
+    x = random_input((4, 8, 33), torch.float16)
+    x[1, 2, 5], x[3, 7, 0], x[0, 0, 32] = float("nan"), float("inf"), -float("inf")
+    mean, var, weight, bias = batch_norm_parameters(8)
+    got = solops.batch_norm_inference(x, mean, var, weight, bias)
+    close(got, F.batch_norm(x.float(), mean, var, weight, bias, training=False).half(), 1e-3)
+    assert got.isnan().sum() == 1 and got.isinf().sum() == 2
 
 
 def test_torch_compile_traces_without_graph_breaks():

@@ -1,7 +1,7 @@
 """The normalization ops' rules on the CPU, as torch.compile meets them: the Python fakes against the
 C++ shape rules on thousands of random calls, accepted and rejected alike, message for message; every
-bad call of norm_calls.py refused at trace time; the CPU references and the cost models through the
-same ops."""
+bad call of norm_calls.py refused at trace time; the CPU references (against PyTorch's where it has
+the op) and the cost models through the same ops."""
 
 import math
 import random
@@ -54,7 +54,7 @@ class NormCalls:
                               "gemma_rms_norm", "fused_add_rms_norm", "fused_add_rms_norm_", "fused_add_layer_norm",
                               "fused_add_layer_norm_", "ada_layer_norm", "rms_norm_quant", "layer_norm_quant",
                               "qk_norm", "group_rms_norm", "vector_norm", "weight_norm", "spectral_norm_power_iter",
-                              "rms_norm_backward", "layer_norm_backward"])
+                              "batch_norm_inference", "rms_norm_backward", "layer_norm_backward"])
         if op in ("rms_norm", "rms_norm_with_stats"):
             return op, (x, ns, self.weight(ns), self.rng.choice([None, eps]))
         if op in ("layer_norm", "layer_norm_with_stats", "layer_norm_quant"):
@@ -87,6 +87,10 @@ class NormCalls:
             rows, cols = (x_shape + [1, 1])[:2]
             return op, (x, _meta([rows], torch.float32), _meta([cols], torch.float32), self.rng.randint(-1, 3),
                         self.rng.choice([1e-12, 0.0, -1.0, math.nan]))
+        if op == "batch_norm_inference":
+            channels = x_shape[1:2] or [3]
+            parameters = [_meta(channels, torch.float32) if self.rng.random() < 0.7 else None for _ in range(2)]
+            return op, (x, *parameters, _meta(channels, torch.float32), _meta(channels, torch.float32), eps)
         stats = [_meta(x_shape[:len(x_shape) - len(ns)] if len(ns) <= len(x_shape) else [], torch.float32)]
         if op == "layer_norm_backward":
             stats *= 2
@@ -146,8 +150,22 @@ def test_references_are_pytorch_on_the_cpu(shape, normalized_shape):
     torch.testing.assert_close(output, F.rms_norm(x + residual, shape[-1:], eps=1e-6))
 
 
+@pytest.mark.parametrize("shape", [(3, 5, 4, 7), (6, 5), (2, 5, 9), (0, 5, 2)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_inference_reference_is_pytorch_on_the_cpu(shape, affine):
+    x, mean, weight, bias = cpu_inputs(shape, (5,), (5,), (5,))
+    var = torch.rand(5, generator=torch.Generator().manual_seed(1)) + 0.5
+    parameters = (weight, bias) if affine else (None, None)
+    torch.testing.assert_close(solops.reference.run(solops.batch_norm_inference, x, mean, var, *parameters, eps=1e-3),
+                               F.batch_norm(x, mean, var, *parameters, training=False, eps=1e-3))
+
+
 def test_cost_models_follow_the_spec():
     x = torch.empty(8, 4096, dtype=torch.bfloat16)
     # Spec 2.1: 4 flops an element; x read, y written, the weight read once.
     assert solops.cost.of(solops.rms_norm, x, 4096, torch.empty(4096, dtype=torch.bfloat16)) == \
         (4 * x.numel(), (2 * x.numel() + 4096) * 2)
+    # Spec 2.7: 4 flops an element; x read, y written, weight, bias and both running statistics read.
+    image, channel = torch.empty(4, 128, 32, 32, dtype=torch.float16), torch.empty(128)
+    assert solops.cost.of(solops.batch_norm_inference, image, channel, channel) == \
+        (4 * image.numel(), 2 * image.numel() * 2 + 16 * 128)

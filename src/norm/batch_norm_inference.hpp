@@ -1,0 +1,45 @@
+// BatchNormInferenceFwd (spec §2.7): x as planes, shared by the entry points
+// (batch_norm_inference_rules.cpp), the CPU reference (batch_norm_inference_ref.cpp) and the kernel
+// (batch_norm_inference.cu).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <span>
+#include <string_view>
+
+#include "core/check.hpp"
+#include "solops/norm.hpp"
+
+namespace solops::detail {
+
+// x [B, C, *spatial] as B * C planes of `plane` contiguous elements (the product of the spatial dims,
+// 1 for rank 2): plane (b, c) starts at element (b * C + c) * plane, and all of it is channel c.
+struct BatchNormPlanes {
+  int64_t batch = 0, channels = 0, plane = 1;
+};
+
+// The shape rule: x of rank >= 2 (channels in dim 1, as F.batch_norm) without a negative dim, eps
+// finite and >= 0.
+BatchNormPlanes resolve_batch_norm_planes(std::string_view op, std::span<const int64_t> x_shape, double eps);
+
+// The tensors of one call; weight and bias may be null.
+struct BatchNormInferenceTensors {
+  const TensorRef& x;
+  const TensorRef* weight = nullptr;
+  const TensorRef* bias = nullptr;
+  const TensorRef& running_mean;
+  const TensorRef& running_var;
+  const TensorRef& y;
+};
+
+// Every check of a call: the shape rule; x a float tensor; weight and bias (where given), running_mean
+// and running_var f32 [C]; y of x's shape and dtype, overlapping no input.
+BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement placement,
+                                              const BatchNormInferenceTensors& t, const BatchNormInference& p);
+
+void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& planes, const BatchNormInferenceTensors& t,
+                                 float eps, cudaStream_t stream);
+
+}  // namespace solops::detail
