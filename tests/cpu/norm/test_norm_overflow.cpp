@@ -31,6 +31,13 @@ TEST(NormOverflow, RmsNormOf2To64ElementsIsRefusedNotCostedAtZero) {
   expect_error([&] { rms_norm_output_shape(k2To64Rows, p); }, message);
 }
 
+TEST(NormOverflow, BatchNormInferenceOf2To64ElementsIsRefused) {
+  const char* message = "batch_norm_inference: x [4294967296, 4294967296, 1]: its sizes multiply past the int64 range";
+  expect_error([&] { batch_norm_inference_output_shape(k2To64Rows, {}); }, message);
+  expect_error([&] { batch_norm_inference_cost(k2To64Rows, DType::f16, {}); },
+               "batch_norm_inference_cost: x [4294967296, 4294967296, 1]: its sizes multiply past the int64 range");
+}
+
 TEST(NormOverflow, RowOfMoreThanInt64Elements) {
   // Two dims of the normalized shape whose product passes int64.
   const Shape x{2, int64_t{1} << 62};
