@@ -1,4 +1,4 @@
-// What every family's PyTorch binding shares: the four namespaces an op is registered in, torch
+// What every family's PyTorch binding shares: the four targets an op is registered for, torch
 // tensors as solops TensorRefs, outputs from PyTorch's allocator, and the registration of a family's
 // table of ops. Built on PyTorch's stable C ABI (torch/csrc/stable), so one build loads into every
 // PyTorch from the version it targets on (docs/architecture.md).
