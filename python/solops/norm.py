@@ -43,15 +43,17 @@ def _shape(normalized_shape):
     return [normalized_shape] if isinstance(normalized_shape, int) else normalized_shape
 
 
-def _needs_grad(*tensors):
-    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+def _requires_grad(t):
+    """Whether an optional tensor requires a gradient."""
+    return t is not None and t.requires_grad
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """F.rms_norm: input / sqrt(mean(input^2 over normalized_shape) + eps) * weight. eps=None is
     PyTorch's CUDA default, the float32 machine epsilon. Differentiable in input and weight.
     Ops: solops::rms_norm, or solops::rms_norm_with_stats when a gradient is needed."""
-    if _needs_grad(input, weight):
+    # Spelled out rather than a loop over the tensors: this runs on every eager call.
+    if torch.is_grad_enabled() and (input.requires_grad or _requires_grad(weight)):
         return _rms_norm_with_stats(input, _shape(normalized_shape), weight, eps)[0]
     return _rms_norm(input, _shape(normalized_shape), weight, eps)
 
@@ -60,7 +62,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """F.layer_norm: (input - mean) / sqrt(var + eps) * weight + bias, biased variance over the
     trailing normalized_shape dims. Differentiable in input, weight and bias.
     Ops: solops::layer_norm, or solops::layer_norm_with_stats when a gradient is needed."""
-    if _needs_grad(input, weight, bias):
+    if torch.is_grad_enabled() and (input.requires_grad or _requires_grad(weight) or _requires_grad(bias)):
         return _layer_norm_with_stats(input, _shape(normalized_shape), weight, bias, eps)[0]
     return _layer_norm(input, _shape(normalized_shape), weight, bias, eps)
 
