@@ -11,8 +11,8 @@
 # "+modified" where the tracked sources differ from it (solops.bench.commit).
 # SOLOPS_DIAGNOSE=1 adds compute-sanitizer over the GPU tests (SOLOPS_MEMCHECK_FILTER picks them)
 # and an ncu profile of every row's kernels (logs/memcheck.log, logs/ncu.log).
-# A family too large for one call splits: SOLOPS_SKIP_TESTS=1 runs only calibration, benchmark and
-# report; SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops and SOLOPS_BENCH_WORKLOADS="id ..."
+# A family too large for one call splits: SOLOPS_SKIP_TESTS=1 (or SOLOPS_TESTS="gpu", say) runs only
+# calibration, benchmark and report (and those tests); SOLOPS_BENCH_OPS="OpA OpB" benchmarks only those ops and SOLOPS_BENCH_WORKLOADS="id ..."
 # only those workloads' rows (the other rows' earlier lines in bench/results/<gpu>/<family>.jsonl are
 # kept); SOLOPS_SKIP_BENCH=1 leaves out the benchmark of
 # every alternative (tests and variants only). SOLOPS_GPU_TEST_FILTER picks GPU tests (gtest
@@ -94,13 +94,20 @@ with_library() {  # with_library DIR COMMAND...: COMMAND with DIR's libsolops fi
   (export LD_LIBRARY_PATH="$1:$LD_LIBRARY_PATH" && shift && "$@")
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >"$logs/nvidia-smi.log" 2>&1
-if [ "${SOLOPS_SKIP_TESTS:-0}" != 1 ]; then
-  step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1
-  step gpu-tests gpu_tests gpu-tests "${SOLOPS_GPU_TEST_FILTER:-*}"
-  # Every Python test but those marked needs_shared: they read ../shared, which only the CPU
-  # machines have, and CI runs them there.
-  step python-tests python3 -m pytest -q -m "not needs_shared" tests/python
-fi
+# SOLOPS_TESTS picks the test steps (default "cpu gpu python"); SOLOPS_SKIP_TESTS=1 runs none.
+tests=${SOLOPS_TESTS-cpu gpu python}
+[ "${SOLOPS_SKIP_TESTS:-0}" = 1 ] && tests=
+case " $tests " in *" cpu "*) step cpu-tests "$build/tests/solops_cpu_tests" --gtest_brief=1 ;; esac
+case " $tests " in *" gpu "*) step gpu-tests gpu_tests gpu-tests "${SOLOPS_GPU_TEST_FILTER:-*}" ;; esac
+case " $tests " in
+  *" python "*)
+    # Every Python test but those marked needs_shared: they read ../shared, which only the CPU
+    # machines have, and CI runs them there. In parallel where pytest-xdist is installed: most of
+    # their time is torch.compile's, on the CPU.
+    workers=()
+    python3 -c "import xdist" 2>/dev/null && workers=(-n 8)
+    step python-tests python3 -m pytest -q "${workers[@]}" -m "not needs_shared" tests/python ;;
+esac
 if [ "${SOLOPS_DIAGNOSE:-0}" = 1 ]; then
   # Out-of-bounds accesses of the kernels on the GPU tests' shapes, and hardware counters of
   # every catalogue row's kernels (clocks left alone, as the timing method does).
