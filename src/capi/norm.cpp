@@ -938,9 +938,9 @@ solops_status solops_group_norm_with_stats(const solops_tensor* x, const solops_
   return group_norm_call(__func__, solops::group_norm_with_stats, x, weight, bias, y, mean, rstd, p, stream);
 }
 
-solops_status solops_reference_group_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* bias,
-                                          const solops_tensor* y, const solops_tensor* mean, const solops_tensor* rstd,
-                                          const solops_group_norm_params* p) {
+solops_status solops_reference_group_norm(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* y, const solops_tensor* mean,
+                                          const solops_tensor* rstd, const solops_group_norm_params* p) {
   return group_norm_call(__func__, solops::reference::group_norm, x, weight, bias, y, mean, rstd, p);
 }
 
@@ -985,8 +985,9 @@ solops_status solops_group_norm_backward_workspace_elements(int32_t x_rank, cons
 solops_status solops_group_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                               const solops_group_norm_params* p, int32_t weight, solops_cost* out) {
   return guarded(__func__, [&] {
-    write_cost(solops::group_norm_backward_cost(to_shape(x_rank, x_shape, __func__), static_cast<solops::DType>(x_dtype),
-                                                group_backward_params(p, __func__), weight != 0),
+    write_cost(solops::group_norm_backward_cost(to_shape(x_rank, x_shape, __func__),
+                                                static_cast<solops::DType>(x_dtype), group_backward_params(p, __func__),
+                                                weight != 0),
                out, __func__);
   });
 }

@@ -101,9 +101,9 @@ struct ForwardPointers {
 };
 
 struct ForwardShape {
-  int64_t groups;      // B * G
-  int64_t num_groups;  // G
-  int group_vectors;   // K / kVec
+  int64_t groups;             // B * G
+  int64_t num_groups;         // G
+  int group_vectors;          // K / kVec
   FastDivisor plane_vectors;  // S / kVec: a vector's plane within its group
   int channels_per_group;
   float inv_len;  // 1 / K, 0 for empty groups
@@ -356,7 +356,8 @@ bool aligned(const void* pointer, size_t bytes) { return reinterpret_cast<uintpt
 template <class T, class Launch>
 void with_vector_width(const SpatialGroups& g, std::initializer_list<const void*> pointers, Launch launch) {
   const auto fits = [&](int vec) {
-    return g.plane % vec == 0 && std::ranges::all_of(pointers, [&](const void* at) { return aligned(at, vec * sizeof(T)); });
+    return g.plane % vec == 0 &&
+           std::ranges::all_of(pointers, [&](const void* at) { return aligned(at, vec * sizeof(T)); });
   };
   constexpr int kWide = 16 / sizeof(T), kNarrow = 8 / sizeof(T);
   if (fits(kWide)) launch.template operator()<kWide>();
@@ -419,9 +420,12 @@ void launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwa
                         len > 0 ? 1.0f / static_cast<float>(len) : 0.0f,
                         centred};
   const bool gradients = t.grad_weight || t.grad_bias;
-  const BackwardPointers<T> p{data_of<const T>(&t.grad_out), data_of<const T>(&t.x),
-                              data_of<const T>(t.weight),    data_of<const float>(&t.mean),
-                              data_of<const float>(&t.rstd), data_of<T>(&t.grad_x),
+  const BackwardPointers<T> p{data_of<const T>(&t.grad_out),
+                              data_of<const T>(&t.x),
+                              data_of<const T>(t.weight),
+                              data_of<const float>(&t.mean),
+                              data_of<const float>(&t.rstd),
+                              data_of<T>(&t.grad_x),
                               gradients ? data_of<float>(t.workspace) : nullptr};
   // A warp a plane: as many warps as the group has planes, at most a block's; one-plane groups
   // (InstanceNorm) a warp each, several a block.
@@ -439,8 +443,7 @@ void launch_group_norm(std::string_view op, const SpatialGroups& g, const GroupN
   using namespace group_norm_kernels;
   dispatch_float(t.x.dtype, [&]<class T>() {
     if (g.group_count() > 0) {
-      with_vector_width<T>(g, {t.x.data, t.y.data},
-                           [&]<int kVec>() { launch_forward<T, kVec>(g, math, t, stream); });
+      with_vector_width<T>(g, {t.x.data, t.y.data}, [&]<int kVec>() { launch_forward<T, kVec>(g, math, t, stream); });
     }
   });
   if (math.update_running && g.plane > 0 && g.channels > 0) {

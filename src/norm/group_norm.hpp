@@ -26,8 +26,7 @@ struct SpatialGroups {
 
 // The shape rule: x of rank >= 2 without a negative dim, num_groups > 0 dividing C, each group's C / G
 // channels and K elements below 2^31, eps finite and >= 0.
-SpatialGroups resolve_group_norm(std::string_view op, std::span<const int64_t> x_shape, int64_t num_groups,
-                                 double eps);
+SpatialGroups resolve_group_norm(std::string_view op, std::span<const int64_t> x_shape, int64_t num_groups, double eps);
 // InstanceNorm's: G = C (so no rule on it), momentum finite, and with use_input_stats S != 1, since
 // F.instance_norm refuses one spatial element ("Expected more than 1 spatial element when training").
 SpatialGroups resolve_instance_norm(std::string_view op, std::span<const int64_t> x_shape, const InstanceNorm& p);
@@ -82,8 +81,8 @@ struct GroupNormBackwardTensors {
 // without eps and momentum), grad_out and grad_x of x's shape and dtype, weight, grad_weight and
 // grad_bias of x's dtype [C], mean and rstd f32 [B, G] (InstanceNorm: [B, C]), the workspace (on the
 // device), no output overlapping another tensor.
-SpatialGroups validate_group_norm_backward(std::string_view op, Placement placement,
-                                           const GroupNormBackwardTensors& t, const GroupNormBackward& p);
+SpatialGroups validate_group_norm_backward(std::string_view op, Placement placement, const GroupNormBackwardTensors& t,
+                                           const GroupNormBackward& p);
 SpatialGroups validate_instance_norm_backward(std::string_view op, Placement placement,
                                               const GroupNormBackwardTensors& t, const InstanceNormBackward& p);
 

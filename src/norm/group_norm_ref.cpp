@@ -30,7 +30,8 @@ void forward(const detail::GroupNormTensors& t, const detail::SpatialGroups& g, 
       // An empty group has mean 0 and rstd NaN, as PyTorch's.
       mean = len > 0 ? sum / static_cast<double>(len) : 0.0;
       double squares = 0;
-      for (int64_t i = first; i < first + len; ++i) squares += (load_value(t.x, i) - mean) * (load_value(t.x, i) - mean);
+      for (int64_t i = first; i < first + len; ++i)
+        squares += (load_value(t.x, i) - mean) * (load_value(t.x, i) - mean);
       const double var = len > 0 ? squares / static_cast<double>(len) : std::numeric_limits<double>::quiet_NaN();
       rstd = 1 / std::sqrt(var + math.eps);
       if (math.update_running) {
@@ -44,7 +45,8 @@ void forward(const detail::GroupNormTensors& t, const detail::SpatialGroups& g, 
     if (t.mean) store_value(*t.mean, group, mean);
     if (t.rstd) store_value(*t.rstd, group, rstd);
     for (int64_t c = 0; c < g.channels_per_group; ++c) {
-      const double scale = parameter(t.weight, first_channel + c, 1.0), shift = parameter(t.bias, first_channel + c, 0.0);
+      const double scale = parameter(t.weight, first_channel + c, 1.0),
+                   shift = parameter(t.bias, first_channel + c, 0.0);
       for (int64_t i = first + c * g.plane; i < first + (c + 1) * g.plane; ++i) {
         store_value(t.y, i, (load_value(t.x, i) - mean) * rstd * scale + shift);
       }
@@ -128,9 +130,9 @@ void instance_norm(const TensorRef& x, const TensorRef* running_mean, const Tens
   forward(t, g, detail::instance_norm_math(t, p));
 }
 
-void group_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
-                         const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
-                         const TensorRef* grad_weight, const TensorRef* grad_bias, const GroupNormBackward& p) {
+void group_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& mean,
+                         const TensorRef& rstd, const TensorRef& grad_x, const TensorRef* grad_weight,
+                         const TensorRef* grad_bias, const GroupNormBackward& p) {
   const detail::GroupNormBackwardTensors t{grad_out, x, weight, mean, rstd, grad_x, grad_weight, grad_bias, nullptr};
   backward(t, detail::validate_group_norm_backward("reference::group_norm_backward", detail::Placement::host, t, p),
            true);

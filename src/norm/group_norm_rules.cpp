@@ -30,8 +30,8 @@ void check_parameter(std::string_view op, Placement placement, std::string_view 
 }
 
 // The checks of a forward call after x's and the shape rule's.
-void check_forward_tensors(std::string_view op, Placement placement, const GroupNormTensors& t,
-                           const SpatialGroups& g, bool update_running) {
+void check_forward_tensors(std::string_view op, Placement placement, const GroupNormTensors& t, const SpatialGroups& g,
+                           bool update_running) {
   const int64_t channels[] = {g.channels};
   const int64_t stats[] = {g.batch, g.groups};
   check_parameter(op, placement, "weight", t.weight, t.x.dtype, channels);
@@ -131,9 +131,9 @@ void check_backward_tensors(std::string_view op, Placement placement, const Grou
   check_parameter(op, placement, "grad_x", &t.grad_x, t.x.dtype, t.x.sizes());
   check_parameter(op, placement, "grad_weight", t.grad_weight, t.x.dtype, channels);
   check_parameter(op, placement, "grad_bias", t.grad_bias, t.x.dtype, channels);
-  const NamedTensor tensors[] = {{"grad_out", &t.grad_out}, {"x", &t.x},           {"weight", t.weight},
-                                 {"mean", &t.mean},         {"rstd", &t.rstd},     {"grad_x", &t.grad_x},
-                                 {"grad_weight", t.grad_weight}, {"grad_bias", t.grad_bias}};
+  const NamedTensor tensors[] = {
+      {"grad_out", &t.grad_out}, {"x", &t.x},           {"weight", t.weight},           {"mean", &t.mean},
+      {"rstd", &t.rstd},         {"grad_x", &t.grad_x}, {"grad_weight", t.grad_weight}, {"grad_bias", t.grad_bias}};
   check_workspace(op, placement, backward_partials_elements(g, t.grad_weight || t.grad_bias), t.workspace, tensors,
                   sizing);
   const NamedTensor outputs[] = {{"grad_x", &t.grad_x}, {"grad_weight", t.grad_weight}, {"grad_bias", t.grad_bias}};
@@ -142,8 +142,8 @@ void check_backward_tensors(std::string_view op, Placement placement, const Grou
 
 }  // namespace
 
-SpatialGroups validate_group_norm_backward(std::string_view op, Placement placement,
-                                           const GroupNormBackwardTensors& t, const GroupNormBackward& p) {
+SpatialGroups validate_group_norm_backward(std::string_view op, Placement placement, const GroupNormBackwardTensors& t,
+                                           const GroupNormBackward& p) {
   check_tensor(placement, op, "x", t.x);
   check_float_dtype(op, "x", t.x);
   const SpatialGroups g = resolve_group_norm(op, t.x.sizes(), p.num_groups, 0.0);
@@ -166,14 +166,16 @@ Cost forward_cost(const SpatialGroups& g, DType dtype, bool affine, int64_t runn
   const auto numel = static_cast<double>(g.batch * g.channels * g.plane);
   const auto channels = static_cast<double>(g.channels);
   const auto eb = static_cast<double>(dtype_size(dtype));
-  return {(affine ? 5 : 3) * numel, (2 * numel + (affine ? 2 * channels : 0)) * eb + static_cast<double>(running_bytes)};
+  return {(affine ? 5 : 3) * numel,
+          (2 * numel + (affine ? 2 * channels : 0)) * eb + static_cast<double>(running_bytes)};
 }
 
 Cost backward_cost(const SpatialGroups& g, DType dtype, bool weight) {
   const auto numel = static_cast<double>(g.batch * g.channels * g.plane);
   const auto channels = static_cast<double>(g.channels);
   const auto eb = static_cast<double>(dtype_size(dtype));
-  return {12 * numel, (3 * numel + 2 * channels + (weight ? channels : 0)) * eb + 8 * static_cast<double>(g.batch * g.groups)};
+  return {12 * numel,
+          (3 * numel + 2 * channels + (weight ? channels : 0)) * eb + 8 * static_cast<double>(g.batch * g.groups)};
 }
 
 }  // namespace
@@ -225,8 +227,7 @@ std::vector<int64_t> instance_norm_stats_shape(std::span<const int64_t> x_shape,
   return {g.batch, g.channels};
 }
 
-int64_t instance_norm_workspace_elements(std::span<const int64_t> x_shape, const InstanceNorm& p,
-                                         bool running_stats) {
+int64_t instance_norm_workspace_elements(std::span<const int64_t> x_shape, const InstanceNorm& p, bool running_stats) {
   const detail::SpatialGroups g = detail::resolve_instance_norm(kInstanceNorm, x_shape, p);
   return p.use_input_stats && running_stats ? 2 * g.batch * g.channels : 0;
 }
@@ -272,8 +273,8 @@ void group_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bi
 
 void group_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
                            const TensorRef& mean, const TensorRef& rstd, const GroupNorm& p, cudaStream_t stream) {
-  run_group_norm("group_norm_with_stats", {.x = x, .weight = weight, .bias = bias, .y = y, .mean = &mean, .rstd = &rstd},
-                 p, stream);
+  run_group_norm("group_norm_with_stats",
+                 {.x = x, .weight = weight, .bias = bias, .y = y, .mean = &mean, .rstd = &rstd}, p, stream);
 }
 
 void instance_norm(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
@@ -291,9 +292,9 @@ void instance_norm(const TensorRef& x, const TensorRef* running_mean, const Tens
 }
 
 void instance_norm_with_stats(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
-                              const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
-                              const TensorRef& mean, const TensorRef& rstd, const TensorRef* workspace,
-                              const InstanceNorm& p, cudaStream_t stream) {
+                              const TensorRef* weight, const TensorRef* bias, const TensorRef& y, const TensorRef& mean,
+                              const TensorRef& rstd, const TensorRef* workspace, const InstanceNorm& p,
+                              cudaStream_t stream) {
   run_instance_norm("instance_norm_with_stats",
                     {.x = x,
                      .weight = weight,
@@ -307,10 +308,10 @@ void instance_norm_with_stats(const TensorRef& x, const TensorRef* running_mean,
                     p, stream);
 }
 
-void group_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
-                         const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
-                         const TensorRef* grad_weight, const TensorRef* grad_bias, const TensorRef* workspace,
-                         const GroupNormBackward& p, cudaStream_t stream) {
+void group_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& mean,
+                         const TensorRef& rstd, const TensorRef& grad_x, const TensorRef* grad_weight,
+                         const TensorRef* grad_bias, const TensorRef* workspace, const GroupNormBackward& p,
+                         cudaStream_t stream) {
   const detail::GroupNormBackwardTensors t{grad_out, x, weight, mean, rstd, grad_x, grad_weight, grad_bias, workspace};
   const auto g = detail::validate_group_norm_backward(kGroupNormBackward, detail::Placement::device, t, p);
   detail::launch_group_norm_backward(kGroupNormBackward, g, true, t, stream);

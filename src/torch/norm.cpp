@@ -492,8 +492,8 @@ auto group_norm_forward(std::string_view op, bool with_stats, const Tensor& x, i
         }
       },
       [&] {
-        reference::group_norm(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, pointer(mean_ref), pointer(rstd_ref),
-                              p);
+        reference::group_norm(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, pointer(mean_ref),
+                              pointer(rstd_ref), p);
       });
   return std::tuple(y, mean, rstd);
 }
@@ -539,8 +539,8 @@ auto instance_norm_forward(std::string_view op, bool with_stats, const Tensor& x
     mean = call.empty(stats_shape, DType::f32);
     rstd = call.empty(stats_shape, DType::f32);
   }
-  const auto scratch =
-      workspace(call, instance_norm_workspace_elements(sizes(x), p, running_mean.has_value() || running_var.has_value()));
+  const bool running = running_mean.has_value() || running_var.has_value();
+  const auto scratch = workspace(call, instance_norm_workspace_elements(sizes(x), p, running));
   const TensorRef x_ref = view(x, op, "x"), y_ref = view(y, op, "output");
   const auto mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd");
   const auto running_mean_ref = view(running_mean, op, "running_mean");
@@ -601,8 +601,9 @@ auto spatial_norm_backward(std::string_view op, const Tensor& grad_out, const Te
                            const Tensor& rstd, const std::optional<Tensor>& weight, const Params& p) {
   constexpr bool kGroups = std::is_same_v<Params, GroupNormBackward>;
   if constexpr (kTarget == Target::cost) {
-    if constexpr (kGroups) return cost_list(group_norm_backward_cost(sizes(x), dtype(x, op, "x"), p, weight.has_value()));
-    else return cost_list(instance_norm_backward_cost(sizes(x), dtype(x, op, "x"), p, weight.has_value()));
+    const DType x_dtype = dtype(x, op, "x");
+    if constexpr (kGroups) return cost_list(group_norm_backward_cost(sizes(x), x_dtype, p, weight.has_value()));
+    else return cost_list(instance_norm_backward_cost(sizes(x), x_dtype, p, weight.has_value()));
   } else {
     const Call<kTarget> call(x);
     const DType x_dtype = dtype(x, op, "x");

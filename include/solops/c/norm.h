@@ -349,9 +349,9 @@ solops_status solops_group_norm_with_stats(const solops_tensor* x, const solops_
                                            const solops_tensor* bias, const solops_tensor* y,
                                            const solops_tensor* mean, const solops_tensor* rstd,
                                            const solops_group_norm_params* p, void* stream);
-solops_status solops_reference_group_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* bias,
-                                          const solops_tensor* y, const solops_tensor* mean, const solops_tensor* rstd,
-                                          const solops_group_norm_params* p);
+solops_status solops_reference_group_norm(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* y, const solops_tensor* mean,
+                                          const solops_tensor* rstd, const solops_group_norm_params* p);
 solops_status solops_group_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                      const solops_group_norm_params* p, int32_t affine, solops_cost* cost);
 solops_status solops_group_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,

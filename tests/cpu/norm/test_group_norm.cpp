@@ -60,8 +60,11 @@ TEST(GroupNormShapeRule, OutputAndStatistics) {
 }
 
 TEST(GroupNormShapeRule, ChannelsMustDivideIntoGroups) {
-  expect_error([] { group_norm_output_shape(Shape{2, 6, 3}, {.num_groups = 4}); },
-               "group_norm: the C = 6 channels of x [2, 6, 3] are not divisible by num_groups = 4");
+  expect_error(
+      [] {
+        group_norm_output_shape(Shape{2, 6, 3}, {.num_groups = 4});
+      },
+      "group_norm: the C = 6 channels of x [2, 6, 3] are not divisible by num_groups = 4");
   expect_error([] { group_norm_output_shape(Shape{2, 6, 3}, {.num_groups = 0}); }, "num_groups = 0 must be > 0");
   expect_error([] { group_norm_output_shape(Shape{2, 6, 3}, {.num_groups = -2}); }, "num_groups = -2 must be > 0");
 }
@@ -70,27 +73,42 @@ TEST(GroupNormShapeRule, RankEpsAndIndexRange) {
   expect_error([] { group_norm_output_shape(Shape{8}, {}); },
                "group_norm: x [8] must have rank >= 2: [B, C, *spatial], the channels in dim 1 (as F.group_norm)");
   expect_error([] { group_norm_output_shape(Shape{2, -4}, {}); }, "x [2, -4] has a negative dim");
-  expect_error([] { group_norm_output_shape(Shape{2, 4}, {.num_groups = 2, .eps = -1e-5}); },
-               "eps = -1e-05 must be finite and >= 0");
-  expect_error([] { group_norm_output_shape(Shape{1, 2, int64_t{1} << 30}, {.num_groups = 1}); },
-               "each group of x [1, 2, 1073741824] has C / G = 2 channels and (C / G) * S = 2147483648 elements");
+  expect_error(
+      [] {
+        group_norm_output_shape(Shape{2, 4}, {.num_groups = 2, .eps = -1e-5});
+      },
+      "eps = -1e-05 must be finite and >= 0");
+  expect_error(
+      [] {
+        group_norm_output_shape(Shape{1, 2, int64_t{1} << 30}, {.num_groups = 1});
+      },
+      "each group of x [1, 2, 1073741824] has C / G = 2 channels and (C / G) * S = 2147483648 elements");
   EXPECT_EQ(group_norm_stats_shape(Shape{1, 2, int64_t{1} << 30}, {.num_groups = 2}), (Shape{1, 2}));
-  expect_error([] { group_norm_output_shape(Shape{1, int64_t{1} << 31, 0}, {.num_groups = 1}); },
-               "C / G = 2147483648 channels");
+  expect_error(
+      [] {
+        group_norm_output_shape(Shape{1, int64_t{1} << 31, 0}, {.num_groups = 1});
+      },
+      "C / G = 2147483648 channels");
 }
 
 TEST(InstanceNormShapeRule, OneSpatialElementNeedsRunningStatistics) {
   // F.instance_norm refuses one spatial element with use_input_stats, rank 2 included.
-  expect_error([] { instance_norm_output_shape(Shape{2, 4}, {}); },
-               "instance_norm: x [2, 4] has one spatial element an instance: use_input_stats needs more than one");
+  expect_error(
+      [] {
+        instance_norm_output_shape(Shape{2, 4}, {});
+      },
+      "instance_norm: x [2, 4] has one spatial element an instance: use_input_stats needs more than one");
   expect_error([] { instance_norm_output_shape(Shape{2, 4, 1, 1}, {}); }, "x [2, 4, 1, 1] has one spatial element");
   EXPECT_EQ(instance_norm_output_shape(Shape{2, 4, 1}, {.use_input_stats = false}), (Shape{2, 4, 1}));
   EXPECT_EQ(instance_norm_output_shape(Shape{2, 4, 0}, {}), (Shape{2, 4, 0}));
   expect_error([] { instance_norm_output_shape(Shape{2, 4, 3}, {.momentum = kNaN}); }, "momentum = nan must be finite");
   expect_error([] { instance_norm_output_shape(Shape{2, 4, 3}, {.eps = kNaN}); }, "eps = nan must be finite");
   expect_error([] { instance_norm_output_shape(Shape{3}, {}); }, "x [3] must have rank >= 2");
-  expect_error([] { instance_norm_output_shape(Shape{1, 1, int64_t{1} << 31}, {}); },
-               "each plane of x [1, 1, 2147483648] has S = 2147483648 elements, 2^31 or more");
+  expect_error(
+      [] {
+        instance_norm_output_shape(Shape{1, 1, int64_t{1} << 31}, {});
+      },
+      "each plane of x [1, 1, 2147483648] has S = 2147483648 elements, 2^31 or more");
 }
 
 TEST(GroupNormShapeRule, Workspaces) {
@@ -134,8 +152,8 @@ TEST(InstanceNormReference, InstancesAndTheRunningUpdateByHand) {
   expect_values(call.mean, {2, 2, 4, 1});
   expect_values(call.rstd, {1 / std::sqrt(5.0 / 3), 1 / 3.0, 1.0, 1 / std::sqrt(11.0 / 3)});
   const double r0 = 1 / std::sqrt(5.0 / 3);
-  expect_values(call.y, {-r0, 0, r0, -2 / 3.0, -2 / 3.0, 4 / 3.0, 0, 0, 0, -2 * std::sqrt(3.0 / 11), 0,
-                         2 * std::sqrt(3.0 / 11)});
+  expect_values(
+      call.y, {-r0, 0, r0, -2 / 3.0, -2 / 3.0, 4 / 3.0, 0, 0, 0, -2 * std::sqrt(3.0 / 11), 0, 2 * std::sqrt(3.0 / 11)});
   // running = 0.75 * running + 0.25 * (the batch average): means (2 + 4) / 2 and (2 + 1) / 2, unbiased
   // variances (1 + 0) / 2 and (12 + 4) / 2.
   expect_values(call.running_mean, {0.75 * 0.5 + 0.25 * 3, 0.75 * -1 + 0.25 * 1.5});
@@ -209,13 +227,11 @@ TEST(GroupNormValidation, ParametersOfXsDtypeAndTheChannels) {
   expect_error([&] { run(nullptr, &three_ref); }, "bias: shape [3] must be [4]");
   HostTensor stats({2, 4}, DType::f32);
   const TensorRef stats_ref = stats.ref();
-  expect_error(
-      [&] { reference::group_norm(call.x.ref(), nullptr, nullptr, call.y.ref(), &stats_ref, nullptr, {2}); },
-      "mean: shape [2, 4] must be [2, 2]");
+  expect_error([&] { reference::group_norm(call.x.ref(), nullptr, nullptr, call.y.ref(), &stats_ref, nullptr, {2}); },
+               "mean: shape [2, 4] must be [2, 2]");
   HostTensor f16_y({2, 4, 3}, DType::f16);
-  expect_error(
-      [&] { reference::group_norm(call.x.ref(), nullptr, nullptr, f16_y.ref(), nullptr, nullptr, {2}); },
-      "output: dtype f16 must be bf16");
+  expect_error([&] { reference::group_norm(call.x.ref(), nullptr, nullptr, f16_y.ref(), nullptr, nullptr, {2}); },
+               "output: dtype f16 must be bf16");
 }
 
 TEST(InstanceNormValidation, RunningStatisticsRules) {
@@ -265,8 +281,8 @@ TEST(GroupNormBackwardValidation, Rules) {
       "reference::group_norm_backward: mean: shape [2, 4] must be [2, 2]");
   expect_error(
       [&] {
-        reference::group_norm_backward(f32_dy.ref(), x.ref(), nullptr, stats.ref(), stats.ref(), grad_x.ref(),
-                                       nullptr, nullptr, {2});
+        reference::group_norm_backward(f32_dy.ref(), x.ref(), nullptr, stats.ref(), stats.ref(), grad_x.ref(), nullptr,
+                                       nullptr, {2});
       },
       "grad_out: dtype f32 must be f16");
   expect_error(
@@ -291,7 +307,8 @@ TEST(GroupNormCost, SpecFormulas) {
   const Cost plain = group_norm_cost(Shape{8, 128, 32, 32}, DType::f16, {.num_groups = 32}, false);
   EXPECT_DOUBLE_EQ(plain.flops, 3 * numel);
   EXPECT_DOUBLE_EQ(plain.bytes, 2 * numel * 2);
-  const Cost by_running = instance_norm_cost(Shape{8, 128, 32, 32}, DType::f16, {.use_input_stats = false}, false, true);
+  const Cost by_running =
+      instance_norm_cost(Shape{8, 128, 32, 32}, DType::f16, {.use_input_stats = false}, false, true);
   EXPECT_DOUBLE_EQ(by_running.bytes, 2 * numel * 2 + 8 * 128);
   const Cost updating = instance_norm_cost(Shape{8, 128, 32, 32}, DType::bf16, {}, true, true);
   EXPECT_DOUBLE_EQ(updating.bytes, (2 * numel + 2 * 128) * 2 + 16 * 128);
@@ -300,8 +317,11 @@ TEST(GroupNormCost, SpecFormulas) {
   EXPECT_DOUBLE_EQ(backward.bytes, (3 * numel + 3 * 128) * 2 + 8 * 8 * 32);
   const Cost instance_backward = instance_norm_backward_cost(Shape{8, 128, 32, 32}, DType::f32, {}, false);
   EXPECT_DOUBLE_EQ(instance_backward.bytes, (3 * numel + 2 * 128) * 4 + 8 * 8 * 128);
-  expect_error([] { group_norm_cost(Shape{8, 6}, DType::f32, {.num_groups = 4}, true); },
-               "group_norm_cost: the C = 6 channels");
+  expect_error(
+      [] {
+        group_norm_cost(Shape{8, 6}, DType::f32, {.num_groups = 4}, true);
+      },
+      "group_norm_cost: the C = 6 channels");
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ struct SpatialInputs {
   InstanceNorm instance_params() const { return {use_input_stats, momentum, eps}; }
 };
 
-SpatialInputs random_inputs(Shape shape, DType dtype, std::mt19937_64& rng, int64_t groups, bool instance,
-                            bool affine, bool running, Values values = Values::normal) {
+SpatialInputs random_inputs(Shape shape, DType dtype, std::mt19937_64& rng, int64_t groups, bool instance, bool affine,
+                            bool running, Values values = Values::normal) {
   SpatialInputs in{HostTensor(std::move(shape), dtype), groups, instance};
   fill(in.x, rng, values);
   const Shape channels{in.x.shape[1]};
@@ -76,9 +76,7 @@ std::string describe(const SpatialInputs& in) {
                         in.use_input_stats ? "" : " by running statistics");
 }
 
-std::optional<TensorRef> host_ref(std::optional<HostTensor>& t) {
-  return t ? std::optional(t->ref()) : std::nullopt;
-}
+std::optional<TensorRef> host_ref(std::optional<HostTensor>& t) { return t ? std::optional(t->ref()) : std::nullopt; }
 
 // A device copy of an optional host tensor and its TensorRef.
 struct DeviceCopy {
@@ -117,7 +115,8 @@ ForwardResult run_forward(SpatialInputs& in, size_t offset = 0, bool graph = fal
   DeviceBuffer workspace(static_cast<size_t>(elements) * sizeof(float));
   workspace.poison();
   const TensorRef workspace_ref = device_ref(workspace.data(), DType::f32, {elements});
-  const TensorRef x_ref = device_ref(x.data(), in.x.dtype, in.x.shape), y_ref = device_ref(y.data(), in.x.dtype, in.x.shape);
+  const TensorRef x_ref = device_ref(x.data(), in.x.dtype, in.x.shape),
+                  y_ref = device_ref(y.data(), in.x.dtype, in.x.shape);
   const TensorRef mean_ref = device_ref(mean.data(), DType::f32, in.stats_shape());
   const TensorRef rstd_ref = device_ref(rstd.data(), DType::f32, in.stats_shape());
   launch_maybe_in_graph(
@@ -127,8 +126,8 @@ ForwardResult run_forward(SpatialInputs& in, size_t offset = 0, bool graph = fal
                                    bias.pointer(), y_ref, mean_ref, rstd_ref, elements ? &workspace_ref : nullptr,
                                    in.instance_params(), stream);
         } else {
-          group_norm_with_stats(x_ref, weight.pointer(), bias.pointer(), y_ref, mean_ref, rstd_ref,
-                                {in.groups, in.eps}, stream);
+          group_norm_with_stats(x_ref, weight.pointer(), bias.pointer(), y_ref, mean_ref, rstd_ref, {in.groups, in.eps},
+                                stream);
         }
       },
       graph);
@@ -170,11 +169,11 @@ std::string compare_forward(SpatialInputs& in, size_t offset = 0, bool graph = f
   if (difference.empty()) difference = first_difference("mean", want.mean, got.mean, kStatsTolerance, kStatsTolerance);
   if (difference.empty()) difference = first_difference("rstd", want.rstd, got.rstd, kStatsTolerance, kStatsTolerance);
   if (difference.empty() && in.running_mean) {
-    difference = first_difference("running_mean", *want.running_mean, *got.running_mean, kStatsTolerance,
-                                  kStatsTolerance);
+    difference =
+        first_difference("running_mean", *want.running_mean, *got.running_mean, kStatsTolerance, kStatsTolerance);
     if (difference.empty()) {
-      difference = first_difference("running_var", *want.running_var, *got.running_var, kStatsTolerance,
-                                    kStatsTolerance);
+      difference =
+          first_difference("running_var", *want.running_var, *got.running_var, kStatsTolerance, kStatsTolerance);
     }
   }
   return difference;
@@ -251,7 +250,8 @@ std::string compare_backward(SpatialInputs& in, std::mt19937_64& rng, size_t off
   // The parameter gradients sum B * S terms: their atol grows with the square root of the count.
   const double sums = tolerance * std::sqrt(static_cast<double>(std::max<int64_t>(1, in.x.numel() / in.x.shape[1])));
   std::string difference = first_difference("grad_x", want.grad_x, got.grad_x, tolerance, tolerance);
-  if (difference.empty()) difference = first_difference("grad_weight", want.grad_weight, got.grad_weight, sums, tolerance);
+  if (difference.empty())
+    difference = first_difference("grad_weight", want.grad_weight, got.grad_weight, sums, tolerance);
   if (difference.empty()) difference = first_difference("grad_bias", want.grad_bias, got.grad_bias, sums, tolerance);
   return difference;
 }
@@ -268,8 +268,8 @@ void for_each_row(const char* op, bool instance, Compare compare) {
   for (const auto& row : rows) {
     const bool running = row["tensors"].contains("running_mean");
     const int64_t groups = row["params"].value("num_groups", int64_t{1});
-    SpatialInputs in = random_inputs(row["tensors"]["x"].get<Shape>(), testing::parse_dtype(row["dtype"]), rng,
-                                     groups, instance, row["tensors"].contains("weight"), running);
+    SpatialInputs in = random_inputs(row["tensors"]["x"].get<Shape>(), testing::parse_dtype(row["dtype"]), rng, groups,
+                                     instance, row["tensors"].contains("weight"), running);
     in.use_input_stats = !running;
     EXPECT_EQ(compare(in, rng), "") << op << " " << row["workload"] << " " << describe(in);
   }
@@ -299,7 +299,8 @@ SpatialInputs random_case(std::mt19937_64& rng, int c) {
   };
   const bool instance = c % 2 == 1;
   Shape shape{pick(kBatches), pick(kChannels)};
-  for (int d = std::uniform_int_distribution<int>(instance ? 1 : 0, 3)(rng); d > 0; --d) shape.push_back(pick(kSpatial));
+  for (int d = std::uniform_int_distribution<int>(instance ? 1 : 0, 3)(rng); d > 0; --d)
+    shape.push_back(pick(kSpatial));
   if (c % 17 == 5) shape = {2, 4, 100, 101};  // 10100-element planes: long groups
   std::vector<int64_t> divisors;
   for (int64_t g = 1; g <= shape[1]; ++g) {
@@ -392,12 +393,12 @@ TEST_F(GroupNormGpu, DeviceRules) {
   const TensorRef x_ref = device_ref(x.data(), DType::f32, shape), y_ref = device_ref(y.data(), DType::f32, shape);
   const TensorRef stats_ref = device_ref(stats.data(), DType::f32, channels);
   const TensorRef workspace_ref = device_ref(workspace.data(), DType::f32, {16});
-  expect_message([&] { group_norm(x_ref, nullptr, nullptr, x_ref, {2}); }, "group_norm: x and output overlap in memory");
+  expect_message([&] { group_norm(x_ref, nullptr, nullptr, x_ref, {2}); },
+                 "group_norm: x and output overlap in memory");
   HostTensor host_var({4}, DType::f32);
   const TensorRef host_var_ref = host_var.ref();
-  expect_message(
-      [&] { instance_norm(x_ref, &stats_ref, &host_var_ref, nullptr, nullptr, y_ref, &workspace_ref, {}); },
-      "instance_norm: running_var must be a CUDA tensor");
+  expect_message([&] { instance_norm(x_ref, &stats_ref, &host_var_ref, nullptr, nullptr, y_ref, &workspace_ref, {}); },
+                 "instance_norm: running_var must be a CUDA tensor");
   expect_message([&] { instance_norm(x_ref, &stats_ref, &stats_ref, nullptr, nullptr, y_ref, &workspace_ref, {}); },
                  "overlap in memory");
   DeviceBuffer other(4 * sizeof(float));
