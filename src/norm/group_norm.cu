@@ -257,11 +257,11 @@ __global__ void __launch_bounds__(kMaxThreads) group_gradients(const BackwardPoi
     const auto for_each_vector = [&](int64_t plane, auto f) {
       const B* const x = reinterpret_cast<const B*>(p.x) + plane * s.plane_vectors;
       const B* const dy = reinterpret_cast<const B*>(p.grad_out) + plane * s.plane_vectors;
-      for (int base = lane; base < s.plane_vectors; base += kInFlight * kWarp) {
+      for (int64_t base = lane; base < s.plane_vectors; base += kInFlight * kWarp) {
         B x_bits[kInFlight], dy_bits[kInFlight];
 #pragma unroll
         for (int k = 0; k < kInFlight; ++k) {
-          const int u = base + k * kWarp;
+          const int64_t u = base + k * kWarp;
           if (u < s.plane_vectors) {
             x_bits[k] = x[u];
             dy_bits[k] = dy[u];
@@ -269,12 +269,12 @@ __global__ void __launch_bounds__(kMaxThreads) group_gradients(const BackwardPoi
         }
 #pragma unroll
         for (int k = 0; k < kInFlight; ++k) {
-          const int u = base + k * kWarp;
+          const int64_t u = base + k * kWarp;
           if (u >= s.plane_vectors) continue;
           float x_values[kVec], dy_values[kVec];
           unpack<T, kVec>(x_bits[k], x_values);
           unpack<T, kVec>(dy_bits[k], dy_values);
-          f(u, x_values, dy_values);
+          f(static_cast<int>(u), x_values, dy_values);
         }
       }
     };

@@ -13,7 +13,7 @@ import torch
 import torch.nn.functional as F
 
 import solops
-from support import flat
+from test_norm_rules import cpu_inputs, outcome
 
 DRAWS = 3000
 _H = torch.float16
@@ -65,14 +65,6 @@ class SpatialCalls:
         return op, (_meta(x_shape), x, *stats, self.channels(x_shape), self.rng.random() < 0.7)
 
 
-def outcome(op, args):
-    """The output shapes of the call, or its error's message."""
-    try:
-        return [tuple(t.shape) for t in flat(op(*args))]
-    except RuntimeError as error:
-        return str(error).split("\n")[0]
-
-
 def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
     calls = SpatialCalls(seed=2)
     accepted = rejected = 0
@@ -85,11 +77,6 @@ def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
         accepted += not isinstance(cpp, str)
         rejected += isinstance(cpp, str)
     assert accepted > DRAWS // 5 and rejected > DRAWS // 5
-
-
-def cpu_inputs(*shapes, seed=0):
-    generator = torch.Generator().manual_seed(seed)
-    return [torch.randn(shape, generator=generator) for shape in shapes]
 
 
 SHAPES = [((3, 6, 5, 4), 3), ((2, 4, 7), 4), ((1, 8, 3, 3, 2), 1), ((4, 6), 2), ((2, 6, 1), 6)]
