@@ -5,7 +5,7 @@
 // Forward (normalize_groups): a group (b, g) is K = (C / G) * S contiguous elements of x. A block
 // walks them as a row of vectors (16 bytes, or 8, or single elements: the widest whose width divides
 // S, so that every vector lies in one channel, at aligned x and y), each thread holding kItems of
-// them in registers from one round of loads; groups too long to hold (over kItems * kMaxThreads
+// them in registers from one round of loads; groups too long to hold (over 8 * kMaxThreads
 // vectors) are read again each pass, from L1 or L2. Two block sums give the mean and then the squared
 // deviations from it (no E[x^2] - E[x]^2 cancellation), each in one fixed order (warp shuffles, then
 // the warps' partials added in warp order), so the same inputs give the same bits. The output pass
