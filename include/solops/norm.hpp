@@ -1,7 +1,8 @@
 // Row-wise normalization operators (spec §2.1, 2.2, 2.3, 2.4, 2.5, 2.13, 2.14, 2.15, 2.16, 2.17,
 // 2.18, 2.19), the vector-norm reductions L1NormFwd and L2NormFwd (spec §2.22, 2.23),
 // WeightNormFwd (spec §2.20), SpectralNormPowerIterFwd (spec §2.21) and BatchNormInferenceFwd (spec
-// §2.7, per channel). The row norms normalize each of the M rows of x (the trailing dims
+// §2.7, per channel), GroupNormFwd / GroupNormBwd and InstanceNormFwd / InstanceNormBwd (spec §2.9-2.12,
+// §6.4, per (sample, group) of channels). The row norms normalize each of the M rows of x (the trailing dims
 // normalized_shape, N elements, contiguous) on its own; statistics run in f32 and the result is
 // rounded once to x's dtype.
 // Semantics and defaults: docs/api.md.
@@ -125,6 +126,35 @@ struct LayerNormBackward {
   std::vector<int64_t> normalized_shape;
 };
 
+// GroupNormFwd (spec §2.9): F.group_norm over x [B, C, *spatial] (rank >= 2): the C channels split
+// into num_groups groups of C / num_groups consecutive channels, each (sample, group) normalized over
+// its (C / G) * S elements (S the product of the spatial dims) with the biased variance, then the
+// per-channel weight and bias. Statistics in f32, the output rounded once to x's dtype.
+struct GroupNorm {
+  int64_t num_groups = 1;  // > 0, divides C
+  double eps = 1e-5;       // finite, >= 0
+};
+// InstanceNormFwd (spec §2.11, §6.4): F.instance_norm, GroupNorm with one channel a group. With
+// use_input_stats each (sample, channel) is normalized by its own statistics and, where running
+// statistics are given, they are updated in place as PyTorch does: running_mean = (1 - momentum) *
+// running_mean + momentum * (the batch average of the instances' means), running_var the same of
+// their unbiased variances. Without use_input_stats each channel is normalized by the running
+// statistics (required then), which are only read.
+struct InstanceNorm {
+  bool use_input_stats = true;
+  double momentum = 0.1;  // finite
+  double eps = 1e-5;      // finite, >= 0
+};
+// The gradients of GroupNorm and InstanceNorm from the statistics their forward saved (eps is folded
+// into rstd). InstanceNorm without use_input_stats is the gradient of its fixed-statistics form
+// (the saved statistics are then the running ones: no centring terms).
+struct GroupNormBackward {
+  int64_t num_groups = 1;
+};
+struct InstanceNormBackward {
+  bool use_input_stats = true;
+};
+
 // Output shapes (x's shape; the fused ops' two outputs both have it). They check the shape rule
 // (normalized_shape non-empty, equal to x's trailing dims; eps >= 0) and throw solops::Error.
 std::vector<int64_t> rms_norm_output_shape(std::span<const int64_t> x_shape, const RMSNorm& p);
@@ -163,6 +193,24 @@ std::vector<int64_t> batch_norm_inference_output_shape(std::span<const int64_t> 
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
 std::vector<int64_t> norm_stats_shape(std::span<const int64_t> x_shape, std::span<const int64_t> normalized_shape);
+// GroupNorm and InstanceNorm: y has x's shape; the saved statistics (mean, rstd) are f32 [B, G]
+// (InstanceNorm: [B, C]). Each checks the shape rule: x of rank >= 2 without a negative dim, G > 0
+// dividing C, each group's (C / G) * S elements below 2^31, eps finite and >= 0 (InstanceNorm: also
+// momentum finite and, with use_input_stats, S != 1, as F.instance_norm).
+std::vector<int64_t> group_norm_output_shape(std::span<const int64_t> x_shape, const GroupNorm& p);
+std::vector<int64_t> group_norm_stats_shape(std::span<const int64_t> x_shape, const GroupNorm& p);
+std::vector<int64_t> instance_norm_output_shape(std::span<const int64_t> x_shape, const InstanceNorm& p);
+std::vector<int64_t> instance_norm_stats_shape(std::span<const int64_t> x_shape, const InstanceNorm& p);
+// The f32 elements of workspace a call needs: InstanceNorm's forward 2 * B * C where it updates
+// running statistics (each instance's mean and variance, averaged over the batch by a second
+// kernel), else 0; the backward ops 2 * B * C where a parameter gradient is asked for (each
+// (sample, channel)'s sums, added over the batch by a second kernel), else 0.
+int64_t instance_norm_workspace_elements(std::span<const int64_t> x_shape, const InstanceNorm& p,
+                                         bool running_stats);
+int64_t group_norm_backward_workspace_elements(std::span<const int64_t> x_shape, const GroupNormBackward& p,
+                                               bool parameter_gradients = true);
+int64_t instance_norm_backward_workspace_elements(std::span<const int64_t> x_shape, const InstanceNormBackward& p,
+                                                  bool parameter_gradients = true);
 
 // Roofline cost (the spec's formulas, with the affine parameters present).
 Cost rms_norm_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNorm& p);
@@ -185,6 +233,17 @@ Cost spectral_norm_power_iter_cost(std::span<const int64_t> x_shape, DType dtype
 Cost batch_norm_inference_cost(std::span<const int64_t> x_shape, DType dtype, const BatchNormInference& p);
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
+// Spec §2.9, 2.11: FLOPs (5 with weight and bias, else 3) * numel; bytes (2 * numel + 2 * C with weight
+// and bias) * eb, + 8 * C where running statistics are read and 8 * C more where they are updated
+// (defined here: the true minimum). Spec §2.10, 2.12: FLOPs 12 * numel; bytes 3 * numel * eb + 2 * C *
+// eb (the parameter gradients) + C * eb with a weight + 8 * B * G (InstanceNorm: 8 * B * C) for the
+// saved statistics (the unused bias is not read).
+Cost group_norm_cost(std::span<const int64_t> x_shape, DType dtype, const GroupNorm& p, bool affine);
+Cost instance_norm_cost(std::span<const int64_t> x_shape, DType dtype, const InstanceNorm& p, bool affine,
+                        bool running_stats);
+Cost group_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const GroupNormBackward& p, bool weight);
+Cost instance_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const InstanceNormBackward& p,
+                                 bool weight);
 
 // Every tensor: a contiguous CUDA tensor of x's dtype (f32, f16 or bf16). weight and bias have the
 // normalized shape and may be null (PyTorch's None: scale 1, shift 0); outputs have x's shape and
@@ -292,6 +351,47 @@ void layer_norm_quant(const TensorRef& x, const TensorRef* weight, const TensorR
 void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, const TensorRef* k_weight,
              const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p, cudaStream_t stream = nullptr);
 
+// GroupNorm and InstanceNorm: x a contiguous (NCHW-style, channels in dim 1) CUDA tensor of f32, f16
+// or bf16; weight and bias [C] of x's dtype, each may be null (scale 1, shift 0); y of x's shape and
+// dtype. The *_with_stats forms (training) also write mean and rstd = 1 / sqrt(var + eps) of each
+// (sample, group), f32 [B, G] (InstanceNorm: [B, C]; without use_input_stats the running statistics
+// each instance was normalized with). InstanceNorm's running_mean and running_var are f32 [C], given
+// together or not at all, updated in place with use_input_stats (an empty batch makes them NaN, empty
+// planes leave them, as PyTorch); workspace as instance_norm_workspace_elements says (null where that
+// is 0). One kernel a call, one block a group (several a block for groups of one warp); InstanceNorm's
+// running-statistics update adds a second, which averages each channel over the batch in batch order:
+// deterministic, no atomics, nothing allocated (capture-safe). Every check is made before anything
+// is written. No output (running statistics included) may overlap another tensor of the call.
+void group_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                const GroupNorm& p, cudaStream_t stream = nullptr);
+void group_norm_with_stats(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                           const TensorRef& mean, const TensorRef& rstd, const GroupNorm& p,
+                           cudaStream_t stream = nullptr);
+void instance_norm(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
+                   const TensorRef* weight, const TensorRef* bias, const TensorRef& y, const TensorRef* workspace,
+                   const InstanceNorm& p, cudaStream_t stream = nullptr);
+void instance_norm_with_stats(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
+                              const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                              const TensorRef& mean, const TensorRef& rstd, const TensorRef* workspace,
+                              const InstanceNorm& p, cudaStream_t stream = nullptr);
+
+// The backward of GroupNorm and InstanceNorm (spec §2.10, 2.12; our argument order: grad_out first,
+// as layer_norm_backward): grad_out, x and grad_x of x's shape and dtype; weight (null: scale 1),
+// grad_weight and grad_bias [C] of x's dtype, the gradients may be null (not computed); mean and rstd
+// the forward's f32 statistics. grad_x comes from one kernel, one block a group; the parameter
+// gradients sum each channel over the batch, whose samples other blocks hold: each block writes its
+// (sample, channel) sums to the workspace (backward_workspace_elements; null where no gradient is
+// asked for) and a second kernel adds them in batch order (deterministic, no atomics). Outputs and the
+// workspace may not overlap any tensor of the call.
+void group_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                         const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const TensorRef* workspace,
+                         const GroupNormBackward& p, cudaStream_t stream = nullptr);
+void instance_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                            const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
+                            const TensorRef* grad_weight, const TensorRef* grad_bias, const TensorRef* workspace,
+                            const InstanceNormBackward& p, cudaStream_t stream = nullptr);
+
 // CPU references (solops/reference.hpp): the executable specification. Host tensors only; float64
 // accumulation, one rounding to the output dtype; slow by design.
 namespace reference {
@@ -338,6 +438,19 @@ void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const Tens
 void layer_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
                          const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
                          const TensorRef* grad_weight, const TensorRef* grad_bias, const LayerNormBackward& p);
+// GroupNorm and InstanceNorm in float64 (two-pass statistics; the running statistics' update too),
+// each output rounded once; no workspace. mean and rstd may be null in the forward (not written).
+void group_norm(const TensorRef& x, const TensorRef* weight, const TensorRef* bias, const TensorRef& y,
+                const TensorRef* mean, const TensorRef* rstd, const GroupNorm& p);
+void instance_norm(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
+                   const TensorRef* weight, const TensorRef* bias, const TensorRef& y, const TensorRef* mean,
+                   const TensorRef* rstd, const InstanceNorm& p);
+void group_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                         const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const GroupNormBackward& p);
+void instance_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                            const TensorRef& mean, const TensorRef& rstd, const TensorRef& grad_x,
+                            const TensorRef* grad_weight, const TensorRef* grad_bias, const InstanceNormBackward& p);
 
 }  // namespace reference
 

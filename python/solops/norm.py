@@ -6,7 +6,9 @@ weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (
 rstd)), the quantizing norms rms_norm_quant and layer_norm_quant, which return (q, scale): float8_e4m3fn
 codes and one float32 scale per row, vector_norm (torch.linalg.vector_norm for ord 1 and 2) and
 spectral_norm_power_iter (the power iteration of torch.nn.utils.spectral_norm, returning
-(sigma, u, v)) and batch_norm_inference (F.batch_norm with training=False).
+(sigma, u, v)) and batch_norm_inference (F.batch_norm with training=False); group_norm and
+instance_norm with F.group_norm's and F.instance_norm's signatures, differentiable (instance_norm
+updating running statistics in place as PyTorch does), and their backward ops.
 
 The ops are torch.ops.solops.<op>, registered in C++ (src/torch/norm.cpp). rms_norm and layer_norm
 are differentiable: with grad enabled and an input that requires it they run the training forward
@@ -14,7 +16,7 @@ are differentiable: with grad enabled and an input that requires it they run the
 backward, registered here, runs rms_norm_backward and layer_norm_backward, our backward kernels.
 The fake implementations below give torch.compile the outputs, on symbolic sizes too, and apply the
 library's rules at trace time (src/norm/norm_rules.cpp, vector_norm_rules.cpp,
-spectral_norm_rules.cpp, batch_norm_inference_rules.cpp).
+spectral_norm_rules.cpp, batch_norm_inference_rules.cpp, group_norm_rules.cpp).
 """
 
 import math
@@ -497,3 +499,199 @@ def _(grad_out, x, normalized_shape, mean, rstd, weight=None):
     grad_x, grad_weight = _backward("layer_norm_backward", grad_out, x, normalized_shape, weight,
                                     [("mean", mean), ("rstd", rstd)])
     return grad_x, grad_weight, x.new_empty(normalized_shape)
+
+
+# ---- GroupNorm and InstanceNorm (spec 2.9-2.12, 6.4) --------------------------------------------
+
+_group_norm, _group_norm_with_stats = _ops.group_norm.default, _ops.group_norm_with_stats.default
+_instance_norm, _instance_norm_with_stats = _ops.instance_norm.default, _ops.instance_norm_with_stats.default
+_group_norm_backward, _instance_norm_backward = _ops.group_norm_backward.default, _ops.instance_norm_backward.default
+
+
+def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):
+    """F.group_norm: the C channels of input [B, C, *spatial] split into num_groups groups of consecutive
+    channels, each (sample, group) normalized over its elements (biased variance, float32 statistics),
+    then weight and bias per channel ([C], input's dtype; None: 1 and 0). Differentiable in input,
+    weight and bias. Ops: solops::group_norm, or solops::group_norm_with_stats (which also returns the
+    float32 mean and rstd [B, num_groups]) when a gradient is needed."""
+    if _needs_grad(input, weight, bias):
+        return _group_norm_with_stats(input, num_groups, weight, bias, eps)[0]
+    return _group_norm(input, num_groups, weight, bias, eps)
+
+
+def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True,
+                  momentum=0.1, eps=1e-5):
+    """F.instance_norm: each (sample, channel) of input [B, C, *spatial] normalized over its spatial
+    elements, then weight and bias per channel ([C], input's dtype). With use_input_stats, running_mean
+    and running_var (float32 [C], both or neither) are updated in place as PyTorch updates them: by
+    momentum towards the batch average of the instances' means and unbiased variances; without it the
+    channels are normalized by them (required then). Differentiable in input, weight and bias.
+    Ops: solops::instance_norm, or solops::instance_norm_with_stats (also returning the float32 mean
+    and rstd [B, C] each instance was normalized with) when a gradient is needed."""
+    if _needs_grad(input, weight, bias):
+        return _InstanceNormFunction.apply(input, running_mean, running_var, weight, bias, use_input_stats, momentum,
+                                           eps)
+    return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
+
+
+def group_norm_backward(grad_out, x, num_groups, mean, rstd, weight=None):
+    """(grad_x, grad_weight, grad_bias) of GroupNorm from the forward's mean and rstd
+    (group_norm_with_stats); the parameter gradients are computed even without a weight.
+    Op: solops::group_norm_backward."""
+    return _group_norm_backward(grad_out, x, num_groups, mean, rstd, weight)
+
+
+def instance_norm_backward(grad_out, x, mean, rstd, weight=None, use_input_stats=True):
+    """(grad_x, grad_weight, grad_bias) of InstanceNorm from the statistics its forward normalized with
+    (instance_norm_with_stats): of statistics taken from x with use_input_stats, else of the fixed
+    running ones (no centring terms). Op: solops::instance_norm_backward."""
+    return _instance_norm_backward(grad_out, x, mean, rstd, weight, use_input_stats)
+
+
+def _group_setup_context(ctx, inputs, output):
+    x, num_groups, weight, bias, _ = inputs
+    ctx.mark_non_differentiable(output[1], output[2])
+    ctx.save_for_backward(x, weight, output[1], output[2])
+    ctx.num_groups = num_groups
+    ctx.has_bias = bias is not None
+
+
+def _group_norm_grad(ctx, grad_y, _grad_mean, _grad_rstd):
+    x, weight, mean, rstd = ctx.saved_tensors
+    grad_x, grad_weight, grad_bias = _group_norm_backward(grad_y.contiguous(), x, ctx.num_groups, mean, rstd, weight)
+    return grad_x, None, grad_weight if weight is not None else None, grad_bias if ctx.has_bias else None, None
+
+
+torch.library.register_autograd("solops::group_norm_with_stats", _group_norm_grad, setup_context=_group_setup_context)
+
+
+class _InstanceNormFunction(torch.autograd.Function):
+    """instance_norm's autograd. Its training forward updates the running statistics in place, and
+    torch.library.register_autograd takes functional ops only, so the formula is a Function here."""
+
+    @staticmethod
+    def forward(ctx, x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps):
+        y, mean, rstd = _instance_norm_with_stats(x, running_mean, running_var, weight, bias, use_input_stats,
+                                                  momentum, eps)
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.use_input_stats = use_input_stats
+        return y
+
+    @staticmethod
+    def backward(ctx, grad_y):
+        x, weight, mean, rstd = ctx.saved_tensors
+        grad_x, grad_weight, grad_bias = _instance_norm_backward(grad_y.contiguous(), x, mean, rstd, weight,
+                                                                 ctx.use_input_stats)
+        needs = ctx.needs_input_grad
+        return (grad_x if needs[0] else None, None, None, grad_weight if needs[3] else None,
+                grad_bias if needs[4] else None, None, None, None)
+
+
+def _groups(rule, x, num_groups, eps):
+    """resolve_group_norm: x [B, C, *spatial], num_groups > 0 dividing C, each group indexable in 32 bits."""
+    shape = shape_string(x.shape)
+    require(x.dim() >= 2, rule, "x ", shape, " must have rank >= 2: [B, C, *spatial], the channels in dim 1 ",
+            "(as F.group_norm)")
+    require(num_groups > 0, rule, "num_groups = ", num_groups, " must be > 0")
+    channels = x.shape[1]
+    require(channels % num_groups == 0, rule, "the C = ", channels, " channels of x ", shape,
+            " are not divisible by num_groups = ", num_groups)
+    per_group = channels // num_groups
+    group_len = per_group * math.prod(x.shape[2:])
+    require((per_group <= INT_MAX) & (group_len <= INT_MAX), rule, "each group of x ", shape, " has C / G = ",
+            per_group, " channels and (C / G) * S = ", group_len, " elements; both must be below 2^31: groups are ",
+            "indexed in 32 bits")
+    if eps is not None:
+        _eps(rule, eps)
+
+
+def _instances(rule, x, use_input_stats, momentum, eps):
+    """resolve_instance_norm: x [B, C, *spatial], planes indexable in 32 bits, S != 1 with use_input_stats."""
+    shape = shape_string(x.shape)
+    require(x.dim() >= 2, rule, "x ", shape, " must have rank >= 2: [B, C, *spatial], the channels in dim 1 ",
+            "(as F.instance_norm)")
+    plane = math.prod(x.shape[2:])
+    require(plane <= INT_MAX, rule, "each plane of x ", shape, " has S = ", plane, " elements, 2^31 or more: planes ",
+            "are indexed in 32 bits")
+    require((not use_input_stats) or plane != 1, rule, "x ", shape, " has one spatial element an instance: ",
+            "use_input_stats needs more than one (as F.instance_norm)")
+    _eps(rule, eps)
+    require(math.isfinite(momentum), rule, "momentum = ", f"{momentum:g}", " must be finite")
+
+
+def _group_norm_fake(op, x, num_groups, weight, bias, eps):
+    check_known_dtype(op, "x", x)
+    _groups("group_norm", x, num_groups, eps)
+    check_tensor(op, "x", x)
+    check_float_dtype(op, "x", x)
+    for name, t in (("weight", weight), ("bias", bias)):
+        _check_optional(op, name, t, x.dtype, x.shape[1:2])
+    return x.new_empty(x.shape), x.new_empty([x.shape[0], num_groups], dtype=torch.float32)
+
+
+@torch.library.register_fake("solops::group_norm")
+def _(x, num_groups, weight=None, bias=None, eps=1e-5):
+    return _group_norm_fake("group_norm", x, num_groups, weight, bias, eps)[0]
+
+
+@torch.library.register_fake("solops::group_norm_with_stats")
+def _(x, num_groups, weight=None, bias=None, eps=1e-5):
+    y, stats = _group_norm_fake("group_norm_with_stats", x, num_groups, weight, bias, eps)
+    return y, stats, stats.new_empty(stats.shape)
+
+
+def _instance_norm_fake(op, x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps):
+    check_known_dtype(op, "x", x)
+    _instances("instance_norm", x, use_input_stats, momentum, eps)
+    check_tensor(op, "x", x)
+    check_float_dtype(op, "x", x)
+    require((running_mean is None) == (running_var is None), op,
+            "running_mean and running_var must be given together (both or neither)")
+    require(use_input_stats or running_mean is not None, op, "use_input_stats=False normalizes by the running ",
+            "statistics: running_mean and running_var are required")
+    channels = x.shape[1:2]
+    for name, t, dtype in (("weight", weight, x.dtype), ("bias", bias, x.dtype),
+                           ("running_mean", running_mean, torch.float32), ("running_var", running_var, torch.float32)):
+        _check_optional(op, name, t, dtype, channels)
+    return x.new_empty(x.shape), x.new_empty(x.shape[:2], dtype=torch.float32)
+
+
+@torch.library.register_fake("solops::instance_norm")
+def _(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
+    return _instance_norm_fake("instance_norm", x, running_mean, running_var, weight, bias, use_input_stats, momentum,
+                               eps)[0]
+
+
+@torch.library.register_fake("solops::instance_norm_with_stats")
+def _(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_stats=True, momentum=0.1, eps=1e-5):
+    y, stats = _instance_norm_fake("instance_norm_with_stats", x, running_mean, running_var, weight, bias,
+                                   use_input_stats, momentum, eps)
+    return y, stats, stats.new_empty(stats.shape)
+
+
+def _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, groups, resolve):
+    """validate_group_norm_backward's checks; `groups` is G (InstanceNorm: C)."""
+    check_known_dtype(op, "x", x)
+    resolve()
+    check_tensor(op, "x", x)
+    check_float_dtype(op, "x", x)
+    channels = x.shape[1:2]
+    _check_optional(op, "grad_out", grad_out, x.dtype, x.shape)
+    _check_optional(op, "weight", weight, x.dtype, channels)
+    for name, t in (("mean", mean), ("rstd", rstd)):
+        _check_optional(op, name, t, torch.float32, [x.shape[0], groups])
+    return x.new_empty(x.shape), x.new_empty(channels), x.new_empty(channels)
+
+
+@torch.library.register_fake("solops::group_norm_backward")
+def _(grad_out, x, num_groups, mean, rstd, weight=None):
+    op = "group_norm_backward"
+    return _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, num_groups,
+                                  lambda: _groups(op, x, num_groups, None))
+
+
+@torch.library.register_fake("solops::instance_norm_backward")
+def _(grad_out, x, mean, rstd, weight=None, use_input_stats=True):
+    op = "instance_norm_backward"
+    return _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, x.shape[1] if x.dim() >= 2 else 0,
+                                  lambda: _instances(op, x, use_input_stats, 0.0, 0.0))

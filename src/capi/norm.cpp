@@ -789,4 +789,309 @@ solops_status solops_batch_norm_inference_cost(int32_t x_rank, const int64_t* x_
                                                p, out);
 }
 
+// ---- GroupNorm and InstanceNorm ----
+
+// Their helpers have C++ linkage (templates), in this block of the C functions.
+extern "C++" {
+namespace {
+
+solops::GroupNorm group_norm_params(const solops_group_norm_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  return {p->num_groups, p->eps};
+}
+
+solops::InstanceNorm instance_norm_params(const solops_instance_norm_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  return {p->use_input_stats != 0, p->momentum, p->eps};
+}
+
+// A shape function of x's shape (output, statistics).
+template <class CParams, class Convert, class Op>
+solops_status spatial_shape(const char* function, Op op, Convert convert, int32_t x_rank, const int64_t* x_shape,
+                            const CParams* p, int32_t* out_rank, int64_t* out_shape) {
+  return guarded(function, [&] {
+    write_shape(op(to_shape(x_rank, x_shape, function), convert(p, function)), out_rank, out_shape, function);
+  });
+}
+
+// The forward ops and their references: with a stream (the CUDA op) the workspace goes along and the
+// statistics are references, without one they are pointers that may be null.
+template <class Op, class... Stream>
+solops_status group_norm_call(const char* function, Op op, const solops_tensor* x, const solops_tensor* weight,
+                              const solops_tensor* bias, const solops_tensor* y, const solops_tensor* mean,
+                              const solops_tensor* rstd, const solops_group_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    const auto y_ref = to_tensor(y, function, "y");
+    const auto params = group_norm_params(p, function);
+    if constexpr (sizeof...(Stream) == 0) {
+      const auto mean_ref = optional_tensor(mean, function, "mean");
+      const auto rstd_ref = optional_tensor(rstd, function, "rstd");
+      op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), y_ref, optional_ref(mean_ref), optional_ref(rstd_ref),
+         params);
+    } else if (mean || rstd) {
+      op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), y_ref, to_tensor(mean, function, "mean"),
+         to_tensor(rstd, function, "rstd"), params, static_cast<cudaStream_t>(stream)...);
+    } else {
+      solops::group_norm(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), y_ref, params,
+                         static_cast<cudaStream_t>(stream)...);
+    }
+  });
+}
+
+template <class Op, class... Stream>
+solops_status instance_norm_call(const char* function, Op op, const solops_tensor* x,
+                                 const solops_tensor* running_mean, const solops_tensor* running_var,
+                                 const solops_tensor* weight, const solops_tensor* bias, const solops_tensor* y,
+                                 const solops_tensor* mean, const solops_tensor* rstd, const solops_tensor* workspace,
+                                 const solops_instance_norm_params* p, Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto running_mean_ref = optional_tensor(running_mean, function, "running_mean");
+    const auto running_var_ref = optional_tensor(running_var, function, "running_var");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    const auto y_ref = to_tensor(y, function, "y");
+    const auto params = instance_norm_params(p, function);
+    if constexpr (sizeof...(Stream) == 0) {
+      const auto mean_ref = optional_tensor(mean, function, "mean");
+      const auto rstd_ref = optional_tensor(rstd, function, "rstd");
+      op(x_ref, optional_ref(running_mean_ref), optional_ref(running_var_ref), optional_ref(weight_ref),
+         optional_ref(bias_ref), y_ref, optional_ref(mean_ref), optional_ref(rstd_ref), params);
+    } else {
+      const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+      if (mean || rstd) {
+        op(x_ref, optional_ref(running_mean_ref), optional_ref(running_var_ref), optional_ref(weight_ref),
+           optional_ref(bias_ref), y_ref, to_tensor(mean, function, "mean"), to_tensor(rstd, function, "rstd"),
+           optional_ref(workspace_ref), params, static_cast<cudaStream_t>(stream)...);
+      } else {
+        solops::instance_norm(x_ref, optional_ref(running_mean_ref), optional_ref(running_var_ref),
+                              optional_ref(weight_ref), optional_ref(bias_ref), y_ref, optional_ref(workspace_ref),
+                              params, static_cast<cudaStream_t>(stream)...);
+      }
+    }
+  });
+}
+
+// The backward ops and their references (which take no workspace).
+template <class CParams, class Convert, class Op, class... Stream>
+solops_status spatial_backward(const char* function, Op op, Convert convert, const solops_tensor* grad_out,
+                               const solops_tensor* x, const solops_tensor* weight, const solops_tensor* mean,
+                               const solops_tensor* rstd, const solops_tensor* grad_x, const solops_tensor* grad_weight,
+                               const solops_tensor* grad_bias, const solops_tensor* workspace, const CParams* p,
+                               Stream... stream) {
+  return guarded(function, [&] {
+    const auto params = convert(p, function);
+    const auto grad_out_ref = to_tensor(grad_out, function, "grad_out");
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto mean_ref = to_tensor(mean, function, "mean");
+    const auto rstd_ref = to_tensor(rstd, function, "rstd");
+    const auto grad_x_ref = to_tensor(grad_x, function, "grad_x");
+    const auto grad_weight_ref = optional_tensor(grad_weight, function, "grad_weight");
+    const auto grad_bias_ref = optional_tensor(grad_bias, function, "grad_bias");
+    if constexpr (sizeof...(Stream) > 0) {
+      const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), mean_ref, rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
+         optional_ref(grad_bias_ref), optional_ref(workspace_ref), params, static_cast<cudaStream_t>(stream)...);
+    } else {
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), mean_ref, rstd_ref, grad_x_ref, optional_ref(grad_weight_ref),
+         optional_ref(grad_bias_ref), params);
+    }
+  });
+}
+
+solops::GroupNormBackward group_backward_params(const solops_group_norm_params* p, const char* function) {
+  return {group_norm_params(p, function).num_groups};
+}
+
+solops::InstanceNormBackward instance_backward_params(const solops_instance_norm_params* p, const char* function) {
+  return {instance_norm_params(p, function).use_input_stats};
+}
+
+}  // namespace
+}  // extern "C++"
+
+solops_status solops_group_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_group_norm_params* p,
+                                             int32_t* out_rank, int64_t* out_shape) {
+  return spatial_shape(__func__, solops::group_norm_output_shape, group_norm_params, x_rank, x_shape, p, out_rank,
+                       out_shape);
+}
+
+solops_status solops_group_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_group_norm_params* p,
+                                            int32_t* out_rank, int64_t* out_shape) {
+  return spatial_shape(__func__, solops::group_norm_stats_shape, group_norm_params, x_rank, x_shape, p, out_rank,
+                       out_shape);
+}
+
+solops_status solops_group_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* bias,
+                                const solops_tensor* y, const solops_group_norm_params* p, void* stream) {
+  return group_norm_call(__func__, solops::group_norm_with_stats, x, weight, bias, y, nullptr, nullptr, p, stream);
+}
+
+solops_status solops_group_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                           const solops_tensor* bias, const solops_tensor* y,
+                                           const solops_tensor* mean, const solops_tensor* rstd,
+                                           const solops_group_norm_params* p, void* stream) {
+  return group_norm_call(__func__, solops::group_norm_with_stats, x, weight, bias, y, mean, rstd, p, stream);
+}
+
+solops_status solops_reference_group_norm(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* y, const solops_tensor* mean,
+                                          const solops_tensor* rstd, const solops_group_norm_params* p) {
+  return group_norm_call(__func__, solops::reference::group_norm, x, weight, bias, y, mean, rstd, p);
+}
+
+solops_status solops_group_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_group_norm_params* p, int32_t affine, solops_cost* out) {
+  return guarded(__func__, [&] {
+    write_cost(solops::group_norm_cost(to_shape(x_rank, x_shape, __func__), static_cast<solops::DType>(x_dtype),
+                                       group_norm_params(p, __func__), affine != 0),
+               out, __func__);
+  });
+}
+
+solops_status solops_group_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                         const solops_tensor* weight, const solops_tensor* mean,
+                                         const solops_tensor* rstd, const solops_tensor* grad_x,
+                                         const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                         const solops_tensor* workspace, const solops_group_norm_params* p,
+                                         void* stream) {
+  return spatial_backward(__func__, solops::group_norm_backward, group_backward_params, grad_out, x, weight, mean, rstd,
+                          grad_x, grad_weight, grad_bias, workspace, p, stream);
+}
+
+solops_status solops_reference_group_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                   const solops_tensor* weight, const solops_tensor* mean,
+                                                   const solops_tensor* rstd, const solops_tensor* grad_x,
+                                                   const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                                   const solops_group_norm_params* p) {
+  return spatial_backward(__func__, solops::reference::group_norm_backward, group_backward_params, grad_out, x, weight,
+                          mean, rstd, grad_x, grad_weight, grad_bias, nullptr, p);
+}
+
+solops_status solops_group_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                            const solops_group_norm_params* p,
+                                                            int32_t parameter_gradients, int64_t* elements) {
+  return guarded(__func__, [&] {
+    require_pointer(elements, __func__, "elements");
+    *elements = solops::group_norm_backward_workspace_elements(
+        to_shape(x_rank, x_shape, __func__), group_backward_params(p, __func__), parameter_gradients != 0);
+  });
+}
+
+solops_status solops_group_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_group_norm_params* p, int32_t weight, solops_cost* out) {
+  return guarded(__func__, [&] {
+    write_cost(solops::group_norm_backward_cost(to_shape(x_rank, x_shape, __func__),
+                                                static_cast<solops::DType>(x_dtype), group_backward_params(p, __func__),
+                                                weight != 0),
+               out, __func__);
+  });
+}
+
+solops_status solops_instance_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                const solops_instance_norm_params* p, int32_t* out_rank,
+                                                int64_t* out_shape) {
+  return spatial_shape(__func__, solops::instance_norm_output_shape, instance_norm_params, x_rank, x_shape, p,
+                       out_rank, out_shape);
+}
+
+solops_status solops_instance_norm_stats_shape(int32_t x_rank, const int64_t* x_shape,
+                                               const solops_instance_norm_params* p, int32_t* out_rank,
+                                               int64_t* out_shape) {
+  return spatial_shape(__func__, solops::instance_norm_stats_shape, instance_norm_params, x_rank, x_shape, p, out_rank,
+                       out_shape);
+}
+
+solops_status solops_instance_norm_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                      const solops_instance_norm_params* p, int32_t running_stats,
+                                                      int64_t* elements) {
+  return guarded(__func__, [&] {
+    require_pointer(elements, __func__, "elements");
+    *elements = solops::instance_norm_workspace_elements(to_shape(x_rank, x_shape, __func__),
+                                                         instance_norm_params(p, __func__), running_stats != 0);
+  });
+}
+
+solops_status solops_instance_norm(const solops_tensor* x, const solops_tensor* running_mean,
+                                   const solops_tensor* running_var, const solops_tensor* weight,
+                                   const solops_tensor* bias, const solops_tensor* y, const solops_tensor* workspace,
+                                   const solops_instance_norm_params* p, void* stream) {
+  return instance_norm_call(__func__, solops::instance_norm_with_stats, x, running_mean, running_var, weight, bias, y,
+                            nullptr, nullptr, workspace, p, stream);
+}
+
+solops_status solops_instance_norm_with_stats(const solops_tensor* x, const solops_tensor* running_mean,
+                                              const solops_tensor* running_var, const solops_tensor* weight,
+                                              const solops_tensor* bias, const solops_tensor* y,
+                                              const solops_tensor* mean, const solops_tensor* rstd,
+                                              const solops_tensor* workspace, const solops_instance_norm_params* p,
+                                              void* stream) {
+  return instance_norm_call(__func__, solops::instance_norm_with_stats, x, running_mean, running_var, weight, bias, y,
+                            mean, rstd, workspace, p, stream);
+}
+
+solops_status solops_reference_instance_norm(const solops_tensor* x, const solops_tensor* running_mean,
+                                             const solops_tensor* running_var, const solops_tensor* weight,
+                                             const solops_tensor* bias, const solops_tensor* y,
+                                             const solops_tensor* mean, const solops_tensor* rstd,
+                                             const solops_instance_norm_params* p) {
+  return instance_norm_call(__func__, solops::reference::instance_norm, x, running_mean, running_var, weight, bias, y,
+                            mean, rstd, nullptr, p);
+}
+
+solops_status solops_instance_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                        const solops_instance_norm_params* p, int32_t affine, int32_t running_stats,
+                                        solops_cost* out) {
+  return guarded(__func__, [&] {
+    write_cost(solops::instance_norm_cost(to_shape(x_rank, x_shape, __func__), static_cast<solops::DType>(x_dtype),
+                                          instance_norm_params(p, __func__), affine != 0, running_stats != 0),
+               out, __func__);
+  });
+}
+
+solops_status solops_instance_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                            const solops_tensor* weight, const solops_tensor* mean,
+                                            const solops_tensor* rstd, const solops_tensor* grad_x,
+                                            const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                            const solops_tensor* workspace, const solops_instance_norm_params* p,
+                                            void* stream) {
+  return spatial_backward(__func__, solops::instance_norm_backward, instance_backward_params, grad_out, x, weight, mean,
+                          rstd, grad_x, grad_weight, grad_bias, workspace, p, stream);
+}
+
+solops_status solops_reference_instance_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                      const solops_tensor* weight, const solops_tensor* mean,
+                                                      const solops_tensor* rstd, const solops_tensor* grad_x,
+                                                      const solops_tensor* grad_weight,
+                                                      const solops_tensor* grad_bias,
+                                                      const solops_instance_norm_params* p) {
+  return spatial_backward(__func__, solops::reference::instance_norm_backward, instance_backward_params, grad_out, x,
+                          weight, mean, rstd, grad_x, grad_weight, grad_bias, nullptr, p);
+}
+
+solops_status solops_instance_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                               const solops_instance_norm_params* p,
+                                                               int32_t parameter_gradients, int64_t* elements) {
+  return guarded(__func__, [&] {
+    require_pointer(elements, __func__, "elements");
+    *elements = solops::instance_norm_backward_workspace_elements(
+        to_shape(x_rank, x_shape, __func__), instance_backward_params(p, __func__), parameter_gradients != 0);
+  });
+}
+
+solops_status solops_instance_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                                 const solops_instance_norm_params* p, int32_t weight,
+                                                 solops_cost* out) {
+  return guarded(__func__, [&] {
+    write_cost(solops::instance_norm_backward_cost(to_shape(x_rank, x_shape, __func__),
+                                                   static_cast<solops::DType>(x_dtype),
+                                                   instance_backward_params(p, __func__), weight != 0),
+               out, __func__);
+  });
+}
+
 }  // extern "C"

@@ -1,7 +1,9 @@
 // The normalization family's PyTorch binding: torch.ops.solops.<op> (and its reference, shape and
 // cost targets, binding.hpp) for every norm. rms_norm and layer_norm take F.rms_norm's and
 // F.layer_norm's arguments; autograd is registered in Python (python/solops/norm.py) on the
-// *_with_stats forwards, whose backward runs rms_norm_backward and layer_norm_backward.
+// *_with_stats forwards, whose backward runs rms_norm_backward and layer_norm_backward (group_norm_with_stats:
+// group_norm_backward; instance_norm_with_stats, which may update running statistics in place, by an
+// autograd.Function there).
 #include <algorithm>
 #include <climits>
 #include <tuple>
@@ -463,6 +465,197 @@ auto layer_norm_backward(const Tensor& grad_out, const Tensor& x, const Ints& no
   }
 }
 
+template <Target kTarget>
+auto group_norm_forward(std::string_view op, bool with_stats, const Tensor& x, int64_t num_groups,
+                        const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps) {
+  const GroupNorm p{num_groups, eps};
+  const Call<kTarget> call(x);
+  const DType x_dtype = dtype(x, op, "x");
+  Tensor y = call.empty(group_norm_output_shape(sizes(x), p), x_dtype);
+  const std::vector<int64_t> stats_shape = group_norm_stats_shape(sizes(x), p);
+  // The plain forward writes no statistics.
+  std::optional<Tensor> mean, rstd;
+  if (with_stats) {
+    mean = call.empty(stats_shape, DType::f32);
+    rstd = call.empty(stats_shape, DType::f32);
+  }
+  const TensorRef x_ref = view(x, op, "x"), y_ref = view(y, op, "output");
+  const auto mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd");
+  const auto weight_ref = view(weight, op, "weight"), bias_ref = view(bias, op, "bias");
+  call.run(
+      [&](cudaStream_t stream) {
+        if (with_stats) {
+          solops::group_norm_with_stats(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, *mean_ref, *rstd_ref, p,
+                                        stream);
+        } else {
+          solops::group_norm(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, p, stream);
+        }
+      },
+      [&] {
+        reference::group_norm(x_ref, pointer(weight_ref), pointer(bias_ref), y_ref, pointer(mean_ref),
+                              pointer(rstd_ref), p);
+      });
+  return std::tuple(y, mean, rstd);
+}
+
+template <Target kTarget>
+auto group_norm(const Tensor& x, int64_t num_groups, const std::optional<Tensor>& weight,
+                const std::optional<Tensor>& bias, double eps) {
+  constexpr std::string_view kOp = "group_norm";
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(group_norm_cost(sizes(x), dtype(x, kOp, "x"), GroupNorm{num_groups, eps},
+                                     weight.has_value() || bias.has_value()));
+  } else {
+    return std::get<0>(group_norm_forward<kTarget>(kOp, false, x, num_groups, weight, bias, eps));
+  }
+}
+
+template <Target kTarget>
+auto group_norm_with_stats(const Tensor& x, int64_t num_groups, const std::optional<Tensor>& weight,
+                           const std::optional<Tensor>& bias, double eps) {
+  constexpr std::string_view kOp = "group_norm_with_stats";
+  if constexpr (kTarget == Target::cost) {
+    no_cost_model(kOp, "group_norm");
+    return std::vector<double>{};
+  } else {
+    const auto [y, mean, rstd] = group_norm_forward<kTarget>(kOp, true, x, num_groups, weight, bias, eps);
+    return std::tuple(y, *mean, *rstd);
+  }
+}
+
+template <Target kTarget>
+auto instance_norm_forward(std::string_view op, bool with_stats, const Tensor& x,
+                           const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                           const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                           bool use_input_stats, double momentum, double eps) {
+  const InstanceNorm p{use_input_stats, momentum, eps};
+  const Call<kTarget> call(x);
+  const DType x_dtype = dtype(x, op, "x");
+  Tensor y = call.empty(instance_norm_output_shape(sizes(x), p), x_dtype);
+  const std::vector<int64_t> stats_shape = instance_norm_stats_shape(sizes(x), p);
+  // The plain forward writes no statistics.
+  std::optional<Tensor> mean, rstd;
+  if (with_stats) {
+    mean = call.empty(stats_shape, DType::f32);
+    rstd = call.empty(stats_shape, DType::f32);
+  }
+  const bool running = running_mean.has_value() || running_var.has_value();
+  const auto scratch = workspace(call, instance_norm_workspace_elements(sizes(x), p, running));
+  const TensorRef x_ref = view(x, op, "x"), y_ref = view(y, op, "output");
+  const auto mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd");
+  const auto running_mean_ref = view(running_mean, op, "running_mean");
+  const auto running_var_ref = view(running_var, op, "running_var");
+  const auto weight_ref = view(weight, op, "weight"), bias_ref = view(bias, op, "bias");
+  const auto workspace_ref = view(scratch, op, "workspace");
+  call.run(
+      [&](cudaStream_t stream) {
+        if (with_stats) {
+          solops::instance_norm_with_stats(x_ref, pointer(running_mean_ref), pointer(running_var_ref),
+                                           pointer(weight_ref), pointer(bias_ref), y_ref, *mean_ref, *rstd_ref,
+                                           pointer(workspace_ref), p, stream);
+        } else {
+          solops::instance_norm(x_ref, pointer(running_mean_ref), pointer(running_var_ref), pointer(weight_ref),
+                                pointer(bias_ref), y_ref, pointer(workspace_ref), p, stream);
+        }
+      },
+      [&] {
+        reference::instance_norm(x_ref, pointer(running_mean_ref), pointer(running_var_ref), pointer(weight_ref),
+                                 pointer(bias_ref), y_ref, pointer(mean_ref), pointer(rstd_ref), p);
+      });
+  return std::tuple(y, mean, rstd);
+}
+
+template <Target kTarget>
+auto instance_norm(const Tensor& x, const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                   const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, bool use_input_stats,
+                   double momentum, double eps) {
+  constexpr std::string_view kOp = "instance_norm";
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(instance_norm_cost(sizes(x), dtype(x, kOp, "x"), InstanceNorm{use_input_stats, momentum, eps},
+                                        weight.has_value() || bias.has_value(),
+                                        running_mean.has_value() || running_var.has_value()));
+  } else {
+    return std::get<0>(instance_norm_forward<kTarget>(kOp, false, x, running_mean, running_var, weight, bias,
+                                                      use_input_stats, momentum, eps));
+  }
+}
+
+template <Target kTarget>
+auto instance_norm_with_stats(const Tensor& x, const std::optional<Tensor>& running_mean,
+                              const std::optional<Tensor>& running_var, const std::optional<Tensor>& weight,
+                              const std::optional<Tensor>& bias, bool use_input_stats, double momentum, double eps) {
+  constexpr std::string_view kOp = "instance_norm_with_stats";
+  if constexpr (kTarget == Target::cost) {
+    no_cost_model(kOp, "instance_norm");
+    return std::vector<double>{};
+  } else {
+    const auto [y, mean, rstd] = instance_norm_forward<kTarget>(kOp, true, x, running_mean, running_var, weight, bias,
+                                                                use_input_stats, momentum, eps);
+    return std::tuple(y, *mean, *rstd);
+  }
+}
+
+// The backward of GroupNorm (kGroups) or InstanceNorm, every gradient computed.
+template <Target kTarget, class Params>
+auto spatial_norm_backward(std::string_view op, const Tensor& grad_out, const Tensor& x, const Tensor& mean,
+                           const Tensor& rstd, const std::optional<Tensor>& weight, const Params& p) {
+  constexpr bool kGroups = std::is_same_v<Params, GroupNormBackward>;
+  if constexpr (kTarget == Target::cost) {
+    const DType x_dtype = dtype(x, op, "x");
+    if constexpr (kGroups) return cost_list(group_norm_backward_cost(sizes(x), x_dtype, p, weight.has_value()));
+    else return cost_list(instance_norm_backward_cost(sizes(x), x_dtype, p, weight.has_value()));
+  } else {
+    const Call<kTarget> call(x);
+    const DType x_dtype = dtype(x, op, "x");
+    int64_t elements = 0;
+    if constexpr (kGroups) elements = group_norm_backward_workspace_elements(sizes(x), p);
+    else elements = instance_norm_backward_workspace_elements(sizes(x), p);
+    Tensor grad_x = call.empty(sizes(x), x_dtype);
+    Tensor grad_weight = call.empty(sizes(x).subspan(1, 1), x_dtype);
+    Tensor grad_bias = call.empty(sizes(x).subspan(1, 1), x_dtype);
+    const auto scratch = workspace(call, elements);
+    const TensorRef grad_out_ref = view(grad_out, op, "grad_out"), x_ref = view(x, op, "x"),
+                    mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd"),
+                    grad_x_ref = view(grad_x, op, "grad_x"), grad_weight_ref = view(grad_weight, op, "grad_weight"),
+                    grad_bias_ref = view(grad_bias, op, "grad_bias");
+    const auto weight_ref = view(weight, op, "weight"), workspace_ref = view(scratch, op, "workspace");
+    call.run(
+        [&](cudaStream_t stream) {
+          if constexpr (kGroups) {
+            solops::group_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
+                                        &grad_weight_ref, &grad_bias_ref, pointer(workspace_ref), p, stream);
+          } else {
+            solops::instance_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
+                                           &grad_weight_ref, &grad_bias_ref, pointer(workspace_ref), p, stream);
+          }
+        },
+        [&] {
+          if constexpr (kGroups) {
+            reference::group_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
+                                           &grad_weight_ref, &grad_bias_ref, p);
+          } else {
+            reference::instance_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref,
+                                              grad_x_ref, &grad_weight_ref, &grad_bias_ref, p);
+          }
+        });
+    return std::tuple(grad_x, grad_weight, grad_bias);
+  }
+}
+
+template <Target kTarget>
+auto group_norm_backward(const Tensor& grad_out, const Tensor& x, int64_t num_groups, const Tensor& mean,
+                         const Tensor& rstd, const std::optional<Tensor>& weight) {
+  return spatial_norm_backward<kTarget>("group_norm_backward", grad_out, x, mean, rstd, weight,
+                                        GroupNormBackward{num_groups});
+}
+
+template <Target kTarget>
+auto instance_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mean, const Tensor& rstd,
+                            const std::optional<Tensor>& weight, bool use_input_stats) {
+  return spatial_norm_backward<kTarget>("instance_norm_backward", grad_out, x, mean, rstd, weight,
+                                        InstanceNormBackward{use_input_stats});
+}
+
 constexpr const char* kRmsNormArguments = "(Tensor x, SymInt[] normalized_shape, Tensor? weight=None, float? eps=None)";
 constexpr const char* kLayerNormArguments =
     "(Tensor x, SymInt[] normalized_shape, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)";
@@ -470,6 +663,11 @@ constexpr const char* kFusedAddRmsNormArguments =
     "(Tensor x, Tensor residual, Tensor? weight=None, float eps=1e-06)";
 constexpr const char* kFusedAddLayerNormArguments =
     "(Tensor x, Tensor residual, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)";
+constexpr const char* kGroupNormArguments =
+    "(Tensor x, int num_groups, Tensor? weight=None, Tensor? bias=None, float eps=1e-05)";
+constexpr const char* kInstanceNormArguments =
+    "(Tensor x, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, Tensor? weight=None, Tensor? bias=None, "
+    "bool use_input_stats=True, float momentum=0.1, float eps=1e-05)";
 
 template <Target kTarget>
 constexpr Op kNormOps[] = {
@@ -512,6 +710,20 @@ constexpr Op kNormOps[] = {
     {"layer_norm_backward",
      "(Tensor grad_out, Tensor x, SymInt[] normalized_shape, Tensor mean, Tensor rstd, Tensor? weight=None)",
      "(Tensor, Tensor, Tensor)", TORCH_BOX(&layer_norm_backward<kTarget>)},
+    // GroupNorm and InstanceNorm: F.group_norm's and F.instance_norm's arguments (instance_norm updates
+    // the running statistics in place with use_input_stats, as PyTorch).
+    {"group_norm", kGroupNormArguments, "Tensor", TORCH_BOX(&group_norm<kTarget>)},
+    {"group_norm_with_stats", kGroupNormArguments, "(Tensor, Tensor, Tensor)",
+     TORCH_BOX(&group_norm_with_stats<kTarget>)},
+    {"group_norm_backward",
+     "(Tensor grad_out, Tensor x, int num_groups, Tensor mean, Tensor rstd, Tensor? weight=None)",
+     "(Tensor, Tensor, Tensor)", TORCH_BOX(&group_norm_backward<kTarget>)},
+    {"instance_norm", kInstanceNormArguments, "Tensor", TORCH_BOX(&instance_norm<kTarget>)},
+    {"instance_norm_with_stats", kInstanceNormArguments, "(Tensor, Tensor, Tensor)",
+     TORCH_BOX(&instance_norm_with_stats<kTarget>)},
+    {"instance_norm_backward",
+     "(Tensor grad_out, Tensor x, Tensor mean, Tensor rstd, Tensor? weight=None, bool use_input_stats=True)",
+     "(Tensor, Tensor, Tensor)", TORCH_BOX(&instance_norm_backward<kTarget>)},
 };
 
 }  // namespace

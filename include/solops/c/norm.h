@@ -314,6 +314,109 @@ solops_status solops_reference_batch_norm_inference(const solops_tensor* x, cons
 solops_status solops_batch_norm_inference_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
                                                const solops_batch_norm_inference_params* p, solops_cost* cost);
 
+/* GroupNormFwd / GroupNormBwd (spec 2.9, 2.10): F.group_norm over x [B, C, *spatial] (rank >= 2,
+ * contiguous; SOLOPS_F32, SOLOPS_F16 or SOLOPS_BF16), num_groups > 0 dividing C; eps finite and >= 0
+ * (PyTorch's default 1e-5; the backward reads none). weight and bias are [C] of x's dtype and may be
+ * NULL (scale 1, shift 0); y has x's shape (the output shape) and dtype; mean and rstd are SOLOPS_F32 of
+ * the stats shape [B, G] (with_stats; the reference's may be NULL). The backward: grad_out, grad_x of
+ * x's shape and dtype, grad_weight and grad_bias [C] of x's dtype (NULL: not computed), workspace
+ * SOLOPS_F32 of backward_workspace_elements (NULL where that is 0). No output may overlap another
+ * tensor of the call. */
+typedef struct {
+  int64_t num_groups;
+  double eps;
+} solops_group_norm_params;
+
+/* InstanceNormFwd / InstanceNormBwd (spec 2.11, 2.12, 6.4): F.instance_norm (PyTorch's defaults:
+ * use_input_stats 1, momentum 0.1, eps 1e-5). running_mean and running_var are SOLOPS_F32 [C], both
+ * or neither (required with use_input_stats = 0), updated in place with use_input_stats; the workspace
+ * (SOLOPS_F32 of workspace_elements) holds each instance's statistics for that update. mean and rstd
+ * are SOLOPS_F32 [B, C]: the statistics each instance was normalized with. The backward's
+ * use_input_stats says which gradient: of statistics taken from x, or of fixed ones. */
+typedef struct {
+  int32_t use_input_stats;
+  double momentum;
+  double eps;
+} solops_instance_norm_params;
+
+solops_status solops_group_norm_output_shape(int32_t x_rank, const int64_t* x_shape, const solops_group_norm_params* p,
+                                             int32_t* out_rank, int64_t* out_shape);
+solops_status solops_group_norm_stats_shape(int32_t x_rank, const int64_t* x_shape, const solops_group_norm_params* p,
+                                            int32_t* out_rank, int64_t* out_shape);
+solops_status solops_group_norm(const solops_tensor* x, const solops_tensor* weight, const solops_tensor* bias,
+                                const solops_tensor* y, const solops_group_norm_params* p, void* stream);
+solops_status solops_group_norm_with_stats(const solops_tensor* x, const solops_tensor* weight,
+                                           const solops_tensor* bias, const solops_tensor* y,
+                                           const solops_tensor* mean, const solops_tensor* rstd,
+                                           const solops_group_norm_params* p, void* stream);
+solops_status solops_reference_group_norm(const solops_tensor* x, const solops_tensor* weight,
+                                          const solops_tensor* bias, const solops_tensor* y, const solops_tensor* mean,
+                                          const solops_tensor* rstd, const solops_group_norm_params* p);
+solops_status solops_group_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                     const solops_group_norm_params* p, int32_t affine, solops_cost* cost);
+solops_status solops_group_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                         const solops_tensor* weight, const solops_tensor* mean,
+                                         const solops_tensor* rstd, const solops_tensor* grad_x,
+                                         const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                         const solops_tensor* workspace, const solops_group_norm_params* p,
+                                         void* stream);
+solops_status solops_reference_group_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                   const solops_tensor* weight, const solops_tensor* mean,
+                                                   const solops_tensor* rstd, const solops_tensor* grad_x,
+                                                   const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                                   const solops_group_norm_params* p);
+solops_status solops_group_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                            const solops_group_norm_params* p,
+                                                            int32_t parameter_gradients, int64_t* elements);
+solops_status solops_group_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_group_norm_params* p, int32_t weight, solops_cost* cost);
+
+solops_status solops_instance_norm_output_shape(int32_t x_rank, const int64_t* x_shape,
+                                                const solops_instance_norm_params* p, int32_t* out_rank,
+                                                int64_t* out_shape);
+solops_status solops_instance_norm_stats_shape(int32_t x_rank, const int64_t* x_shape,
+                                               const solops_instance_norm_params* p, int32_t* out_rank,
+                                               int64_t* out_shape);
+solops_status solops_instance_norm_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                      const solops_instance_norm_params* p, int32_t running_stats,
+                                                      int64_t* elements);
+solops_status solops_instance_norm(const solops_tensor* x, const solops_tensor* running_mean,
+                                   const solops_tensor* running_var, const solops_tensor* weight,
+                                   const solops_tensor* bias, const solops_tensor* y, const solops_tensor* workspace,
+                                   const solops_instance_norm_params* p, void* stream);
+solops_status solops_instance_norm_with_stats(const solops_tensor* x, const solops_tensor* running_mean,
+                                              const solops_tensor* running_var, const solops_tensor* weight,
+                                              const solops_tensor* bias, const solops_tensor* y,
+                                              const solops_tensor* mean, const solops_tensor* rstd,
+                                              const solops_tensor* workspace, const solops_instance_norm_params* p,
+                                              void* stream);
+solops_status solops_reference_instance_norm(const solops_tensor* x, const solops_tensor* running_mean,
+                                             const solops_tensor* running_var, const solops_tensor* weight,
+                                             const solops_tensor* bias, const solops_tensor* y,
+                                             const solops_tensor* mean, const solops_tensor* rstd,
+                                             const solops_instance_norm_params* p);
+solops_status solops_instance_norm_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                        const solops_instance_norm_params* p, int32_t affine, int32_t running_stats,
+                                        solops_cost* cost);
+solops_status solops_instance_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                            const solops_tensor* weight, const solops_tensor* mean,
+                                            const solops_tensor* rstd, const solops_tensor* grad_x,
+                                            const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                            const solops_tensor* workspace, const solops_instance_norm_params* p,
+                                            void* stream);
+solops_status solops_reference_instance_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                      const solops_tensor* weight, const solops_tensor* mean,
+                                                      const solops_tensor* rstd, const solops_tensor* grad_x,
+                                                      const solops_tensor* grad_weight,
+                                                      const solops_tensor* grad_bias,
+                                                      const solops_instance_norm_params* p);
+solops_status solops_instance_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                               const solops_instance_norm_params* p,
+                                                               int32_t parameter_gradients, int64_t* elements);
+solops_status solops_instance_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                                 const solops_instance_norm_params* p, int32_t weight,
+                                                 solops_cost* cost);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,7 +14,8 @@ torch.vdot), and its torch.compile; tolerance sigma rtol 1e-4, u_out and v_out a
 and BatchNormInferenceFwd (spec 2.7: x [B, C, *spatial] of the row's dtype; running_mean, weight and
 bias random normal f32 [C], running_var uniform in [0.5, 1.5), eps 1e-5; alternatives
 F.batch_norm(training=False), eager (cuDNN's inference kernel) and its torch.compile; tolerance fp32
-1e-5, fp16 1e-3, bf16 1.6e-2).
+1e-5, fp16 1e-3, bf16 1.6e-2), and GroupNormFwd / GroupNormBwd / InstanceNormFwd / InstanceNormBwd
+(the GroupNorm and InstanceNorm block at the end of this file).
 
 Each manifest row becomes a run.Case: random normal x (and residual, weight, bias; fixed seeds, the
 row's dtype; AdaLayerNorm's scale and shift of x's shape), the solops call with the spec's eps
@@ -83,7 +84,8 @@ REDUCTION_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float32:
 WEIGHT_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
 BATCH_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
 OPS = (tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS)
-       + ("WeightNormFwd", "SpectralNormPowerIterFwd", "BatchNormInferenceFwd"))
+       + ("WeightNormFwd", "SpectralNormPowerIterFwd", "BatchNormInferenceFwd")
+       + ("GroupNormFwd", "GroupNormBwd", "InstanceNormFwd", "InstanceNormBwd"))
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -111,6 +113,11 @@ def present_alternatives() -> dict[str, str | None]:
         present["liger"] = None
     except Exception as error:
         present["liger"] = f"import liger_kernel failed: {run.describe_error(error)}"
+    try:
+        run.import_flag_gems()
+        present["flaggems"] = None
+    except Exception as error:
+        present["flaggems"] = f"import flag_gems failed: {run.describe_error(error)}"
     return present
 
 
@@ -232,6 +239,8 @@ def formulation_impl(name: str, what: str, function, *inputs) -> Impl:
         return Impl(name, partial(run.compile_for_benchmark(function), *inputs))
     if name == "liger":
         return Impl(name, None, not_applicable=f"liger-kernel has no {what}")
+    if name == "flaggems":
+        return Impl(name, None, not_applicable=f"FlagGems has no {what}")
     raise ValueError(f"unknown alternative {name}")
 
 
@@ -378,6 +387,8 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         return build_spectral_norm_case(op_name, row, alternatives, shape, dtype)
     if op_name == "BatchNormInferenceFwd":
         return build_batch_norm_case(op_name, row, alternatives, shape, dtype)
+    if op_name in SPATIAL_OPS:
+        return build_spatial_case(op_name, row, alternatives, shape, dtype)
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
     if op_name in BACKWARD_OPS:
@@ -407,3 +418,204 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         check = check_close(TOLERANCE[op_name][dtype])
     return run.row_case(op_name, row, solops.cost.of(call, *cpu), RATE_KIND, partial(solops.reference.run, call, *cpu),
                         check, impls)
+
+
+# ---- GroupNorm and InstanceNorm (spec 2.9-2.12) ------------------------------------------------
+# Rows: x [B, C, *spatial] of the row's dtype (random normal), GroupNorm's num_groups from the row,
+# weight and bias (x's dtype, random normal) where the row has them, eps 1e-5. InstanceNorm's rows with
+# running_mean / running_var (f32: normal means, variances uniform in [0.5, 1.5)) normalize by them
+# (use_input_stats=False), as the reference library's rows run; its other rows by each instance's own
+# statistics, with no running statistics. Tolerance: forward fp32 1e-5, fp16 1e-3, bf16 1.6e-2;
+# backward fp32 1e-4, fp16 1e-2, bf16 2e-2, the parameter gradients' atol scaled by sqrt(B * S).
+# The backward rows time the backward alone, from the statistics of the implementation's own forward
+# (ours: the *_with_stats op), grad_out random normal; ours always returns grad_weight and grad_bias.
+# Alternatives:
+#     torch          F.group_norm / F.instance_norm; backward: aten.native_group_norm_backward (the
+#                    kernels autograd of F.group_norm runs; without affine parameters only grad_x,
+#                    which is all it can give), and for InstanceNorm autograd's backward of
+#                    F.instance_norm (batch norm on the [1, B * C, S] view), timed by autograd.grad
+#                    over a graph made once
+#     torch-compile  the same under torch.compile (InstanceNorm's backward: the compiled forward's
+#                    backward graph)
+#     liger          LigerGroupNormFunction (GroupNorm with weight and bias; its backward through
+#                    autograd.grad); no InstanceNorm
+#     flaggems       flag_gems.ops.group_norm / group_norm_backward / instance_norm (ATen's signatures)
+
+SPATIAL_OPS = ("GroupNormFwd", "GroupNormBwd", "InstanceNormFwd", "InstanceNormBwd")
+SPATIAL_FORWARD_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
+SPATIAL_BACKWARD_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
+SPATIAL_EPS = 1e-5
+
+
+@dataclass(frozen=True)
+class SpatialRow:
+    instance: bool
+    groups: int  # GroupNorm's num_groups; InstanceNorm: C
+    affine: bool
+    running: bool  # InstanceNorm by its running statistics
+
+    @property
+    def use_input_stats(self) -> bool:
+        return not self.running
+
+
+def spatial_row(op_name: str, row: dict, shape) -> SpatialRow:
+    instance = op_name.startswith("InstanceNorm")
+    unknown = set(row["params"]) - ({"num_groups"} if not instance else set())
+    if unknown:
+        raise ValueError(f"unexpected params {sorted(unknown)}")
+    groups = shape[1] if instance else row["params"]["num_groups"]
+    return SpatialRow(instance, groups, "weight" in row["tensors"], "running_mean" in row["tensors"])
+
+
+def spatial_inputs(r: SpatialRow, shape, dtype):
+    """CPU tensors: x, weight, bias (None without the affine), running_mean, running_var (None without)."""
+    channels = shape[1:2]
+    x = random_tensor(shape, dtype, 0)
+    weight, bias = (random_tensor(channels, dtype, 2), random_tensor(channels, dtype, 3)) if r.affine else (None, None)
+    running_mean = running_var = None
+    if r.running:
+        generator = torch.Generator().manual_seed(run.INPUT_SEED + 5)
+        running_mean = random_tensor(channels, torch.float32, 1)
+        running_var = torch.rand(channels, generator=generator) + 0.5
+    return x, weight, bias, running_mean, running_var
+
+
+def cuda_or_none(*tensors):
+    return tuple(t.cuda() if t is not None else None for t in tensors)
+
+
+def spatial_forward_functions(r: SpatialRow):
+    """(ours, PyTorch's): functions of (x, weight, bias, running_mean, running_var)."""
+    if not r.instance:
+        def ours(x, weight, bias, running_mean, running_var):
+            return solops.group_norm(x, r.groups, weight, bias, SPATIAL_EPS)
+
+        def theirs(x, weight, bias, running_mean, running_var):
+            return F.group_norm(x, r.groups, weight, bias, SPATIAL_EPS)
+        return ours, theirs
+
+    def ours(x, weight, bias, running_mean, running_var):
+        return solops.instance_norm(x, running_mean, running_var, weight, bias, r.use_input_stats, 0.1, SPATIAL_EPS)
+
+    def theirs(x, weight, bias, running_mean, running_var):
+        return F.instance_norm(x, running_mean, running_var, weight, bias, r.use_input_stats, 0.1, SPATIAL_EPS)
+    return ours, theirs
+
+
+def flaggems_spatial_forward(r: SpatialRow, x):
+    """FlagGems' forward as a function of (x, weight, bias, running_mean, running_var), or why there is none."""
+    ops = run.import_flag_gems().ops
+    batch, channels, plane = x.shape[0], x.shape[1], x[0, 0].numel()
+    if not r.instance:
+        function = getattr(ops, "group_norm", None)
+        if function is None:
+            return "FlagGems has no group_norm"
+        return lambda x, weight, bias, _mean, _var: function(x, weight, bias, batch, channels, plane, r.groups,
+                                                             SPATIAL_EPS)[0]
+    function = getattr(ops, "instance_norm", None)
+    if function is None:
+        return "FlagGems has no instance_norm"
+    return lambda x, weight, bias, mean, var: function(x, weight, bias, mean, var, r.use_input_stats, 0.1, SPATIAL_EPS,
+                                                       False)
+
+
+def spatial_forward_impl(name: str, r: SpatialRow, theirs, inputs) -> Impl:
+    if name == "torch":
+        return Impl(name, partial(theirs, *inputs))
+    if name == "torch-compile":
+        return Impl(name, partial(run.compile_for_benchmark(theirs), *inputs))
+    if name == "liger":
+        if r.instance or not r.affine:
+            return Impl(name, None, not_applicable="liger-kernel's group norm takes weight and bias; it has no "
+                                                   "instance norm")
+        from liger_kernel.ops.group_norm import LigerGroupNormFunction
+        x, weight, bias = inputs[:3]
+        return Impl(name, partial(LigerGroupNormFunction.apply, x, weight, bias, x.shape[1], r.groups, SPATIAL_EPS))
+    if name == "flaggems":
+        function = flaggems_spatial_forward(r, inputs[0])
+        if isinstance(function, str):
+            return Impl(name, None, not_applicable=function)
+        return Impl(name, partial(function, *inputs))
+    raise ValueError(f"unknown alternative {name}")
+
+
+def autograd_backward(forward, dy, x, weight, bias, *rest):
+    """autograd's backward of forward(x, weight, bias, *rest) alone: the graph made once, retained."""
+    leaves = [t.detach().requires_grad_() for t in (x, weight, bias) if t is not None]
+    y = forward(leaves[0], *(leaves[1:] if weight is not None else [None, None]), *rest)
+    return lambda: torch.autograd.grad(y, leaves, dy, retain_graph=True)
+
+
+def spatial_backward_impl(name: str, r: SpatialRow, theirs, dy, inputs) -> Impl:
+    x, weight, bias, running_mean, running_var = inputs
+    batch, channels, plane = x.shape[0], x.shape[1], x[0, 0].numel()
+    mask = [True, r.affine, r.affine]
+    if name in ("torch", "torch-compile") and not r.instance:
+        _, mean, rstd = torch.ops.aten.native_group_norm(x, weight, bias, batch, channels, plane, r.groups, SPATIAL_EPS)
+
+        def group_backward(dy, x, mean, rstd, weight):
+            grads = torch.ops.aten.native_group_norm_backward(dy, x, mean, rstd, weight, batch, channels, plane,
+                                                              r.groups, mask)
+            return tuple(g for g in grads if g is not None)
+        function = group_backward if name == "torch" else run.compile_for_benchmark(group_backward)
+        return Impl(name, partial(function, dy, x, mean, rstd, weight))
+    if name in ("torch", "torch-compile"):
+        forward = theirs if name == "torch" else run.compile_for_benchmark(theirs)
+        return Impl(name, autograd_backward(forward, dy, x, weight, bias, running_mean, running_var))
+    if name == "liger":
+        if r.instance or not r.affine:
+            return Impl(name, None, not_applicable="liger-kernel's group norm takes weight and bias; it has no "
+                                                   "instance norm")
+        from liger_kernel.ops.group_norm import LigerGroupNormFunction
+
+        def liger(x, weight, bias):
+            return LigerGroupNormFunction.apply(x, weight, bias, channels, r.groups, SPATIAL_EPS)
+        return Impl(name, autograd_backward(liger, dy, x, weight, bias))
+    if name == "flaggems":
+        ops = run.import_flag_gems().ops
+        if r.instance:
+            return Impl(name, None, not_applicable="FlagGems has no instance norm backward of its own")
+        forward, backward = getattr(ops, "group_norm", None), getattr(ops, "group_norm_backward", None)
+        if forward is None or backward is None:
+            return Impl(name, None, not_applicable="FlagGems has no group_norm_backward")
+        _, mean, rstd = forward(x, weight, bias, batch, channels, plane, r.groups, SPATIAL_EPS)
+        return Impl(name, lambda: tuple(g for g in backward(dy, x, mean, rstd, weight, batch, channels, plane,
+                                                            r.groups, mask) if g is not None))
+    raise ValueError(f"unknown alternative {name}")
+
+
+def build_spatial_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    r = spatial_row(op_name, row, shape)
+    cpu = spatial_inputs(r, shape, dtype)
+    inputs = cuda_or_none(*cpu)
+    ours, theirs = spatial_forward_functions(r)
+    if op_name.endswith("Fwd"):
+        impls = [Impl("solops", partial(ours, *inputs))]
+        impls += [spatial_forward_impl(name, r, theirs, inputs) for name in alternatives]
+        return run.row_case(op_name, row, solops.cost.of(ours, *cpu), RATE_KIND,
+                            partial(solops.reference.run, ours, *cpu), check_close(SPATIAL_FORWARD_TOLERANCE[dtype]),
+                            impls)
+    x, weight, bias, running_mean, running_var = cpu
+    dy = random_tensor(shape, dtype, 4)
+    if r.instance:
+        def forward_with_stats(x, weight, bias, running_mean, running_var):
+            return torch.ops.solops.instance_norm_with_stats(x, running_mean, running_var, weight, bias,
+                                                             r.use_input_stats, 0.1, SPATIAL_EPS)
+
+        def backward(dy, x, mean, rstd, weight):
+            return solops.instance_norm_backward(dy, x, mean, rstd, weight, r.use_input_stats)
+    else:
+        def forward_with_stats(x, weight, bias, running_mean, running_var):
+            return torch.ops.solops.group_norm_with_stats(x, r.groups, weight, bias, SPATIAL_EPS)
+
+        def backward(dy, x, mean, rstd, weight):
+            return solops.group_norm_backward(dy, x, r.groups, mean, rstd, weight)
+    _, *cpu_stats = solops.reference.run(forward_with_stats, *cpu)
+    _, *stats = forward_with_stats(*inputs)
+    cpu_args = (dy, x, *cpu_stats, weight)
+    impls = [Impl("solops", partial(backward, dy.cuda(), inputs[0], *stats, inputs[1]))]
+    impls += [spatial_backward_impl(name, r, theirs, dy.cuda(), inputs) for name in alternatives]
+    return run.row_case(op_name, row, solops.cost.of(backward, *cpu_args), RATE_KIND,
+                        partial(solops.reference.run, backward, *cpu_args),
+                        check_gradients(SPATIAL_BACKWARD_TOLERANCE[dtype], x.numel() // shape[1]), impls)

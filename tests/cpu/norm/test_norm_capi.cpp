@@ -320,5 +320,61 @@ TEST(NormBackwardCApi, TrainingForwardThroughTheReference) {
   expect_values(rstd, {1 / std::sqrt(7.5)});
 }
 
+// GroupNorm and InstanceNorm.
+TEST(GroupNormCApi, ReferenceShapesCostWorkspaceAndErrors) {
+  // x [1, 2, 2]: one group of both channels, {0, 2, 1, 1}: mean 1, variance 0.5.
+  HostTensor x = filled({1, 2, 2}, {0, 2, 1, 1}), y({1, 2, 2}, DType::f32), mean({1, 1}, DType::f32),
+             rstd({1, 1}, DType::f32);
+  const solops_group_norm_params p{1, 0.0};
+  solops_tensor cx = c_tensor(x), cy = c_tensor(y), cm = c_tensor(mean), cr = c_tensor(rstd);
+  ASSERT_EQ(solops_reference_group_norm(&cx, nullptr, nullptr, &cy, &cm, &cr, &p), SOLOPS_OK) << solops_last_error();
+  const double r = 1 / std::sqrt(0.5);
+  expect_values(y, {-r, r, 0, 0});
+  expect_values(mean, {1});
+  expect_values(rstd, {r});
+  ASSERT_EQ(solops_reference_group_norm(&cx, nullptr, nullptr, &cy, nullptr, nullptr, &p), SOLOPS_OK);
+  int32_t rank = 0;
+  int64_t shape[SOLOPS_MAX_RANK] = {};
+  ASSERT_EQ(solops_group_norm_stats_shape(3, x.shape.data(), &p, &rank, shape), SOLOPS_OK);
+  EXPECT_EQ(rank, 2);
+  EXPECT_EQ(shape[1], 1);
+  solops_cost cost{};
+  ASSERT_EQ(solops_group_norm_cost(3, x.shape.data(), SOLOPS_F16, &p, 1, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.bytes, (2 * 4 + 2 * 2) * 2.0);
+  int64_t elements = -1;
+  ASSERT_EQ(solops_group_norm_backward_workspace_elements(3, x.shape.data(), &p, 1, &elements), SOLOPS_OK);
+  EXPECT_EQ(elements, 4);
+  HostTensor dy = filled({1, 2, 2}, {1, 3, 2, -2}), grad_x({1, 2, 2}, DType::f32), grad_w({2}, DType::f32);
+  solops_tensor c_dy = c_tensor(dy), c_gx = c_tensor(grad_x), c_gw = c_tensor(grad_w);
+  ASSERT_EQ(solops_reference_group_norm_backward(&c_dy, &cx, nullptr, &cm, &cr, &c_gx, &c_gw, nullptr, &p), SOLOPS_OK)
+      << solops_last_error();
+  expect_values(grad_w, {2 * r, 0});  // sum dy * x_hat: x_hat = {-r, r, 0, 0}
+  const solops_group_norm_params three{3, 1e-5};
+  EXPECT_EQ(solops_group_norm_output_shape(3, x.shape.data(), &three, &rank, shape), SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("not divisible by num_groups = 3"), std::string::npos);
+}
+
+TEST(InstanceNormCApi, ReferenceRunningUpdateAndErrors) {
+  HostTensor x = filled({2, 1, 3}, {1, 2, 3, 0, 0, 6}), y({2, 1, 3}, DType::f32);
+  HostTensor running_mean = filled({1}, {0}), running_var = filled({1}, {1});
+  const solops_instance_norm_params p{1, 0.5, 1e-5};
+  solops_tensor cx = c_tensor(x), cy = c_tensor(y), crm = c_tensor(running_mean), crv = c_tensor(running_var);
+  ASSERT_EQ(solops_reference_instance_norm(&cx, &crm, &crv, nullptr, nullptr, &cy, nullptr, nullptr, &p), SOLOPS_OK)
+      << solops_last_error();
+  // The instances' means 2 and 2, unbiased variances 1 and 12.
+  expect_values(running_mean, {0.5 * 0 + 0.5 * 2});
+  expect_values(running_var, {0.5 * 1 + 0.5 * 6.5});
+  int64_t elements = -1;
+  ASSERT_EQ(solops_instance_norm_workspace_elements(3, x.shape.data(), &p, 1, &elements), SOLOPS_OK);
+  EXPECT_EQ(elements, 4);
+  solops_cost cost{};
+  ASSERT_EQ(solops_instance_norm_cost(3, x.shape.data(), SOLOPS_F32, &p, 0, 1, &cost), SOLOPS_OK);
+  EXPECT_DOUBLE_EQ(cost.bytes, 2 * 6 * 4.0 + 16);
+  EXPECT_EQ(solops_reference_instance_norm(&cx, &crm, nullptr, nullptr, nullptr, &cy, nullptr, nullptr, &p),
+            SOLOPS_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(solops_last_error()).find("must be given together"), std::string::npos);
+  expect_values(running_mean, {1});  // the refused call wrote nothing
+}
+
 }  // namespace
 }  // namespace solops::testing::norm

@@ -1,6 +1,7 @@
 """One sample call of every normalization op, for the tests that run each op through PyTorch's
 machinery (test_torch_integration.py): fakes, torch.compile, CUDA graphs, opcheck, errors. The
-number of rows varies; the rows are 64 long (batch_norm_inference: the number of channels varies)."""
+number of rows varies; the rows are 64 long (batch_norm_inference: the number of channels varies;
+group_norm and instance_norm: the spatial size)."""
 
 import torch
 
@@ -24,6 +25,7 @@ def _tensors(*shapes):
 
 
 ROWS, WEIGHT, STATS = ("rows", N), (N,), ("rows", "f32")
+IMAGE, CHANNELS = (2, 4, "rows"), (4,)
 _ops = torch.ops.solops
 
 SAMPLES = [
@@ -58,4 +60,17 @@ SAMPLES = [
            lambda dy, x, rstd, w: solops.rms_norm_backward(dy, x, N, rstd, w)),
     Sample("layer_norm_backward", _tensors(ROWS, ROWS, STATS, STATS, WEIGHT),
            lambda dy, x, mean, rstd, w: solops.layer_norm_backward(dy, x, N, mean, rstd, w)),
+    # GroupNorm and InstanceNorm: x [2, 4, rows] (the spatial size varies), two groups; the running
+    # statistics, updated in place, are returned beside the output.
+    Sample("group_norm", _tensors(IMAGE, CHANNELS, CHANNELS), lambda x, w, b: solops.group_norm(x, 2, w, b)),
+    Sample("group_norm_with_stats", _tensors(IMAGE, CHANNELS, CHANNELS),
+           lambda x, w, b: _ops.group_norm_with_stats(x, 2, w, b, 1e-5)),
+    Sample("group_norm_backward", _tensors(IMAGE, IMAGE, (2, 2, "f32"), (2, 2, "f32"), CHANNELS),
+           lambda dy, x, mean, rstd, w: solops.group_norm_backward(dy, x, 2, mean, rstd, w)),
+    Sample("instance_norm", _tensors(IMAGE, (4, "f32"), (4, "f32"), CHANNELS, CHANNELS),
+           lambda x, mean, var, w, b: (solops.instance_norm(x, mean, var, w, b), mean, var)),
+    Sample("instance_norm_with_stats", _tensors(IMAGE, (4, "f32"), (4, "f32"), CHANNELS, CHANNELS),
+           lambda x, mean, var, w, b: (*_ops.instance_norm_with_stats(x, mean, var, w, b, True, 0.1, 1e-5), mean, var)),
+    Sample("instance_norm_backward", _tensors(IMAGE, IMAGE, (2, 4, "f32"), (2, 4, "f32"), CHANNELS),
+           lambda dy, x, mean, rstd, w: solops.instance_norm_backward(dy, x, mean, rstd, w)),
 ]

@@ -1,0 +1,475 @@
+// GroupNorm's and InstanceNorm's kernels, forward and backward (spec §2.9-2.12). The catalogue's rows
+// are small (0.5-8 MB: 64 to 1024 groups of 784 to 7200 elements), so every call is one kernel of one
+// block a group, which PyTorch spreads over two or three (statistics, fused parameters, output).
+//
+// Forward (normalize_groups): a group (b, g) is K = (C / G) * S contiguous elements of x. A block
+// walks them as a row of vectors (16 bytes, or 8, or single elements: the widest whose width divides
+// S, so that every vector lies in one channel, at aligned x and y), each thread holding kItems of
+// them in registers from one round of loads; groups too long to hold (over 8 * kMaxThreads
+// vectors) are read again each pass, from L1 or L2. Two block sums give the mean and then the squared
+// deviations from it (no E[x^2] - E[x]^2 cancellation), each in one fixed order (warp shuffles, then
+// the warps' partials added in warp order), so the same inputs give the same bits. The output pass
+// takes each vector's channel (a multiply-high division of its index by S) for its weight and bias.
+// Groups of at most one warp's vectors take a warp each, four a block, with no barrier.
+// InstanceNorm is this kernel with one channel a group; by its running statistics (use_input_stats
+// off) it reads them instead of reducing. Its running-statistics update averages each channel over
+// the batch, whose instances other blocks normalize: each block leaves its instance's mean and
+// variance in the workspace and update_running_stats adds them in batch order (deterministic, no
+// atomics; a last-block counter would need zeroed memory every call).
+//
+// Backward (group_gradients): the parameter gradients and the group's means of h = grad_out * w and
+// h * x_hat all come from each plane's two sums, of grad_out * x_hat and of grad_out. A warp takes a
+// plane at a time (the group's planes strided over the block's warps, so each plane's channel and
+// weight are fixed), sums it with shuffles, and writes its two sums to the workspace; the warps'
+// weighted shares then give the group's means (added in warp order), and the same warp reads its
+// planes again (from L1) for grad_x. The parameter gradients sum each channel over the batch, held by
+// other blocks: add_channel_partials adds the workspace's sums in batch order, a second small kernel
+// for the same reason as the update's.
+#include <algorithm>
+#include <climits>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include "core/device.hpp"
+#include "core/dispatch.cuh"
+#include "core/integer.hpp"
+#include "norm/group_norm.hpp"
+#include "norm/held_row.cuh"
+
+namespace solops::detail::group_norm_kernels {
+
+using row_norm::kWarp;
+constexpr int kMaxThreads = 512;
+// Vectors of a thread loaded before any is used, where a group is read again each pass.
+constexpr int kInFlight = 4;
+// Blocks of groups no longer than a warp's vectors: a warp a group.
+constexpr int kWarpGroupsPerBlock = 4;
+constexpr int kChannelThreads = 256;
+
+// kVec elements of T as one access: 16 or 8 bytes, or the element itself.
+template <class T, int kVec>
+using Bits = std::conditional_t<kVec == 1, T, std::conditional_t<kVec * sizeof(T) == 16, uint4, uint2>>;
+
+template <class T, int kVec>
+__device__ __forceinline__ void unpack(const Bits<T, kVec> bits, float (&values)[kVec]) {
+  T lanes[kVec];
+  memcpy(lanes, &bits, sizeof bits);
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) values[e] = to_float(lanes[e]);
+}
+
+template <class T, int kVec>
+__device__ __forceinline__ Bits<T, kVec> pack(const float (&values)[kVec]) {
+  T lanes[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) lanes[e] = from_float<T>(values[e]);
+  Bits<T, kVec> bits;
+  memcpy(&bits, lanes, sizeof bits);
+  return bits;
+}
+
+__device__ __forceinline__ float plus(float a, float b) { return a + b; }
+
+// The sum of `value` over the block's threads, in every thread, in one fixed order: a warp's shuffles,
+// then the warps' partials in warp order. `partials`: a float a warp. Every thread must call it (a
+// block of one warp may hold several groups: it needs no barrier).
+__device__ __forceinline__ float block_sum(float value, float* partials) {
+  value = row_norm::warp_reduce(value, plus);
+  const int warps = blockDim.x / kWarp;
+  if (warps == 1) return value;
+  if (threadIdx.x % kWarp == 0) partials[threadIdx.x / kWarp] = value;
+  __syncthreads();
+  float total = 0;
+  for (int w = 0; w < warps; ++w) total += partials[w];
+  __syncthreads();  // the next sum overwrites partials
+  return total;
+}
+
+template <class T>
+struct ForwardPointers {
+  const T* x;
+  const T* weight;  // null: scale 1
+  const T* bias;    // null: shift 0
+  T* y;
+  float* mean;  // each group's statistics, written where non-null
+  float* rstd;
+  const float* running_mean;  // by the running statistics (InstanceNorm without use_input_stats)
+  const float* running_var;
+  float* instance_stats;  // [2][groups]: each instance's mean and variance, for the running update
+};
+
+struct ForwardShape {
+  int64_t groups;             // B * G
+  int64_t num_groups;         // G
+  int group_vectors;          // K / kVec
+  FastDivisor plane_vectors;  // S / kVec: a vector's plane within its group
+  int channels_per_group;
+  float inv_len;  // 1 / K, 0 for empty groups
+  float eps;
+  bool input_stats;
+};
+
+// kItems: the vectors a thread holds (its group's vectors threadIdx.x + i * blockDim.x); 0: the group is
+// read again each pass, kInFlight vectors a thread at a time.
+template <class T, int kVec, int kItems>
+__global__ void __launch_bounds__(kMaxThreads) normalize_groups(const ForwardPointers<T> p, const ForwardShape s) {
+  using B = Bits<T, kVec>;
+  __shared__ float partials[kMaxThreads / kWarp];
+  const B* const x = reinterpret_cast<const B*>(p.x);
+  B* const y = reinterpret_cast<B*>(p.y);
+  const int threads = blockDim.x;
+  for (int64_t group = int64_t{blockIdx.x} * blockDim.y + threadIdx.y; group < s.groups;
+       group += int64_t{gridDim.x} * blockDim.y) {
+    const int64_t first = group * s.group_vectors;
+    const int64_t first_channel = group % s.num_groups * s.channels_per_group;
+    [[maybe_unused]] B held[kItems > 0 ? kItems : 1];
+    if constexpr (kItems > 0) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        const int u = threadIdx.x + i * threads;
+        if (u < s.group_vectors) held[i] = x[first + u];
+      }
+    }
+    // f(u, values) for each vector u of this thread's share of the group, with its values.
+    const auto for_each_vector = [&](auto f) {
+      if constexpr (kItems > 0) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          const int u = threadIdx.x + i * threads;
+          if (u >= s.group_vectors) continue;
+          float values[kVec];
+          unpack<T, kVec>(held[i], values);
+          f(u, values);
+        }
+      } else {
+        for (int64_t base = threadIdx.x; base < s.group_vectors; base += int64_t{kInFlight} * threads) {
+          B bits[kInFlight];
+#pragma unroll
+          for (int k = 0; k < kInFlight; ++k) {
+            const int64_t u = base + int64_t{k} * threads;
+            if (u < s.group_vectors) bits[k] = x[first + u];
+          }
+#pragma unroll
+          for (int k = 0; k < kInFlight; ++k) {
+            const int64_t u = base + int64_t{k} * threads;
+            if (u >= s.group_vectors) continue;
+            float values[kVec];
+            unpack<T, kVec>(bits[k], values);
+            f(static_cast<int>(u), values);
+          }
+        }
+      }
+    };
+    float mean, rstd;
+    if (s.input_stats) {
+      float sum = 0;
+      for_each_vector([&](int, float(&values)[kVec]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) sum += values[e];
+      });
+      mean = block_sum(sum, partials) * s.inv_len;
+      float squares = 0;
+      for_each_vector([&](int, float(&values)[kVec]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) squares += (values[e] - mean) * (values[e] - mean);
+      });
+      const float var = block_sum(squares, partials) * s.inv_len;
+      // An empty group has mean 0 and rstd NaN, as PyTorch's.
+      rstd = s.group_vectors > 0 ? rsqrtf(var + s.eps) : __int_as_float(0x7fc00000);
+      if (p.instance_stats && threadIdx.x == 0) {
+        p.instance_stats[group] = mean;
+        p.instance_stats[s.groups + group] = var;
+      }
+    } else {
+      // A correctly rounded square root and division, as batch_norm_inference's.
+      mean = p.running_mean[first_channel];
+      rstd = 1.0f / sqrtf(p.running_var[first_channel] + s.eps);
+    }
+    if (threadIdx.x == 0) {
+      if (p.mean) p.mean[group] = mean;
+      if (p.rstd) p.rstd[group] = rstd;
+    }
+    for_each_vector([&](int u, float(&values)[kVec]) {
+      const int64_t channel = first_channel + s.plane_vectors.divide(u);
+      const float scale = (p.weight ? to_float(p.weight[channel]) : 1.0f) * rstd;
+      const float shift = p.bias ? to_float(p.bias[channel]) : 0.0f;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) values[e] = fmaf(values[e] - mean, scale, shift);
+      y[first + u] = pack<T, kVec>(values);
+    });
+  }
+}
+
+// running = (1 - momentum) * running + momentum * (the batch average of the instances' statistics),
+// the variance unbiased; each channel's instances added in batch order.
+__global__ void update_running_stats(const float* __restrict__ instance_stats, float* __restrict__ running_mean,
+                                     float* __restrict__ running_var, int64_t batch, int64_t channels, float momentum,
+                                     float unbiased) {
+  const int64_t instances = batch * channels;
+  for (int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; c < channels; c += int64_t{gridDim.x} * blockDim.x) {
+    float mean_sum = 0, var_sum = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      mean_sum += instance_stats[b * channels + c];
+      var_sum += instance_stats[instances + b * channels + c];
+    }
+    // An empty batch averages no instances: 0 / 0, NaN, as PyTorch's.
+    const auto count = static_cast<float>(batch);
+    running_mean[c] = (1 - momentum) * running_mean[c] + momentum * (mean_sum / count);
+    running_var[c] = (1 - momentum) * running_var[c] + momentum * (var_sum * unbiased / count);
+  }
+}
+
+template <class T>
+struct BackwardPointers {
+  const T* grad_out;
+  const T* x;
+  const T* weight;  // null: scale 1
+  const float* mean;
+  const float* rstd;
+  T* grad_x;
+  float* partials;  // [2][B * C]: each plane's sums of grad_out * x_hat and of grad_out; null: not needed
+};
+
+struct BackwardShape {
+  int64_t groups;      // B * G
+  int64_t num_groups;  // G
+  int64_t planes;      // B * C
+  int channels_per_group;
+  int plane_vectors;  // S / kVec
+  float inv_len;      // 1 / K, 0 for empty groups
+  bool centred;       // the gradient of statistics taken from x, else of fixed ones
+};
+
+template <class T, int kVec>
+__global__ void __launch_bounds__(kMaxThreads) group_gradients(const BackwardPointers<T> p, const BackwardShape s) {
+  using B = Bits<T, kVec>;
+  __shared__ float2 warp_shares[kMaxThreads / kWarp];
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warps = blockDim.x / kWarp;
+  for (int64_t group = int64_t{blockIdx.x} * blockDim.y + threadIdx.y; group < s.groups;
+       group += int64_t{gridDim.x} * blockDim.y) {
+    const float mean = p.mean[group], rstd = p.rstd[group];
+    const int64_t first_channel = group % s.num_groups * s.channels_per_group;
+    const int64_t first_plane = group * s.channels_per_group;  // b * C + first_channel
+    // f(u, x, grad_out) for each vector u of this lane's share of `plane`, kInFlight of each tensor
+    // loaded before any is used.
+    const auto for_each_vector = [&](int64_t plane, auto f) {
+      const B* const x = reinterpret_cast<const B*>(p.x) + plane * s.plane_vectors;
+      const B* const dy = reinterpret_cast<const B*>(p.grad_out) + plane * s.plane_vectors;
+      for (int64_t base = lane; base < s.plane_vectors; base += kInFlight * kWarp) {
+        B x_bits[kInFlight], dy_bits[kInFlight];
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k) {
+          const int64_t u = base + k * kWarp;
+          if (u < s.plane_vectors) {
+            x_bits[k] = x[u];
+            dy_bits[k] = dy[u];
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k) {
+          const int64_t u = base + k * kWarp;
+          if (u >= s.plane_vectors) continue;
+          float x_values[kVec], dy_values[kVec];
+          unpack<T, kVec>(x_bits[k], x_values);
+          unpack<T, kVec>(dy_bits[k], dy_values);
+          f(static_cast<int>(u), x_values, dy_values);
+        }
+      }
+    };
+    // This warp's share of the group's sums of h and h * x_hat, its planes in order.
+    float h_sum = 0, hx_sum = 0;
+    for (int c = warp; c < s.channels_per_group; c += warps) {
+      const int64_t plane = first_plane + c;
+      const float scale = p.weight ? to_float(p.weight[first_channel + c]) : 1.0f;
+      float dy_x_hat = 0, dy_sum = 0;
+      for_each_vector(plane, [&](int, const float(&x)[kVec], const float(&dy)[kVec]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          dy_x_hat += dy[e] * ((x[e] - mean) * rstd);
+          dy_sum += dy[e];
+        }
+      });
+      dy_x_hat = row_norm::warp_reduce(dy_x_hat, plus);
+      dy_sum = row_norm::warp_reduce(dy_sum, plus);
+      if (p.partials && lane == 0) {
+        p.partials[plane] = dy_x_hat;
+        p.partials[s.planes + plane] = dy_sum;
+      }
+      h_sum += scale * dy_sum;
+      hx_sum += scale * dy_x_hat;
+    }
+    if (warps > 1) {
+      if (lane == 0) warp_shares[warp] = make_float2(h_sum, hx_sum);
+      __syncthreads();
+      h_sum = hx_sum = 0;
+      for (int w = 0; w < warps; ++w) {
+        h_sum += warp_shares[w].x;
+        hx_sum += warp_shares[w].y;
+      }
+      __syncthreads();  // the next group overwrites warp_shares
+    }
+    const float h_mean = h_sum * s.inv_len, hx_mean = hx_sum * s.inv_len;
+    for (int c = warp; c < s.channels_per_group; c += warps) {
+      const int64_t plane = first_plane + c;
+      const float scale = p.weight ? to_float(p.weight[first_channel + c]) : 1.0f;
+      B* const grad_x = reinterpret_cast<B*>(p.grad_x) + plane * s.plane_vectors;
+      for_each_vector(plane, [&](int u, const float(&x)[kVec], const float(&dy)[kVec]) {
+        float values[kVec];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float h = dy[e] * scale;
+          values[e] = s.centred ? rstd * (h - h_mean - (x[e] - mean) * rstd * hx_mean) : h * rstd;
+        }
+        grad_x[u] = pack<T, kVec>(values);
+      });
+    }
+  }
+}
+
+// grad_weight and grad_bias of each channel: its planes' sums over the batch, in batch order.
+template <class T>
+__global__ void add_channel_partials(const float* __restrict__ partials, T* __restrict__ grad_weight,
+                                     T* __restrict__ grad_bias, int64_t batch, int64_t channels) {
+  const int64_t planes = batch * channels;
+  for (int64_t c = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; c < channels; c += int64_t{gridDim.x} * blockDim.x) {
+    float weight_sum = 0, bias_sum = 0;
+    for (int64_t b = 0; b < batch; ++b) {
+      weight_sum += partials[b * channels + c];
+      bias_sum += partials[planes + b * channels + c];
+    }
+    if (grad_weight) grad_weight[c] = from_float<T>(weight_sum);
+    if (grad_bias) grad_bias[c] = from_float<T>(bias_sum);
+  }
+}
+
+template <class T>
+T* data_of(const TensorRef* t) {
+  return t ? static_cast<T*>(t->data) : nullptr;
+}
+
+bool aligned(const void* pointer, size_t bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
+
+// Calls launch.template operator()<kVec>() with the widest access (16 bytes, 8, or one element) whose
+// elements divide S and at which every tensor of `pointers` is aligned.
+template <class T, class Launch>
+void with_vector_width(const SpatialGroups& g, std::initializer_list<const void*> pointers, Launch launch) {
+  const auto fits = [&](int vec) {
+    return g.plane % vec == 0 &&
+           std::ranges::all_of(pointers, [&](const void* at) { return aligned(at, vec * sizeof(T)); });
+  };
+  constexpr int kWide = 16 / sizeof(T), kNarrow = 8 / sizeof(T);
+  if (fits(kWide)) launch.template operator()<kWide>();
+  else if (fits(kNarrow)) launch.template operator()<kNarrow>();
+  else launch.template operator()<1>();
+}
+
+unsigned channel_blocks(int64_t channels) { return grid_for(ceil_div(channels, kChannelThreads)); }
+
+template <class T, int kVec>
+void launch_forward(const SpatialGroups& g, const GroupNormMath& math, const GroupNormTensors& t, cudaStream_t stream) {
+  const int64_t len = g.group_len();
+  const auto group_vectors = static_cast<int>(len / kVec);
+  const ForwardShape s{g.group_count(),
+                       g.groups,
+                       group_vectors,
+                       FastDivisor(static_cast<int>(std::max<int64_t>(g.plane / kVec, 1))),
+                       static_cast<int>(g.channels_per_group),
+                       len > 0 ? 1.0f / static_cast<float>(len) : 0.0f,
+                       static_cast<float>(math.eps),
+                       math.input_stats};
+  const ForwardPointers<T> p{data_of<const T>(&t.x),
+                             data_of<const T>(t.weight),
+                             data_of<const T>(t.bias),
+                             data_of<T>(&t.y),
+                             data_of<float>(t.mean),
+                             data_of<float>(t.rstd),
+                             data_of<const float>(t.running_mean),
+                             data_of<const float>(t.running_var),
+                             math.update_running ? data_of<float>(t.workspace) : nullptr};
+  // The fewest vectors a thread (the most threads) that hold the group in at most kMaxThreads threads.
+  int items = 0, threads = kMaxThreads;
+  for (int candidate : {1, 2, 4, 8}) {
+    const auto needed = static_cast<int>(ceil_div(ceil_div(group_vectors, candidate), kWarp) * kWarp);
+    if (needed <= kMaxThreads) {
+      items = candidate;
+      threads = std::max(needed, kWarp);
+      break;
+    }
+  }
+  const int rows = threads == kWarp ? kWarpGroupsPerBlock : 1;
+  const dim3 grid(grid_for(ceil_div(s.groups, rows))), block(threads, rows);
+  switch (items) {
+    case 1: normalize_groups<T, kVec, 1><<<grid, block, 0, stream>>>(p, s); break;
+    case 2: normalize_groups<T, kVec, 2><<<grid, block, 0, stream>>>(p, s); break;
+    case 4: normalize_groups<T, kVec, 4><<<grid, block, 0, stream>>>(p, s); break;
+    case 8: normalize_groups<T, kVec, 8><<<grid, block, 0, stream>>>(p, s); break;
+    default: normalize_groups<T, kVec, 0><<<grid, block, 0, stream>>>(p, s); break;
+  }
+}
+
+template <class T, int kVec>
+void launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwardTensors& t, cudaStream_t stream) {
+  const int64_t len = g.group_len();
+  const BackwardShape s{g.group_count(),
+                        g.groups,
+                        g.batch * g.channels,
+                        static_cast<int>(g.channels_per_group),
+                        static_cast<int>(g.plane / kVec),
+                        len > 0 ? 1.0f / static_cast<float>(len) : 0.0f,
+                        centred};
+  const bool gradients = t.grad_weight || t.grad_bias;
+  const BackwardPointers<T> p{data_of<const T>(&t.grad_out),
+                              data_of<const T>(&t.x),
+                              data_of<const T>(t.weight),
+                              data_of<const float>(&t.mean),
+                              data_of<const float>(&t.rstd),
+                              data_of<T>(&t.grad_x),
+                              gradients ? data_of<float>(t.workspace) : nullptr};
+  // A warp a plane: as many warps as the group has planes, at most a block's; one-plane groups
+  // (InstanceNorm) a warp each, several a block.
+  const int warps = static_cast<int>(std::clamp<int64_t>(g.channels_per_group, 1, kMaxThreads / kWarp));
+  const int rows = warps == 1 ? kWarpGroupsPerBlock : 1;
+  group_gradients<T, kVec><<<grid_for(ceil_div(s.groups, rows)), dim3(warps * kWarp, rows), 0, stream>>>(p, s);
+}
+
+}  // namespace solops::detail::group_norm_kernels
+
+namespace solops::detail {
+
+void launch_group_norm(std::string_view op, const SpatialGroups& g, const GroupNormMath& math,
+                       const GroupNormTensors& t, cudaStream_t stream) {
+  using namespace group_norm_kernels;
+  dispatch_float(t.x.dtype, [&]<class T>() {
+    if (g.group_count() > 0) {
+      with_vector_width<T>(g, {t.x.data, t.y.data}, [&]<int kVec>() { launch_forward<T, kVec>(g, math, t, stream); });
+    }
+  });
+  if (math.update_running && g.plane > 0 && g.channels > 0) {
+    update_running_stats<<<channel_blocks(g.channels), kChannelThreads, 0, stream>>>(
+        static_cast<const float*>(t.workspace ? t.workspace->data : nullptr), static_cast<float*>(t.running_mean->data),
+        static_cast<float*>(t.running_var->data), g.batch, g.channels, static_cast<float>(math.momentum),
+        static_cast<float>(static_cast<double>(g.plane) / static_cast<double>(g.plane - 1)));
+  }
+  check_launch(op);
+}
+
+void launch_group_norm_backward(std::string_view op, const SpatialGroups& g, bool centred,
+                                const GroupNormBackwardTensors& t, cudaStream_t stream) {
+  using namespace group_norm_kernels;
+  dispatch_float(t.x.dtype, [&]<class T>() {
+    if (g.group_count() > 0) {
+      with_vector_width<T>(g, {t.x.data, t.grad_out.data, t.grad_x.data},
+                           [&]<int kVec>() { launch_backward<T, kVec>(g, centred, t, stream); });
+    }
+    if ((t.grad_weight || t.grad_bias) && g.channels > 0) {
+      add_channel_partials<T><<<channel_blocks(g.channels), kChannelThreads, 0, stream>>>(
+          static_cast<const float*>(t.workspace ? t.workspace->data : nullptr), data_of<T>(t.grad_weight),
+          data_of<T>(t.grad_bias), g.batch, g.channels);
+    }
+  });
+  check_launch(op);
+}
+
+}  // namespace solops::detail

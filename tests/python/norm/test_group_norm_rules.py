@@ -1,0 +1,202 @@
+"""GroupNorm's and InstanceNorm's rules and references on the CPU: the Python fakes against the C++ shape
+rules on thousands of random calls, accepted and rejected alike, message for message; the float64
+CPU references against PyTorch's functions (forward, the running statistics' update, and the
+gradients through autograd, also of solops.group_norm and solops.instance_norm under
+solops.reference.mode()); forward and backward traced by torch.compile on meta tensors; the cost
+models through the ops. The kernels are tested in test_group_norm_ops.py and the GPU tests."""
+
+import math
+import random
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import solops
+from test_norm_rules import cpu_inputs, outcome
+
+DRAWS = 3000
+_H = torch.float16
+
+
+def _meta(shape, dtype=_H):
+    return torch.empty(shape, device="meta", dtype=dtype)
+
+
+class SpatialCalls:
+    """Random calls of the GroupNorm and InstanceNorm ops: mostly valid, each shape rule broken now and then.
+    The tensors the rules do not read (weights, statistics) are valid for the call: the C++ side on meta
+    tensors runs the shape rules only (their other checks are norm_calls.py's bad calls)."""
+
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+
+    def shape(self):
+        rank = self.rng.choice([1, 2, 3, 3, 4, 4, 5])
+        return [self.rng.choice([0, 1, 1, 2, 3, 4, 6, 8, 12]) for _ in range(rank)]
+
+    def channels(self, x_shape, dtype=_H, chance=0.7):
+        return _meta(x_shape[1:2] or [3], dtype) if self.rng.random() < chance else None
+
+    def eps(self):
+        return self.rng.choice([1e-5, 1e-5, 0.0, 1e-3, -1.0, math.inf, math.nan])
+
+    def draw(self):
+        x_shape = self.shape()
+        x = _meta(x_shape)
+        op = self.rng.choice(["group_norm", "group_norm_with_stats", "instance_norm", "instance_norm_with_stats",
+                              "group_norm_backward", "instance_norm_backward"])
+        channels = x_shape[1] if len(x_shape) > 1 else 4
+        divisors = [g for g in range(1, channels + 1) if channels % g == 0]
+        groups = self.rng.choice(divisors) if divisors and self.rng.random() < 0.8 else self.rng.choice([0, -1, 3, 5])
+        if op in ("group_norm", "group_norm_with_stats"):
+            return op, (x, groups, self.channels(x_shape), self.channels(x_shape), self.eps())
+        if op in ("instance_norm", "instance_norm_with_stats"):
+            use_input_stats = self.rng.random() < 0.7
+            running = self.channels(x_shape, torch.float32, 0.5 if use_input_stats else 1.0)
+            momentum = self.rng.choice([0.1, 0.1, 0.0, 1.0, math.nan, math.inf])
+            return op, (x, running, running if running is None else _meta(running.shape, torch.float32),
+                        self.channels(x_shape), self.channels(x_shape), use_input_stats, momentum, self.eps())
+        batch = x_shape[0] if x_shape else 1
+        stats = [_meta([batch, max(groups, 1) if op == "group_norm_backward" else channels], torch.float32)
+                 for _ in range(2)]
+        if op == "group_norm_backward":
+            return op, (_meta(x_shape), x, groups, *stats, self.channels(x_shape))
+        return op, (_meta(x_shape), x, *stats, self.channels(x_shape), self.rng.random() < 0.7)
+
+
+def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
+    calls = SpatialCalls(seed=2)
+    accepted = rejected = 0
+    for _ in range(DRAWS):
+        name, args = calls.draw()
+        fake = outcome(getattr(torch.ops.solops, name).default, args)
+        cpp = outcome(getattr(torch.ops.solops_reference, name).default, args)
+        described = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
+        assert fake == cpp, f"{name} {described}"
+        accepted += not isinstance(cpp, str)
+        rejected += isinstance(cpp, str)
+    assert accepted > DRAWS // 5 and rejected > DRAWS // 5
+
+
+SHAPES = [((3, 6, 5, 4), 3), ((2, 4, 7), 4), ((1, 8, 3, 3, 2), 1), ((4, 6), 2), ((2, 6, 1), 6)]
+
+
+@pytest.mark.parametrize("shape, groups", SHAPES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_reference_is_pytorch(shape, groups, affine):
+    x, weight, bias = cpu_inputs(shape, shape[1:2], shape[1:2])
+    parameters = (weight, bias) if affine else (None, None)
+    y, mean, rstd = solops.reference.run(torch.ops.solops.group_norm_with_stats, x, groups, *parameters, 1e-4)
+    want, want_mean, want_rstd = torch.native_group_norm(x.double(), *(p.double() if affine else None
+                                                                       for p in parameters),
+                                                         shape[0], shape[1], math.prod(shape[2:]), groups, 1e-4)
+    torch.testing.assert_close(y, want.float())
+    torch.testing.assert_close(mean, want_mean.float())
+    torch.testing.assert_close(rstd, want_rstd.float())
+    torch.testing.assert_close(solops.reference.run(solops.group_norm, x, groups, *parameters, eps=1e-4),
+                               F.group_norm(x, groups, *parameters, eps=1e-4))
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5, 2), (2, 3, 7), (1, 2, 3, 3, 3), (4, 5, 0)])
+@pytest.mark.parametrize("use_input_stats", [True, False])
+@pytest.mark.parametrize("affine", [True, False])
+def test_instance_norm_reference_and_running_update_are_pytorch(shape, use_input_stats, affine):
+    x, weight, bias, running_mean = cpu_inputs(shape, shape[1:2], shape[1:2], shape[1:2])
+    running_var = torch.rand(shape[1], generator=torch.Generator().manual_seed(3)) + 0.5
+    parameters = (weight, bias) if affine else (None, None)
+    ours_mean, ours_var = running_mean.clone(), running_var.clone()
+    got = solops.reference.run(solops.instance_norm, x, ours_mean, ours_var, *parameters, use_input_stats, 0.3, 1e-4)
+    want_mean, want_var = running_mean.double(), running_var.double()
+    want = F.instance_norm(x.double(), want_mean, want_var, *(p.double() if affine else None for p in parameters),
+                           use_input_stats, 0.3, 1e-4)
+    torch.testing.assert_close(got, want.float())
+    torch.testing.assert_close(ours_mean, want_mean.float())
+    torch.testing.assert_close(ours_var, want_var.float())
+
+
+def test_instance_norm_reference_with_an_empty_batch_makes_running_statistics_nan():
+    running_mean, running_var = torch.zeros(3), torch.ones(3)
+    solops.reference.run(solops.instance_norm, torch.empty(0, 3, 4), running_mean, running_var)
+    assert running_mean.isnan().all() and running_var.isnan().all()
+
+
+def leaves(*tensors):
+    return [t.detach().clone().requires_grad_() if t is not None else None for t in tensors]
+
+
+def gradients(loss, tensors):
+    loss.backward()
+    return [t.grad for t in tensors if t is not None]
+
+
+@pytest.mark.parametrize("shape, groups", SHAPES[:3])
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_gradients_equal_pytorch(shape, groups, affine):
+    x, dy, weight, bias = cpu_inputs(shape, shape, shape[1:2], shape[1:2], seed=1)
+    parameters = (weight, bias) if affine else (None, None)
+    mine = leaves(x, *parameters)
+    want = leaves(x.double(), *(p.double() if affine else None for p in parameters))
+    with solops.reference.mode():
+        got = gradients((solops.group_norm(mine[0], groups, *mine[1:]) * dy).sum(), mine)
+    expected = gradients((F.group_norm(want[0], groups, *want[1:]) * dy.double()).sum(), want)
+    assert len(got) == len(expected)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g.double(), e, atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("shape", [(3, 4, 5, 2), (2, 3, 7)])
+@pytest.mark.parametrize("use_input_stats, running", [(True, False), (True, True), (False, True)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_instance_norm_gradients_and_running_update_equal_pytorch(shape, use_input_stats, running, affine):
+    x, dy, weight, bias, running_mean = cpu_inputs(shape, shape, shape[1:2], shape[1:2], shape[1:2], seed=2)
+    running_var = torch.rand(shape[1], generator=torch.Generator().manual_seed(4)) + 0.5
+    parameters = (weight, bias) if affine else (None, None)
+    stats = (running_mean.clone(), running_var.clone()) if running else (None, None)
+    want_stats = (running_mean.double(), running_var.double()) if running else (None, None)
+    mine = leaves(x, *parameters)
+    want = leaves(x.double(), *(p.double() if affine else None for p in parameters))
+    with solops.reference.mode():
+        y = solops.instance_norm(mine[0], *stats, *mine[1:], use_input_stats, 0.2, 1e-5)
+        got = gradients((y * dy).sum(), mine)
+    expected = gradients((F.instance_norm(want[0], *want_stats, *want[1:], use_input_stats, 0.2, 1e-5)
+                          * dy.double()).sum(), want)
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g.double(), e, atol=1e-4, rtol=1e-4)
+    for ours, theirs in zip(stats, want_stats):
+        if ours is not None:
+            torch.testing.assert_close(ours, theirs.float())
+
+
+def test_statistics_are_not_differentiable():
+    x = torch.randn(2, 4, 3, requires_grad=True)
+    with solops.reference.mode():
+        y, mean, rstd = torch.ops.solops.group_norm_with_stats(x, 2, None, None, 1e-5)
+    assert y.requires_grad and not mean.requires_grad and not rstd.requires_grad
+
+
+def test_torch_compile_traces_forward_and_backward():
+    def loss(x, weight, bias):
+        return (solops.group_norm(x, 2, weight, bias) * solops.instance_norm(x, None, None, weight, bias)).sum()
+
+    inputs = [torch.empty(3, 4, 5, device="meta"), torch.empty(4, device="meta"), torch.empty(4, device="meta")]
+    compiled = leaves(*inputs)
+    torch._dynamo.reset()
+    torch.compile(loss, fullgraph=True, backend="aot_eager")(*compiled).backward()
+    assert [t.grad.shape for t in compiled] == [t.shape for t in inputs]
+
+
+def test_cost_models_follow_the_spec():
+    x, channel = torch.empty(8, 128, 32, 32, dtype=torch.float16), torch.empty(128, dtype=torch.float16)
+    numel = x.numel()
+    # Spec 2.9: 5 flops an element with the affine, 3 without; x read, y written, weight and bias read.
+    assert solops.cost.of(solops.group_norm, x, 32, channel, channel) == (5 * numel, (2 * numel + 2 * 128) * 2)
+    assert solops.cost.of(solops.group_norm, x, 32) == (3 * numel, 2 * numel * 2)
+    # Spec 2.11 by the running statistics: both read (f32).
+    stats = torch.empty(128)
+    assert solops.cost.of(solops.instance_norm, x, stats, stats, use_input_stats=False) == (3 * numel,
+                                                                                           2 * numel * 2 + 8 * 128)
+    # Spec 2.10: 12 flops an element; grad_out, x, grad_x, the weight and both gradients, the [B, G] statistics.
+    stats = torch.empty(8, 32)
+    assert solops.cost.of(solops.group_norm_backward, x, x, 32, stats, stats, channel) == \
+        (12 * numel, (3 * numel + 3 * 128) * 2 + 8 * 8 * 32)
