@@ -58,9 +58,9 @@ __device__ void store_parameter_gradients(const BackwardChannels& b, int64_t c, 
 
 // grad_x of the vectors this thread holds, from its channel's sums.
 template <class T, int kVec, int kHeld>
-__device__ __forceinline__ void store_grad_x(const Pack<T, kVec> (&dy_bits)[kHeld], const Pack<T, kVec> (&x_bits)[kHeld],
-                                             T* grad_x, const BackwardChannels& b, const Walk& w, const Place& p,
-                                             float mean, float invstd, float2 sums) {
+__device__ __forceinline__ void store_grad_x(const Pack<T, kVec> (&dy_bits)[kHeld],
+                                             const Pack<T, kVec> (&x_bits)[kHeld], T* grad_x, const BackwardChannels& b,
+                                             const Walk& w, const Place& p, float mean, float invstd, float2 sums) {
   const float grad_mean = sums.x / w.count, projection = sums.y / w.count * invstd * invstd;
   const float scale = load_channel<T>(b.weight, p.channel, 1.0f) * invstd;
   auto* out = reinterpret_cast<Pack<T, kVec>*>(grad_x);

@@ -49,8 +49,9 @@ void batch_norm_training(const TensorRef& x, const TensorRef* running_mean, cons
     const double var = squares / static_cast<double>(count);
     const double invstd = 1 / std::sqrt(var + p.eps);
     const double scale = value_or(weight, c, 1.0), shift = value_or(bias, c, 0.0);
-    for_each_value(planes, c,
-                   [&](int64_t i) { detail::store_value(y, i, (detail::load_value(x, i) - mean) * invstd * scale + shift); });
+    for_each_value(planes, c, [&](int64_t i) {
+      detail::store_value(y, i, (detail::load_value(x, i) - mean) * invstd * scale + shift);
+    });
     detail::store_value(save_mean, c, mean);
     detail::store_value(save_invstd, c, invstd);
     if (running_mean) {

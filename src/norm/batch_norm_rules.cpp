@@ -166,15 +166,14 @@ int64_t batch_norm_backward_workspace(const BatchNormPlan& plan) {
 
 }  // namespace detail
 
+// The workspace functions name the op in their errors: the PyTorch binding meets the shape rule there first.
 int64_t batch_norm_training_workspace_elements(std::span<const int64_t> x_shape, const BatchNormTraining& p) {
-  const detail::BatchNormPlanes planes =
-      detail::resolve_batch_norm_training("batch_norm_training_workspace_elements", x_shape, p);
+  const detail::BatchNormPlanes planes = detail::resolve_batch_norm_training("batch_norm_training", x_shape, p);
   return detail::batch_norm_training_workspace(detail::plan_batch_norm(planes, 1, 0));
 }
 
 int64_t batch_norm_backward_workspace_elements(std::span<const int64_t> x_shape) {
-  const detail::BatchNormPlanes planes =
-      detail::resolve_batch_norm_backward("batch_norm_backward_workspace_elements", x_shape);
+  const detail::BatchNormPlanes planes = detail::resolve_batch_norm_backward("batch_norm_backward", x_shape);
   return detail::batch_norm_backward_workspace(detail::plan_batch_norm(planes, 1, 0));
 }
 
