@@ -262,14 +262,17 @@ def _batch_norm_setup_context(ctx, inputs, output):
     x, weight, bias, *_ = inputs
     ctx.mark_non_differentiable(output[1], output[2])
     ctx.save_for_backward(x, weight, output[1], output[2])
-    ctx.has_bias = bias is not None
+    ctx.bias_dtype = bias.dtype if bias is not None else None
 
 
 def _batch_norm_grad(ctx, grad_y, _grad_mean, _grad_invstd):
     x, weight, save_mean, save_invstd = ctx.saved_tensors
     grad_x, grad_weight, grad_bias = _batch_norm_backward(grad_y.contiguous(), x, weight, save_mean, save_invstd)
-    return (grad_x, grad_weight if weight is not None else None, grad_bias if ctx.has_bias else None, None, None, None,
-            None)
+    if ctx.bias_dtype is None:
+        grad_bias = None
+    elif grad_bias.dtype != ctx.bias_dtype:  # the op gives weight's dtype (f32 without one)
+        grad_bias = grad_bias.to(ctx.bias_dtype)
+    return grad_x, grad_weight if weight is not None else None, grad_bias, None, None, None, None
 
 
 # torch.library.register_autograd refuses an op that mutates an input, since it cannot know how the
