@@ -111,7 +111,8 @@ struct SpectralNormPowerIter {
 // BatchNormInferenceFwd (spec §2.7, §6.3): F.batch_norm(training=False) over x [B, C, *spatial]
 // (rank >= 2, channels in dim 1) with fixed running statistics: y = (x - running_mean[c]) /
 // sqrt(running_var[c] + eps) * weight[c] + bias[c], computed in f32 as one FMA an element (x *
-// scale[c] + shift[c]) and rounded once to x's dtype. Nothing is updated.
+// scale[c] + shift[c]) and rounded once to x's dtype. Nothing is updated. The [C] tensors may be f32
+// or x's dtype (spec §6.3).
 struct BatchNormInference {
   double eps = 1e-5;  // finite, >= 0
 };
@@ -266,8 +267,8 @@ void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const Tens
 
 // BatchNormInference, the spec's argument order (x, weight, bias, running_mean, running_var; not
 // F.batch_norm's): x a contiguous CUDA tensor [B, C, *spatial] of f32, f16 or bf16; weight, bias,
-// running_mean and running_var contiguous f32 CUDA tensors [C], weight and bias may be null (scale 1,
-// shift 0, as F.batch_norm's None); y of x's shape and dtype, overlapping no input.
+// running_mean and running_var contiguous CUDA tensors [C], each f32 or x's dtype, weight and bias may be
+// null (scale 1, shift 0, as F.batch_norm's None); y of x's shape and dtype, overlapping no input.
 void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const TensorRef* bias,
                           const TensorRef& running_mean, const TensorRef& running_var, const TensorRef& y,
                           const BatchNormInference& p, cudaStream_t stream = nullptr);

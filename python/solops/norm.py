@@ -128,9 +128,9 @@ def batch_norm_inference(input, running_mean, running_var, weight=None, bias=Non
     """F.batch_norm(input, running_mean, running_var, weight, bias, training=False, eps=eps) (spec §2.7,
     §6.3): (input - running_mean) / sqrt(running_var + eps) * weight + bias for each channel (dim 1 of
     input [B, C, *spatial], rank >= 2), in float32 with one rounding to input's dtype. running_mean,
-    running_var, weight and bias are float32 [C]; weight and bias may be None (1 and 0). The running
-    statistics are only read; no autograd. Op: solops::batch_norm_inference, which takes the spec's
-    order (x, weight, bias, running_mean, running_var, eps)."""
+    running_var, weight and bias are [C] of float32 or input's dtype; weight and bias may be None (1 and
+    0). The running statistics are only read; no autograd. Op: solops::batch_norm_inference, which takes
+    the spec's order (x, weight, bias, running_mean, running_var, eps)."""
     return _batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
 
 
@@ -529,7 +529,7 @@ def _(x, weight, bias, running_mean, running_var, eps=1e-5):
     check_tensor(op, "x", x)
     check_float_dtype(op, "x", x)
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
-        _check_optional(op, name, t, torch.float32, x.shape[1:2])
+        _check_channel(op, name, t, x)
     return x.new_empty(x.shape)
 
 

@@ -1,7 +1,7 @@
 // What the training forward's and the backward's kernels share (batch_norm_forward.cu,
 // batch_norm_backward.cu): the launch's walk over each channel's values (BatchNormPlan), a
-// thread's place in it, the [C] tensors of f32 or x's dtype, the sums over a channel's threads of a
-// block, and the launches of both kinds of plan.
+// thread's place in it, the sums over a channel's threads of a block, and the launches of both kinds
+// of plan.
 //
 // Determinism: every sum over a block is a butterfly of shuffles (a + b and b + a are the same bits,
 // so every lane ends with the same value) and then the warps' partials added in warp order; a
@@ -17,6 +17,7 @@
 #include "core/dispatch.cuh"
 #include "core/integer.hpp"
 #include "norm/batch_norm.hpp"
+#include "norm/batch_norm_channel.cuh"
 #include "norm/held_row.cuh"
 
 namespace solops::detail::batch_norm_kernels {
@@ -30,28 +31,6 @@ constexpr int kMaxClusterBlocks = 8;
 constexpr int kPassHeld = 8;
 
 using row_norm::Pack;
-
-// A [C] tensor as a kernel reads or writes it: f32 or x's dtype T; data null where the call has none.
-struct ChannelTensor {
-  void* data = nullptr;
-  bool f32 = true;
-};
-
-inline ChannelTensor channel_tensor(const TensorRef* t) {
-  return t ? ChannelTensor{t->data, t->dtype == DType::f32} : ChannelTensor{};
-}
-
-template <class T>
-__device__ __forceinline__ float load_channel(const ChannelTensor& t, int64_t c, float absent) {
-  if (!t.data) return absent;
-  return t.f32 ? static_cast<const float*>(t.data)[c] : to_float(static_cast<const T*>(t.data)[c]);
-}
-
-template <class T>
-__device__ __forceinline__ void store_channel(const ChannelTensor& t, int64_t c, float value) {
-  if (t.f32) static_cast<float*>(t.data)[c] = value;
-  else static_cast<T*>(t.data)[c] = from_float<T>(value);
-}
 
 // The launch's view of a BatchNormPlan.
 struct Walk {

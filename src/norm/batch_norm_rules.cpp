@@ -27,16 +27,6 @@ BatchNormPlanes resolve_channels(std::string_view op, std::span<const int64_t> x
   return planes;
 }
 
-// A [C] tensor of f32 or x's dtype, where given.
-void check_channel_tensor(std::string_view op, Placement placement, std::string_view name, const TensorRef* t,
-                          DType x_dtype, std::span<const int64_t> channels) {
-  if (!t) return;
-  check_tensor(placement, op, name, *t);
-  require(t->dtype == DType::f32 || t->dtype == x_dtype, op, name, ": dtype ", dtype_name(t->dtype), " must be f32 or ",
-          "x's dtype ", dtype_name(x_dtype));
-  check_shape(op, name, *t, channels);
-}
-
 void check_stats_tensor(std::string_view op, Placement placement, std::string_view name, const TensorRef& t,
                         std::span<const int64_t> channels) {
   check_tensor(placement, op, name, t);
@@ -68,10 +58,10 @@ BatchNormPlanes validate_batch_norm_training(std::string_view op, Placement plac
   const int64_t channels[] = {planes.channels};
   require((t.running_mean == nullptr) == (t.running_var == nullptr), op,
           "running_mean and running_var must be given together (or neither)");
-  check_channel_tensor(op, placement, "running_mean", t.running_mean, t.x.dtype, channels);
-  check_channel_tensor(op, placement, "running_var", t.running_var, t.x.dtype, channels);
-  check_channel_tensor(op, placement, "weight", t.weight, t.x.dtype, channels);
-  check_channel_tensor(op, placement, "bias", t.bias, t.x.dtype, channels);
+  check_batch_norm_channel_tensor(op, placement, "running_mean", t.running_mean, t.x.dtype, channels);
+  check_batch_norm_channel_tensor(op, placement, "running_var", t.running_var, t.x.dtype, channels);
+  check_batch_norm_channel_tensor(op, placement, "weight", t.weight, t.x.dtype, channels);
+  check_batch_norm_channel_tensor(op, placement, "bias", t.bias, t.x.dtype, channels);
   check_tensor(placement, op, "output", t.y);
   check_dtype(op, "output", t.y, t.x.dtype);
   check_shape(op, "output", t.y, t.x.sizes());
@@ -102,14 +92,14 @@ BatchNormPlanes validate_batch_norm_backward(std::string_view op, Placement plac
   check_tensor(placement, op, "grad_out", t.grad_out);
   check_dtype(op, "grad_out", t.grad_out, t.x.dtype);
   check_shape(op, "grad_out", t.grad_out, t.x.sizes());
-  check_channel_tensor(op, placement, "weight", t.weight, t.x.dtype, channels);
+  check_batch_norm_channel_tensor(op, placement, "weight", t.weight, t.x.dtype, channels);
   check_stats_tensor(op, placement, "save_mean", t.save_mean, channels);
   check_stats_tensor(op, placement, "save_invstd", t.save_invstd, channels);
   check_tensor(placement, op, "grad_x", t.grad_x);
   check_dtype(op, "grad_x", t.grad_x, t.x.dtype);
   check_shape(op, "grad_x", t.grad_x, t.x.sizes());
-  check_channel_tensor(op, placement, "grad_weight", t.grad_weight, t.x.dtype, channels);
-  check_channel_tensor(op, placement, "grad_bias", t.grad_bias, t.x.dtype, channels);
+  check_batch_norm_channel_tensor(op, placement, "grad_weight", t.grad_weight, t.x.dtype, channels);
+  check_batch_norm_channel_tensor(op, placement, "grad_bias", t.grad_bias, t.x.dtype, channels);
   const NamedTensor tensors[] = {{"grad_out", &t.grad_out},      {"x", &t.x},
                                  {"weight", t.weight},            {"save_mean", &t.save_mean},
                                  {"save_invstd", &t.save_invstd}, {"grad_x", &t.grad_x},

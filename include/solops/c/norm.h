@@ -307,8 +307,8 @@ solops_status solops_spectral_norm_power_iter_cost(int32_t x_rank, const int64_t
 /* BatchNormInferenceFwd (spec 2.7, 6.3): F.batch_norm(training=False) in the spec's argument order,
  * y = (x - running_mean) / sqrt(running_var + eps) * weight + bias per channel (dim 1 of x [B, C,
  * *spatial], rank >= 2; SOLOPS_F32, SOLOPS_F16 or SOLOPS_BF16), in f32, rounded once. weight, bias,
- * running_mean and running_var are SOLOPS_F32 [C]; weight and bias may be NULL (scale 1, shift 0). y
- * has x's shape (the output shape) and dtype and overlaps no input. eps finite and >= 0. */
+ * running_mean and running_var are [C] of SOLOPS_F32 or x's dtype; weight and bias may be NULL (scale 1,
+ * shift 0). y has x's shape (the output shape) and dtype and overlaps no input. eps finite and >= 0. */
 solops_status solops_batch_norm_inference_output_shape(int32_t x_rank, const int64_t* x_shape,
                                                        const solops_batch_norm_inference_params* p, int32_t* out_rank,
                                                        int64_t* out_shape);

@@ -84,7 +84,7 @@ BAD_CALLS = [
     (lambda: solops.batch_norm_inference(cuda(2, 4), cuda(4), cuda(4, dtype=torch.float16)),
      "running_var: dtype f16 must be f32"),
     (lambda: solops.batch_norm_inference(cuda(2, 4, dtype=torch.bfloat16), cuda(4), cuda(4),
-                                         cuda(4, dtype=torch.bfloat16)), "weight: dtype bf16 must be f32"),
+                                         cuda(4, dtype=torch.float16)), "weight: dtype f16 must be f32 or x's dtype bf16"),
     (lambda: solops.batch_norm_inference(cuda(2, 4), cuda(4), cuda(4), None, cuda(2, 4)),
      "bias: shape [2, 4] must be [4]"),
     (lambda: solops.batch_norm_inference(cuda(2, 4), torch.randn(4), cuda(4)), "running_mean must be a CUDA tensor"),

@@ -111,6 +111,15 @@ def test_random_calls_equal_pytorch(seed):
             close(g, w, tol)
 
 
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_eval_mode_takes_parameters_of_the_inputs_dtype(dtype):
+    # nn.BatchNorm2d after model.half(): every [C] tensor of the input's dtype (spec 6.3).
+    x = random_input((4, 6, 9, 9), dtype)
+    mean, var, weight, bias = parameters(6, dtype)
+    want = F.batch_norm(x.float(), mean.float(), var.float(), weight.float(), bias.float(), False, eps=1e-5)
+    close(solops.batch_norm(x, mean, var, weight, bias, False), want, TOLERANCE[dtype])
+
+
 def test_two_runs_give_the_same_bits():
     for shape in [(8, 64, 32, 32), (2, 3, 70000), (64, 37)]:
         x, dy = random_input(shape, torch.bfloat16), random_input(shape, torch.bfloat16, 1)
