@@ -280,7 +280,7 @@ void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const Ten
 // save_mean and save_invstd f32 [C]; workspace as batch_norm_training_workspace_elements says. The
 // running statistics are written last, by one thread a channel, after every check has passed: a
 // rejected call leaves them as they were. Deterministic: every sum in a fixed order, no float atomics.
-// No tensor may overlap another, except that the inputs x, weight and bias are only read.
+// No tensor the call writes (the running statistics among them) may overlap another of the call.
 void batch_norm_training(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
                          const TensorRef* weight, const TensorRef* bias, const TensorRef& y, const TensorRef& save_mean,
                          const TensorRef& save_invstd, const TensorRef* workspace, const BatchNormTraining& p,

@@ -6,15 +6,18 @@ weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (
 rstd)), the quantizing norms rms_norm_quant and layer_norm_quant, which return (q, scale): float8_e4m3fn
 codes and one float32 scale per row, vector_norm (torch.linalg.vector_norm for ord 1 and 2) and
 spectral_norm_power_iter (the power iteration of torch.nn.utils.spectral_norm, returning
-(sigma, u, v)) and batch_norm_inference (F.batch_norm with training=False).
+(sigma, u, v)), batch_norm_inference (F.batch_norm with training=False) and batch_norm (F.batch_norm,
+training included) with its backward, batch_norm_backward.
 
 The ops are torch.ops.solops.<op>, registered in C++ (src/torch/norm.cpp). rms_norm and layer_norm
 are differentiable: with grad enabled and an input that requires it they run the training forward
 (rms_norm_with_stats, layer_norm_with_stats, which also return the per-row f32 rstd and mean), whose
-backward, registered here, runs rms_norm_backward and layer_norm_backward, our backward kernels.
+backward, registered here, runs rms_norm_backward and layer_norm_backward, our backward kernels;
+batch_norm in training likewise runs batch_norm_training_with_stats, whose backward runs
+batch_norm_backward.
 The fake implementations below give torch.compile the outputs, on symbolic sizes too, and apply the
 library's rules at trace time (src/norm/norm_rules.cpp, vector_norm_rules.cpp,
-spectral_norm_rules.cpp, batch_norm_inference_rules.cpp).
+spectral_norm_rules.cpp, batch_norm_inference_rules.cpp, batch_norm_rules.cpp).
 """
 
 import math

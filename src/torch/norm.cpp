@@ -434,8 +434,8 @@ auto batch_norm_training(const Tensor& x, const std::optional<Tensor>& weight, c
     call.run(
         [&](cudaStream_t stream) {
           solops::batch_norm_training(x_ref, pointer(mean_ref), pointer(var_ref), pointer(weight_ref),
-                                      pointer(bias_ref), y_ref, save_mean_ref, save_invstd_ref, pointer(workspace_ref), p,
-                                      stream);
+                                      pointer(bias_ref), y_ref, save_mean_ref, save_invstd_ref,
+                                      pointer(workspace_ref), p, stream);
         },
         [&] {
           reference::batch_norm_training(x_ref, pointer(mean_ref), pointer(var_ref), pointer(weight_ref),

@@ -69,7 +69,8 @@ TEST(BatchNormTrainingShapeRule, WorkspaceOnlyForChannelsAClusterCannotHold) {
 TEST(BatchNormTrainingShapeRule, XNeedsABatchAndAChannelDim) {
   expect_error([] { batch_norm_training_workspace_elements(Shape{8}, {}); },
                "batch_norm_training: x [8] must have rank >= 2: [B, C, *spatial], the channels in dim 1");
-  expect_error([] { batch_norm_backward_workspace_elements(Shape{}); }, "batch_norm_backward: x [] must have rank >= 2");
+  expect_error([] { batch_norm_backward_workspace_elements(Shape{}); },
+               "batch_norm_backward: x [] must have rank >= 2");
   expect_error([] { batch_norm_training_workspace_elements(Shape{2, -3}, {}); }, "x [2, -3] has a negative dim");
 }
 
@@ -91,9 +92,9 @@ TEST(BatchNormTrainingShapeRule, ParametersMustBeFinite) {
   expect_error([] { batch_norm_training_workspace_elements(Shape{2, 3}, {.eps = kNaN}); }, "eps = nan must be finite");
   expect_error([] { batch_norm_training_workspace_elements(Shape{2, 3}, {.momentum = kNaN}); },
                "batch_norm_training: momentum = nan must be finite");
-  expect_error(
-      [] { batch_norm_training_workspace_elements(Shape{2, 3}, {.momentum = std::numeric_limits<double>::infinity()}); },
-      "momentum = inf must be finite");
+  constexpr double kInfinity = std::numeric_limits<double>::infinity();
+  expect_error([] { batch_norm_training_workspace_elements(Shape{2, 3}, {.momentum = kInfinity}); },
+               "momentum = inf must be finite");
   // Any finite momentum is PyTorch's to give (nn.BatchNorm's cumulative average passes 1 / n).
   EXPECT_EQ(batch_norm_training_workspace_elements(Shape{2, 3}, {.momentum = 1.5}), 0);
 }
@@ -335,38 +336,45 @@ TEST(BatchNormBackwardValidation, EveryTensorsRule) {
   BackwardCall call({2, 2, 2}, {1}, kX, {0, 3}, {1, 1}, DType::bf16);
   HostTensor half({2}, DType::f16), three({3}, DType::f32), f32_grad({2, 2, 2}, DType::f32);
   HostTensor short_x({2, 2, 1}, DType::bf16);
-  const TensorRef w = call.weight.ref();
-  const auto run = [&](const TensorRef& grad_out, const TensorRef* weight, const TensorRef& mean,
-                       const TensorRef& invstd, const TensorRef& grad_x, const TensorRef* grad_weight) {
-    reference::batch_norm_backward(grad_out, call.x.ref(), weight, mean, invstd, grad_x, grad_weight, nullptr);
+  // One tensor of the call replaced at a time.
+  const TensorRef good_weight = call.weight.ref();
+  struct Call {
+    TensorRef grad_out, mean, invstd, grad_x;
+    const TensorRef* weight;
+    const TensorRef* grad_weight = nullptr;
   };
-  const TensorRef half_ref = half.ref(), three_ref = three.ref();
-  expect_error([&] { run(short_x.ref(), &w, call.save_mean.ref(), call.save_invstd.ref(), call.grad_x.ref(), nullptr); },
-               "reference::batch_norm_backward: grad_out: shape [2, 2, 1] must be [2, 2, 2]");
-  expect_error([&] { run(f32_grad.ref(), &w, call.save_mean.ref(), call.save_invstd.ref(), call.grad_x.ref(), nullptr); },
-               "grad_out: dtype f32 must be bf16");
-  expect_error(
-      [&] { run(call.grad_out.ref(), &half_ref, call.save_mean.ref(), call.save_invstd.ref(), call.grad_x.ref(), nullptr); },
-      "weight: dtype f16 must be f32 or x's dtype bf16");
-  expect_error([&] { run(call.grad_out.ref(), &w, half.ref(), call.save_invstd.ref(), call.grad_x.ref(), nullptr); },
-               "save_mean: dtype f16 must be f32");
-  expect_error([&] { run(call.grad_out.ref(), &w, call.save_mean.ref(), three.ref(), call.grad_x.ref(), nullptr); },
-               "save_invstd: shape [3] must be [2]");
-  expect_error([&] { run(call.grad_out.ref(), &w, call.save_mean.ref(), call.save_invstd.ref(), f32_grad.ref(), nullptr); },
-               "grad_x: dtype f32 must be bf16");
-  expect_error(
-      [&] { run(call.grad_out.ref(), &w, call.save_mean.ref(), call.save_invstd.ref(), call.grad_x.ref(), &three_ref); },
-      "grad_weight: shape [3] must be [2]");
-  expect_error(
-      [&] { run(call.grad_out.ref(), &w, call.save_mean.ref(), call.save_invstd.ref(), call.grad_out.ref(), nullptr); },
-      "grad_out and grad_x overlap in memory");
-  const TensorRef weight_as_gradient = call.weight.ref();
-  expect_error(
-      [&] {
-        run(call.grad_out.ref(), &w, call.save_mean.ref(), call.save_invstd.ref(), call.grad_x.ref(),
-            &weight_as_gradient);
-      },
-      "weight and grad_weight overlap in memory");
+  const Call good{call.grad_out.ref(), call.save_mean.ref(), call.save_invstd.ref(), call.grad_x.ref(), &good_weight};
+  const auto run = [&](const Call& c) {
+    reference::batch_norm_backward(c.grad_out, call.x.ref(), c.weight, c.mean, c.invstd, c.grad_x, c.grad_weight,
+                                   nullptr);
+  };
+  const TensorRef half_ref = half.ref(), three_ref = three.ref(), weight_as_gradient = call.weight.ref();
+  Call bad = good;
+  bad.grad_out = short_x.ref();
+  expect_error([&] { run(bad); }, "reference::batch_norm_backward: grad_out: shape [2, 2, 1] must be [2, 2, 2]");
+  bad.grad_out = f32_grad.ref();
+  expect_error([&] { run(bad); }, "grad_out: dtype f32 must be bf16");
+  bad = good;
+  bad.weight = &half_ref;
+  expect_error([&] { run(bad); }, "weight: dtype f16 must be f32 or x's dtype bf16");
+  bad = good;
+  bad.mean = half.ref();
+  expect_error([&] { run(bad); }, "save_mean: dtype f16 must be f32");
+  bad = good;
+  bad.invstd = three.ref();
+  expect_error([&] { run(bad); }, "save_invstd: shape [3] must be [2]");
+  bad = good;
+  bad.grad_x = f32_grad.ref();
+  expect_error([&] { run(bad); }, "grad_x: dtype f32 must be bf16");
+  bad = good;
+  bad.grad_weight = &three_ref;
+  expect_error([&] { run(bad); }, "grad_weight: shape [3] must be [2]");
+  bad = good;
+  bad.grad_x = call.grad_out.ref();
+  expect_error([&] { run(bad); }, "grad_out and grad_x overlap in memory");
+  bad = good;
+  bad.grad_weight = &weight_as_gradient;
+  expect_error([&] { run(bad); }, "weight and grad_weight overlap in memory");
 }
 
 TEST(BatchNormCost, SpecFormulas) {

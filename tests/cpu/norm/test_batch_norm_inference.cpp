@@ -117,7 +117,8 @@ TEST(BatchNormInferenceValidation, ParametersMustBeF32OrXsDtypeOfTheChannels) {
                "weight: dtype f16 must be f32 or x's dtype bf16");
   expect_error([&] { run(&w, &four_ref, call.mean.ref(), call.var.ref()); }, "bias: shape [4] must be [3]");
   expect_error([&] { run(&w, &b, column.ref(), call.var.ref()); }, "running_mean: shape [3, 1] must be [3]");
-  expect_error([&] { run(&w, &b, call.mean.ref(), half.ref()); }, "running_var: dtype f16 must be f32 or x's dtype bf16");
+  expect_error([&] { run(&w, &b, call.mean.ref(), half.ref()); },
+               "running_var: dtype f16 must be f32 or x's dtype bf16");
 }
 
 TEST(BatchNormInferenceReference, ParametersOfXsDtype) {

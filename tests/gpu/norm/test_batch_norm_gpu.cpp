@@ -146,7 +146,9 @@ std::string compare_training(const TrainingInputs& in, size_t offset = 0, bool g
   TrainingOutputs want = reference_training(in), got = run_training(in, offset, graph);
   const double tol = tolerance(in.x.dtype);
   std::string difference = first_difference("output", want.y, got.y, tol, tol);
-  if (difference.empty()) difference = first_difference("save_mean", want.save_mean, got.save_mean, 1e-5, kStatsTolerance);
+  if (difference.empty()) {
+    difference = first_difference("save_mean", want.save_mean, got.save_mean, 1e-5, kStatsTolerance);
+  }
   if (difference.empty()) {
     difference = first_difference("save_invstd", want.save_invstd, got.save_invstd, 0, kStatsTolerance);
   }
@@ -396,7 +398,9 @@ std::string compare_backward(BackwardInputs in, size_t offset = 0, bool graph = 
   const double values = channels[0] > 0 ? static_cast<double>(in.x.numel() / channels[0]) : 0.0;
   const double sums_atol = tol * std::sqrt(std::max(1.0, values));
   std::string difference = first_difference("grad_x", want.grad_x, got.grad_x, tol, tol);
-  if (difference.empty()) difference = first_difference("grad_weight", want.grad_weight, got.grad_weight, sums_atol, tol);
+  if (difference.empty()) {
+    difference = first_difference("grad_weight", want.grad_weight, got.grad_weight, sums_atol, tol);
+  }
   if (difference.empty()) difference = first_difference("grad_bias", want.grad_bias, got.grad_bias, sums_atol, tol);
   return difference;
 }
@@ -408,7 +412,8 @@ TEST_F(BatchNormBackwardGpu, EveryCatalogueRow) {
   const std::vector<nlohmann::json> rows = testing::catalogue_rows("BatchNormBwd");
   ASSERT_FALSE(rows.empty());
   for (const auto& row : rows) {
-    const BackwardInputs in = backward_inputs(row["tensors"]["x"].get<Shape>(), testing::parse_dtype(row["dtype"]), rng);
+    const Shape shape = row["tensors"]["x"].get<Shape>();
+    const BackwardInputs in = backward_inputs(shape, testing::parse_dtype(row["dtype"]), rng);
     EXPECT_EQ(compare_backward(in), "") << row["workload"] << " " << describe(in);
   }
 }

@@ -1,8 +1,8 @@
 // BatchNormInference on the GPU against the CPU reference (spec §2.7): every catalogue row, 120 random
 // shapes (ranks 2 to 5, odd and power-of-two planes, plane size 1, C = 1, with and without weight and
-// bias, the [C] tensors in f32 or x's dtype, unaligned pointers, NaN and infinities), edge shapes (empty dims, more than 65535 images, many
-// channels, long odd planes), special running statistics, CUDA graph capture and the device-side rules.
-// Outputs are poisoned first.
+// bias, the [C] tensors in f32 or x's dtype, unaligned pointers, NaN and infinities), edge shapes
+// (empty dims, more than 65535 images, many channels, long odd planes), special running statistics,
+// CUDA graph capture and the device-side rules. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -196,7 +196,7 @@ BAD_TRAINING_CALLS = [
     (lambda x, m, v: solops.batch_norm(x, m[:3], v[:3], training=True), "running_mean: shape [3] must be [4]"),
     (lambda x, m, v: solops.batch_norm(x.bfloat16(), m, v.half(), training=True),
      "running_var: dtype f16 must be f32 or x's dtype bf16"),
-    (lambda x, m, v: solops.batch_norm(x[:1, :, :1], m, v, training=True), "has one value a channel"),
+    (lambda x, m, v: solops.batch_norm(x[:1, :, :1].contiguous(), m, v, training=True), "has one value a channel"),
     (lambda x, m, v: solops.batch_norm(x, m, v, torch.ones(5, device="cuda"), training=True),
      "weight: shape [5] must be [4]"),
     (lambda x, m, v: solops.batch_norm(x, m, v, training=True, momentum=float("nan")), "momentum = nan must be finite"),
