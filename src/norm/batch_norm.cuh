@@ -12,8 +12,12 @@
 
 #include <cooperative_groups.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <initializer_list>
+#include <string_view>
 
+#include "core/device.hpp"
 #include "core/dispatch.cuh"
 #include "core/integer.hpp"
 #include "norm/batch_norm.hpp"
@@ -142,11 +146,47 @@ __device__ __forceinline__ void load_held(const T* x, const Walk& w, const Place
   }
 }
 
+// f(i, values) for each vector i this thread holds, its kVec elements widened to f32.
+template <class T, int kVec, int kHeld, class F>
+__device__ __forceinline__ void for_each_held(const Pack<T, kVec> (&bits)[kHeld], const Walk& w, const Place& p, F f) {
+#pragma unroll
+  for (int i = 0; i < kHeld; ++i) {
+    if (!p.holds<kHeld>(w, i)) continue;
+    float values[kVec];
+    row_norm::unpack<T, kVec>(bits[i], values);
+    f(i, values);
+  }
+}
+
 // Launches `kernel` on `blocks` blocks of kThreads, `cluster` of them a cluster (1: a plain launch).
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), int64_t blocks, int cluster, cudaStream_t stream, const Args&... args) {
   row_norm::launch_clustered(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
                              static_cast<unsigned>(cluster), 0, stream, args...);
+}
+
+// The launcher's choice for a call on x of `dtype`: without values (an empty batch or empty planes)
+// no_values.template operator()<T>(walk), a walk of no chunks; else launch.template operator()<T,
+// kVec>(plan) with 16-byte vectors where the planes and every pointer of `tensors` allow them, single
+// elements elsewhere, the plan made for the device's SMs.
+template <class NoValues, class Launch>
+void dispatch_batch_norm(std::string_view op, const BatchNormPlanes& planes, DType dtype,
+                         std::initializer_list<const void*> tensors, NoValues no_values, Launch launch) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
+  const int multiprocessors = multiprocessor_count(device);
+  dispatch_float(dtype, [&]<class T>() {
+    constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
+    if (planes.batch * planes.plane == 0) {
+      Walk w = walk_of(plan_batch_norm(planes, 1, multiprocessors));
+      w.chunks = 0;
+      no_values.template operator()<T>(w);
+    } else if (planes.plane % kVec == 0 && std::ranges::all_of(tensors, row_norm::aligned_to_vector)) {
+      launch.template operator()<T, kVec>(plan_batch_norm(planes, kVec, multiprocessors));
+    } else {
+      launch.template operator()<T, 1>(plan_batch_norm(planes, 1, multiprocessors));
+    }
+  });
 }
 
 // Calls f.template operator()<kHeld>() with the plan's held count, one of 2, 4 and 8.

@@ -11,7 +11,6 @@
 // x and grad_out again and writes grad_x, in reverse block order as the forward's second pass.
 #include <cooperative_groups.h>
 
-#include "core/device.hpp"
 #include "norm/batch_norm.cuh"
 
 namespace solops::detail::batch_norm_kernels {
@@ -33,18 +32,15 @@ template <class T, int kVec, int kHeld>
 __device__ float2 chunk_sums(const Pack<T, kVec> (&dy_bits)[kHeld], const Pack<T, kVec> (&x_bits)[kHeld],
                              const Walk& w, const Place& p, float mean, ChannelPartials<2>& partials) {
   float sums[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int i = 0; i < kHeld; ++i) {
-    if (!p.holds<kHeld>(w, i)) continue;
-    float dy[kVec], x[kVec];
-    row_norm::unpack<T, kVec>(dy_bits[i], dy);
+  for_each_held<T, kVec, kHeld>(dy_bits, w, p, [&](int i, const float (&dy)[kVec]) {
+    float x[kVec];
     row_norm::unpack<T, kVec>(x_bits[i], x);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) {
       sums[0] += dy[e];
       sums[1] = fmaf(dy[e], x[e] - mean, sums[1]);
     }
-  }
+  });
   block_channel_sums(sums, w, partials);
   return {sums[0], sums[1]};
 }
@@ -64,16 +60,13 @@ __device__ __forceinline__ void store_grad_x(const Pack<T, kVec> (&dy_bits)[kHel
   const float grad_mean = sums.x / w.count, projection = sums.y / w.count * invstd * invstd;
   const float scale = load_channel<T>(b.weight, p.channel, 1.0f) * invstd;
   auto* out = reinterpret_cast<Pack<T, kVec>*>(grad_x);
-#pragma unroll
-  for (int i = 0; i < kHeld; ++i) {
-    if (!p.holds<kHeld>(w, i)) continue;
-    float dy[kVec], x[kVec];
-    row_norm::unpack<T, kVec>(dy_bits[i], dy);
+  for_each_held<T, kVec, kHeld>(dy_bits, w, p, [&](int i, float (&dy)[kVec]) {
+    float x[kVec];
     row_norm::unpack<T, kVec>(x_bits[i], x);
 #pragma unroll
     for (int e = 0; e < kVec; ++e) dy[e] = fmaf(-(x[e] - mean), projection, dy[e] - grad_mean) * scale;
     out[w.offset(p.channel, p.vector<kHeld>(w, i))] = row_norm::pack<T, kVec>(dy);
-  }
+  });
 }
 
 // A channel's chunks are the blocks of a cluster (or one block): everything in one kernel.
@@ -201,23 +194,11 @@ void launch_batch_norm_backward(std::string_view op, const BatchNormPlanes& plan
                            static_cast<const float*>(t.save_invstd.data),
                            nullptr,
                            nullptr};
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
-  const int multiprocessors = multiprocessor_count(device);
-  dispatch_float(t.x.dtype, [&]<class T>() {
-    constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
-    if (planes.batch * planes.plane == 0) {
-      // No values: no chunks to add, only the parameters' gradients (0) are written.
-      Walk w = walk_of(plan_batch_norm(planes, 1, multiprocessors));
-      w.chunks = 0;
-      launch(backward_finish<T>, ceil_div(planes.channels, kWarps), 1, stream, b, w);
-    } else if (planes.plane % kVec == 0 && row_norm::aligned_to_vector(t.grad_out.data) &&
-               row_norm::aligned_to_vector(t.x.data) && row_norm::aligned_to_vector(t.grad_x.data)) {
-      launch_backward<T, kVec>(plan_batch_norm(planes, kVec, multiprocessors), t, b, stream);
-    } else {
-      launch_backward<T, 1>(plan_batch_norm(planes, 1, multiprocessors), t, b, stream);
-    }
-  });
+  dispatch_batch_norm(
+      op, planes, t.x.dtype, {t.grad_out.data, t.x.data, t.grad_x.data},
+      // No values: only the parameters' gradients (0) are written.
+      [&]<class T>(const Walk& w) { launch(backward_finish<T>, ceil_div(planes.channels, kWarps), 1, stream, b, w); },
+      [&]<class T, int kVec>(const BatchNormPlan& plan) { launch_backward<T, kVec>(plan, t, b, stream); });
   check_launch(op);
 }
 

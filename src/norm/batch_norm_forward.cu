@@ -19,7 +19,6 @@
 // In both, one thread a channel writes the saved and running statistics.
 #include <cooperative_groups.h>
 
-#include "core/device.hpp"
 #include "norm/batch_norm.cuh"
 
 namespace solops::detail::batch_norm_kernels {
@@ -56,26 +55,18 @@ template <class T, int kVec, int kHeld>
 __device__ Moments chunk_moments(const Pack<T, kVec> (&bits)[kHeld], const Walk& w, const Place& p,
                                  ChannelPartials<2>& partials) {
   float sums[2] = {0.0f, 0.0f};
-#pragma unroll
-  for (int i = 0; i < kHeld; ++i) {
-    if (!p.holds<kHeld>(w, i)) continue;
-    float values[kVec];
-    row_norm::unpack<T, kVec>(bits[i], values);
+  for_each_held<T, kVec, kHeld>(bits, w, p, [&](int, const float (&values)[kVec]) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) sums[0] += values[e];
     sums[1] += kVec;
-  }
+  });
   block_channel_sums(sums, w, partials);
   const float mean = sums[1] > 0.0f ? sums[0] / sums[1] : 0.0f;
   float squares[1] = {0.0f};
-#pragma unroll
-  for (int i = 0; i < kHeld; ++i) {
-    if (!p.holds<kHeld>(w, i)) continue;
-    float values[kVec];
-    row_norm::unpack<T, kVec>(bits[i], values);
+  for_each_held<T, kVec, kHeld>(bits, w, p, [&](int, const float (&values)[kVec]) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) squares[0] = fmaf(values[e] - mean, values[e] - mean, squares[0]);
-  }
+  });
   block_channel_sums(squares, w, reinterpret_cast<ChannelPartials<1>&>(partials));
   return {sums[1], mean, squares[0]};
 }
@@ -105,15 +96,11 @@ template <class T, int kVec, int kHeld>
 __device__ __forceinline__ void store_normalized(const Pack<T, kVec> (&bits)[kHeld], T* y, const Walk& w,
                                                  const Place& p, float mean, float scale, float shift) {
   auto* out = reinterpret_cast<Pack<T, kVec>*>(y);
-#pragma unroll
-  for (int i = 0; i < kHeld; ++i) {
-    if (!p.holds<kHeld>(w, i)) continue;
-    float values[kVec];
-    row_norm::unpack<T, kVec>(bits[i], values);
+  for_each_held<T, kVec, kHeld>(bits, w, p, [&](int i, float (&values)[kVec]) {
 #pragma unroll
     for (int e = 0; e < kVec; ++e) values[e] = fmaf(values[e] - mean, scale, shift);
     out[w.offset(p.channel, p.vector<kHeld>(w, i))] = row_norm::pack<T, kVec>(values);
-  }
+  });
 }
 
 // A channel's chunks are the blocks of a cluster (or one block): everything in one kernel.
@@ -234,23 +221,11 @@ void launch_batch_norm_training(std::string_view op, const BatchNormPlanes& plan
                           t.workspace ? static_cast<float4*>(t.workspace->data) : nullptr,
                           static_cast<float>(p.momentum),
                           static_cast<float>(p.eps)};
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
-  const int multiprocessors = multiprocessor_count(device);
-  dispatch_float(t.x.dtype, [&]<class T>() {
-    constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
-    if (planes.batch * planes.plane == 0) {
-      // No values: no chunks to merge, only the saved statistics (NaN) are written.
-      Walk w = walk_of(plan_batch_norm(planes, 1, multiprocessors));
-      w.chunks = 0;
-      launch(forward_finish<T>, ceil_div(planes.channels, kWarps), 1, stream, f, w);
-    } else if (planes.plane % kVec == 0 && row_norm::aligned_to_vector(t.x.data) &&
-               row_norm::aligned_to_vector(t.y.data)) {
-      launch_forward<T, kVec>(plan_batch_norm(planes, kVec, multiprocessors), t, f, stream);
-    } else {
-      launch_forward<T, 1>(plan_batch_norm(planes, 1, multiprocessors), t, f, stream);
-    }
-  });
+  dispatch_batch_norm(
+      op, planes, t.x.dtype, {t.x.data, t.y.data},
+      // No values: only the saved statistics (NaN) are written.
+      [&]<class T>(const Walk& w) { launch(forward_finish<T>, ceil_div(planes.channels, kWarps), 1, stream, f, w); },
+      [&]<class T, int kVec>(const BatchNormPlan& plan) { launch_forward<T, kVec>(plan, t, f, stream); });
   check_launch(op);
 }
 

@@ -106,19 +106,23 @@ def outcome(op, args):
         return str(error).split("\n")[0]
 
 
-def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
-    calls = NormCalls(seed=1)
+def assert_fakes_agree_with_the_cpp_shape_rules(draw, draws):
+    """draws calls from draw() through the fake and the C++ shape rule: the same outputs or the same
+    error; both sides of every rule drawn often enough to matter."""
     accepted = rejected = 0
-    for _ in range(DRAWS):
-        name, args = calls.draw()
+    for _ in range(draws):
+        name, args = draw()
         fake = outcome(getattr(torch.ops.solops, name).default, args)
         cpp = outcome(getattr(torch.ops.solops_reference, name).default, args)
         described = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
         assert fake == cpp, f"{name} {described}"
         accepted += not isinstance(cpp, str)
         rejected += isinstance(cpp, str)
-    # Both sides of every rule are drawn often enough to matter.
-    assert accepted > DRAWS // 4 and rejected > DRAWS // 4
+    assert accepted > draws // 4 and rejected > draws // 4
+
+
+def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
+    assert_fakes_agree_with_the_cpp_shape_rules(NormCalls(seed=1).draw, DRAWS)
 
 
 @pytest.mark.parametrize("call, fragment", BAD_CALLS, ids=[fragment for _, fragment in BAD_CALLS])
@@ -186,16 +190,7 @@ def draw_batch_norm_call(rng):
 
 def test_batch_norm_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
     rng = random.Random(2)
-    accepted = rejected = 0
-    for _ in range(DRAWS // 2):
-        name, args = draw_batch_norm_call(rng)
-        fake = outcome(getattr(torch.ops.solops, name).default, args)
-        cpp = outcome(getattr(torch.ops.solops_reference, name).default, args)
-        described = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
-        assert fake == cpp, f"{name} {described}"
-        accepted += not isinstance(cpp, str)
-        rejected += isinstance(cpp, str)
-    assert accepted > DRAWS // 8 and rejected > DRAWS // 8
+    assert_fakes_agree_with_the_cpp_shape_rules(lambda: draw_batch_norm_call(rng), DRAWS // 2)
 
 
 @pytest.mark.parametrize("shape", [(3, 5, 4, 7), (6, 5), (2, 5, 9), (0, 5, 2), (1, 5, 1, 2)])
