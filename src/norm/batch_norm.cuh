@@ -146,6 +146,23 @@ __device__ __forceinline__ void load_held(const T* x, const Walk& w, const Place
   }
 }
 
+// A cluster's exchange of its blocks' partials, one Slot a channel slot a block: `mine` (the same in
+// every thread of the channel) goes to slot [this block's rank] of every block's `slots`; after the
+// cluster's barrier slots[r][slot] holds block r's. The kernel must have arrived at the cluster's
+// barrier at its start (a block may store into another's shared memory only once that one runs).
+template <class Slot>
+__device__ __forceinline__ void exchange_in_cluster(const cooperative_groups::cluster_group& cluster,
+                                                    Slot (&slots)[kMaxClusterBlocks][kMaxBlockChannels],
+                                                    const Place& p, const Slot& mine) {
+  cluster.barrier_wait();
+  if (p.rank == 0) {
+    for (unsigned rank = 0; rank < cluster.num_blocks(); ++rank) {
+      *cluster.map_shared_rank(&slots[p.chunk][p.slot], rank) = mine;
+    }
+  }
+  cluster.sync();
+}
+
 // f(i, values) for each vector i this thread holds, its kVec elements widened to f32.
 template <class T, int kVec, int kHeld, class F>
 __device__ __forceinline__ void for_each_held(const Pack<T, kVec> (&bits)[kHeld], const Walk& w, const Place& p, F f) {

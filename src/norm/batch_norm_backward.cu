@@ -78,8 +78,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float2 slots[kMaxClusterBlocks][kMaxBlockChannels];
   const cg::cluster_group cluster = cg::this_cluster();
   const unsigned blocks = cluster.num_blocks();
-  // A block may store into another's shared memory only once that one runs: arrive now, wait below.
-  if (blocks > 1) cluster.barrier_arrive();
+  if (blocks > 1) cluster.barrier_arrive();  // exchange_in_cluster waits
   const Place p = place_of(w, blockIdx.x);
   const float mean = p.active ? b.save_mean[p.channel] : 0.0f;
   Pack<T, kVec> dy_bits[kHeld], x_bits[kHeld];
@@ -87,11 +86,7 @@ __global__ void __launch_bounds__(kThreads)
   load_held<T, kVec, kHeld>(x, w, p, x_bits);
   float2 sums = chunk_sums<T, kVec, kHeld>(dy_bits, x_bits, w, p, mean, partials);
   if (blocks > 1) {
-    cluster.barrier_wait();
-    if (p.rank == 0) {
-      for (unsigned rank = 0; rank < blocks; ++rank) *cluster.map_shared_rank(&slots[p.chunk][p.slot], rank) = sums;
-    }
-    cluster.sync();
+    exchange_in_cluster(cluster, slots, p, sums);
     sums = {0.0f, 0.0f};
     for (unsigned rank = 0; rank < blocks; ++rank) {
       sums.x += slots[rank][p.slot].x;

@@ -111,20 +111,13 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ float4 slots[kMaxClusterBlocks][kMaxBlockChannels];
   const cg::cluster_group cluster = cg::this_cluster();
   const unsigned blocks = cluster.num_blocks();
-  // A block may store into another's shared memory only once that one runs: arrive now, wait below.
-  if (blocks > 1) cluster.barrier_arrive();
+  if (blocks > 1) cluster.barrier_arrive();  // exchange_in_cluster waits
   const Place p = place_of(w, blockIdx.x);
   Pack<T, kVec> bits[kHeld];
   load_held<T, kVec, kHeld>(x, w, p, bits);
   Moments m = chunk_moments<T, kVec, kHeld>(bits, w, p, partials);
   if (blocks > 1) {
-    cluster.barrier_wait();
-    if (p.rank == 0) {
-      for (unsigned rank = 0; rank < blocks; ++rank) {
-        *cluster.map_shared_rank(&slots[p.chunk][p.slot], rank) = make_float4(m.count, m.mean, m.m2, 0.0f);
-      }
-    }
-    cluster.sync();
+    exchange_in_cluster(cluster, slots, p, make_float4(m.count, m.mean, m.m2, 0.0f));
     m = {};
     for (unsigned rank = 0; rank < blocks; ++rank) {
       const float4 slot = slots[rank][p.slot];
