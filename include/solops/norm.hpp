@@ -112,9 +112,23 @@ struct SpectralNormPowerIter {
 // BatchNormInferenceFwd (spec §2.7, §6.3): F.batch_norm(training=False) over x [B, C, *spatial]
 // (rank >= 2, channels in dim 1) with fixed running statistics: y = (x - running_mean[c]) /
 // sqrt(running_var[c] + eps) * weight[c] + bias[c], computed in f32 as one FMA an element (x *
-// scale[c] + shift[c]) and rounded once to x's dtype. Nothing is updated.
+// scale[c] + shift[c]) and rounded once to x's dtype. Nothing is updated. The [C] tensors may be f32
+// or x's dtype (spec §6.3).
 struct BatchNormInference {
   double eps = 1e-5;  // finite, >= 0
+};
+
+// BatchNormFwd in training mode (spec §2.6, §6.3): F.batch_norm(training=True) over x [B, C, *spatial]
+// with the batch's statistics of each channel, over L = B · prod(spatial) values: mean, the biased
+// variance var, invstd = 1 / sqrt(var + eps) and y = (x - mean) * invstd * weight + bias, in f32,
+// rounded once to x's dtype. The saved mean and invstd (f32) are outputs, for the backward. Where
+// given, the running statistics are updated in place as PyTorch does: running_mean = (1 - momentum)
+// * running_mean + momentum * mean, running_var = (1 - momentum) * running_var + momentum * var * L /
+// (L - 1) (the unbiased variance). nn.BatchNorm's momentum=None (a cumulative average) is its
+// module's: it passes momentum = 1 / num_batches_tracked.
+struct BatchNormTraining {
+  double momentum = 0.1;  // finite
+  double eps = 1e-5;      // finite, >= 0
 };
 
 // The gradients of RMSNorm and LayerNorm given the forward's saved per-row statistics; eps is
@@ -189,6 +203,14 @@ int64_t spectral_norm_power_iter_workspace_elements(std::span<const int64_t> x_s
 // BatchNormInference: x's shape. Checks the shape rule: x of rank >= 2, eps finite and >= 0.
 std::vector<int64_t> batch_norm_inference_output_shape(std::span<const int64_t> x_shape,
                                                        const BatchNormInference& p);
+// BatchNormTraining and BatchNormBackward: the f32 elements of workspace the call needs (0 where
+// a cluster of blocks holds each channel's values; else the partials of a two-pass reduction); y
+// and grad_x have x's shape, the saved statistics and the parameters' gradients [C]. They check the
+// shape rule: x of rank >= 2, fewer than 2^31 values a channel; the forward's eps finite and >= 0,
+// momentum finite, and more than one value a channel (L > 1, as F.batch_norm in training) unless x
+// is empty.
+int64_t batch_norm_training_workspace_elements(std::span<const int64_t> x_shape, const BatchNormTraining& p);
+int64_t batch_norm_backward_workspace_elements(std::span<const int64_t> x_shape);
 // Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
@@ -231,6 +253,11 @@ Cost weight_norm_cost(std::span<const int64_t> x_shape, DType dtype, const Weigh
 Cost spectral_norm_power_iter_cost(std::span<const int64_t> x_shape, DType dtype, const SpectralNormPowerIter& p);
 // Spec §2.7: FLOPs 4·numel, bytes 2·numel·eb + 16·C (weight, bias and both running statistics read).
 Cost batch_norm_inference_cost(std::span<const int64_t> x_shape, DType dtype, const BatchNormInference& p);
+// Spec §2.6: FLOPs 10·C·L, bytes 2·C·L·eb + 16·C (weight, bias and both running statistics read);
+// §2.8: FLOPs 8·C·L, bytes 3·C·L·eb + 12·C (TileOPs' formulas: neither counts the statistics' writes
+// or reads, and both count x read once, which a tensor larger than the L2 cannot be: docs/perf/norm.md).
+Cost batch_norm_training_cost(std::span<const int64_t> x_shape, DType dtype, const BatchNormTraining& p);
+Cost batch_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype);
 Cost rms_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const RMSNormBackward& p);
 Cost layer_norm_backward_cost(std::span<const int64_t> x_shape, DType dtype, const LayerNormBackward& p);
 // Spec §2.9, 2.11: FLOPs (5 with weight and bias, else 3) * numel; bytes (2 * numel + 2 * C with weight
@@ -299,11 +326,35 @@ void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const Tens
 
 // BatchNormInference, the spec's argument order (x, weight, bias, running_mean, running_var; not
 // F.batch_norm's): x a contiguous CUDA tensor [B, C, *spatial] of f32, f16 or bf16; weight, bias,
-// running_mean and running_var contiguous f32 CUDA tensors [C], weight and bias may be null (scale 1,
-// shift 0, as F.batch_norm's None); y of x's shape and dtype, overlapping no input.
+// running_mean and running_var contiguous CUDA tensors [C], each f32 or x's dtype, weight and bias may be
+// null (scale 1, shift 0, as F.batch_norm's None); y of x's shape and dtype, overlapping no input.
 void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const TensorRef* bias,
                           const TensorRef& running_mean, const TensorRef& running_var, const TensorRef& y,
                           const BatchNormInference& p, cudaStream_t stream = nullptr);
+
+// BatchNormTraining, the spec's argument order (x, running_mean, running_var, weight, bias, as
+// F.batch_norm): x a contiguous CUDA tensor [B, C, *spatial] of f32, f16 or bf16; running_mean,
+// running_var, weight and bias contiguous CUDA tensors [C], each f32 or x's dtype, any of them null
+// (running statistics both or neither: not updated; weight 1, bias 0); y of x's shape and dtype;
+// save_mean and save_invstd f32 [C]; workspace as batch_norm_training_workspace_elements says. The
+// running statistics are written last, by one thread a channel, after every check has passed: a
+// rejected call leaves them as they were. Deterministic: every sum in a fixed order, no float atomics.
+// No tensor the call writes (the running statistics among them) may overlap another of the call.
+void batch_norm_training(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
+                         const TensorRef* weight, const TensorRef* bias, const TensorRef& y, const TensorRef& save_mean,
+                         const TensorRef& save_invstd, const TensorRef* workspace, const BatchNormTraining& p,
+                         cudaStream_t stream = nullptr);
+
+// BatchNormBwd (spec §2.8): the gradients of training-mode batch norm from the forward's saved mean
+// and invstd (f32 [C]): grad_bias = sum(grad_out), grad_weight = invstd * sum(grad_out * (x - mean))
+// over each channel's L values, grad_x = weight * invstd * (grad_out - grad_bias / L - (x - mean) *
+// invstd * grad_weight / L), all in f32. grad_out, x and grad_x share x's shape and dtype; weight
+// (null: 1) [C] of f32 or x's dtype; grad_weight and grad_bias [C], each f32 or x's dtype, either may
+// be null (not computed). Deterministic, as the forward. Outputs overlap no tensor of the call.
+void batch_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                         const TensorRef& save_mean, const TensorRef& save_invstd, const TensorRef& grad_x,
+                         const TensorRef* grad_weight, const TensorRef* grad_bias, const TensorRef* workspace,
+                         cudaStream_t stream = nullptr);
 
 // The backward ops (spec §2.13, 2.14). grad_out, x and grad_x have x's shape and dtype; weight
 // (null: scale 1), grad_weight and grad_bias have the normalized shape and x's dtype; mean and
@@ -432,6 +483,13 @@ void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const Tens
 void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const TensorRef* bias,
                           const TensorRef& running_mean, const TensorRef& running_var, const TensorRef& y,
                           const BatchNormInference& p);
+// float64 statistics and gradients, each output rounded once; no workspace.
+void batch_norm_training(const TensorRef& x, const TensorRef* running_mean, const TensorRef* running_var,
+                         const TensorRef* weight, const TensorRef* bias, const TensorRef& y, const TensorRef& save_mean,
+                         const TensorRef& save_invstd, const BatchNormTraining& p);
+void batch_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
+                         const TensorRef& save_mean, const TensorRef& save_invstd, const TensorRef& grad_x,
+                         const TensorRef* grad_weight, const TensorRef* grad_bias);
 // The backward ops in float64 from the given statistics, gradients rounded once.
 void rms_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight, const TensorRef& rstd,
                        const TensorRef& grad_x, const TensorRef* grad_weight, const RMSNormBackward& p);

@@ -6,17 +6,20 @@ weight_norm (torch._weight_norm, also returning the f32 norms), group_rms_norm (
 rstd)), the quantizing norms rms_norm_quant and layer_norm_quant, which return (q, scale): float8_e4m3fn
 codes and one float32 scale per row, vector_norm (torch.linalg.vector_norm for ord 1 and 2) and
 spectral_norm_power_iter (the power iteration of torch.nn.utils.spectral_norm, returning
-(sigma, u, v)) and batch_norm_inference (F.batch_norm with training=False); group_norm and
-instance_norm with F.group_norm's and F.instance_norm's signatures, differentiable (instance_norm
-updating running statistics in place as PyTorch does), and their backward ops.
+(sigma, u, v)), batch_norm_inference (F.batch_norm with training=False) and batch_norm (F.batch_norm,
+training included) with its backward, batch_norm_backward; group_norm and instance_norm with
+F.group_norm's and F.instance_norm's signatures, differentiable (instance_norm updating running
+statistics in place as PyTorch does), and their backward ops.
 
 The ops are torch.ops.solops.<op>, registered in C++ (src/torch/norm.cpp). rms_norm and layer_norm
 are differentiable: with grad enabled and an input that requires it they run the training forward
 (rms_norm_with_stats, layer_norm_with_stats, which also return the per-row f32 rstd and mean), whose
-backward, registered here, runs rms_norm_backward and layer_norm_backward, our backward kernels.
+backward, registered here, runs rms_norm_backward and layer_norm_backward, our backward kernels;
+batch_norm in training likewise runs batch_norm_training_with_stats, whose backward runs
+batch_norm_backward.
 The fake implementations below give torch.compile the outputs, on symbolic sizes too, and apply the
 library's rules at trace time (src/norm/norm_rules.cpp, vector_norm_rules.cpp,
-spectral_norm_rules.cpp, batch_norm_inference_rules.cpp, group_norm_rules.cpp).
+spectral_norm_rules.cpp, batch_norm_inference_rules.cpp, batch_norm_rules.cpp, group_norm_rules.cpp).
 """
 
 import math
@@ -38,6 +41,8 @@ _rms_norm_quant, _layer_norm_quant = _ops.rms_norm_quant.default, _ops.layer_nor
 _vector_norm, _weight_norm = _ops.vector_norm.default, _ops.weight_norm.default
 _spectral_norm_power_iter = _ops.spectral_norm_power_iter.default
 _batch_norm_inference = _ops.batch_norm_inference.default
+_batch_norm_training, _batch_norm_backward = _ops.batch_norm_training.default, _ops.batch_norm_backward.default
+_batch_norm_training_with_stats = _ops.batch_norm_training_with_stats.default
 
 
 def _shape(normalized_shape):
@@ -130,10 +135,37 @@ def batch_norm_inference(input, running_mean, running_var, weight=None, bias=Non
     """F.batch_norm(input, running_mean, running_var, weight, bias, training=False, eps=eps) (spec §2.7,
     §6.3): (input - running_mean) / sqrt(running_var + eps) * weight + bias for each channel (dim 1 of
     input [B, C, *spatial], rank >= 2), in float32 with one rounding to input's dtype. running_mean,
-    running_var, weight and bias are float32 [C]; weight and bias may be None (1 and 0). The running
-    statistics are only read; no autograd. Op: solops::batch_norm_inference, which takes the spec's
-    order (x, weight, bias, running_mean, running_var, eps)."""
+    running_var, weight and bias are [C] of float32 or input's dtype; weight and bias may be None (1 and
+    0). The running statistics are only read; no autograd. Op: solops::batch_norm_inference, which takes
+    the spec's order (x, weight, bias, running_mean, running_var, eps)."""
     return _batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
+
+
+def batch_norm(input, running_mean, running_var, weight=None, bias=None, training=False, momentum=0.1, eps=1e-5):
+    """F.batch_norm (spec §2.6, §2.7, §6.3): each channel (dim 1 of input [B, C, *spatial], rank >= 2)
+    normalized by the batch's mean and biased variance (training) or by the running statistics (not
+    training), then scaled by weight and shifted by bias; float32 arithmetic, one rounding to input's
+    dtype. running_mean, running_var, weight and bias are [C] of float32 or input's dtype; weight and
+    bias may be None (1 and 0). Training updates the running statistics, where given, in place as
+    PyTorch does (momentum, the unbiased variance); nn.BatchNorm's momentum=None passes 1 /
+    num_batches_tracked, as it does to F.batch_norm. Not training, both running statistics are needed.
+    Differentiable in training (input, weight, bias). Ops: solops::batch_norm_training, or
+    solops::batch_norm_training_with_stats when a gradient is needed; solops::batch_norm_inference."""
+    if training:
+        if _needs_grad(input, weight, bias):
+            return _batch_norm_training_with_stats(input, weight, bias, running_mean, running_var, momentum, eps)[0]
+        return _batch_norm_training(input, weight, bias, running_mean, running_var, momentum, eps)
+    if running_mean is None or running_var is None:
+        raise RuntimeError("batch_norm: running_mean and running_var must be given when training=False")
+    return _batch_norm_inference(input, weight, bias, running_mean, running_var, eps)
+
+
+def batch_norm_backward(grad_out, input, save_mean, save_invstd, weight=None):
+    """(grad_input, grad_weight, grad_bias) of training-mode batch norm (spec §2.8) from the forward's
+    float32 save_mean and save_invstd (batch_norm_training_with_stats); the parameters' gradients in
+    weight's dtype (float32 without a weight: those a weight of ones and a bias would get).
+    Op: solops::batch_norm_backward."""
+    return _batch_norm_backward(grad_out, input, weight, save_mean, save_invstd)
 
 
 def fused_add_rms_norm(x, residual, weight=None, eps=1e-6):
@@ -228,6 +260,38 @@ def _layer_norm_grad(ctx, grad_y, _grad_mean, _grad_rstd):
 torch.library.register_autograd("solops::rms_norm_with_stats", _rms_norm_grad, setup_context=_rms_setup_context)
 torch.library.register_autograd("solops::layer_norm_with_stats", _layer_norm_grad,
                                 setup_context=_layer_setup_context)
+
+
+# ---- autograd of batch_norm in training --------------------------------------------------------
+
+
+def _batch_norm_setup_context(ctx, inputs, output):
+    x, weight, bias, *_ = inputs
+    ctx.mark_non_differentiable(output[1], output[2])
+    ctx.save_for_backward(x, weight, output[1], output[2])
+    ctx.bias_dtype = bias.dtype if bias is not None else None
+
+
+def _batch_norm_grad(ctx, grad_y, _grad_mean, _grad_invstd):
+    x, weight, save_mean, save_invstd = ctx.saved_tensors
+    grad_x, grad_weight, grad_bias = _batch_norm_backward(grad_y.contiguous(), x, weight, save_mean, save_invstd)
+    if ctx.bias_dtype is None:
+        grad_bias = None
+    elif grad_bias.dtype != ctx.bias_dtype:  # the op gives weight's dtype (f32 without one)
+        grad_bias = grad_bias.to(ctx.bias_dtype)
+    return grad_x, grad_weight if weight is not None else None, grad_bias, None, None, None, None
+
+
+# torch.library.register_autograd refuses an op that mutates an input, since it cannot know how the
+# mutation meets autograd. Here the mutated running statistics take no gradient and are saved for
+# nothing, so the op gets the autograd kernel register_autograd makes for a functional op (an
+# autograd.Function around the op, below autograd), registered directly.
+_autograd_library = torch.library.Library("solops", "FRAGMENT")
+_autograd_library.impl(
+    "batch_norm_training_with_stats",
+    torch._library.autograd.make_autograd_impl(
+        _batch_norm_training_with_stats, torch._library.autograd.Info(_batch_norm_grad, _batch_norm_setup_context)),
+    "Autograd", with_keyset=True)
 
 
 # ---- the fakes ---------------------------------------------------------------------------------
@@ -472,8 +536,89 @@ def _(x, weight, bias, running_mean, running_var, eps=1e-5):
     check_tensor(op, "x", x)
     check_float_dtype(op, "x", x)
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
-        _check_optional(op, name, t, torch.float32, x.shape[1:2])
+        _check_channel(op, name, t, x)
     return x.new_empty(x.shape)
+
+
+# The [C] tensors' dtypes in batch_norm's messages.
+from ._rules import dtype_name  # noqa: E402
+
+
+def _batch_norm_channels(rule, x, eps, momentum=None):
+    """resolve_batch_norm_training (momentum given) or resolve_batch_norm_backward: x of rank >= 2, eps,
+    fewer than 2^31 values a channel; the training forward's momentum, and more than one value a
+    channel unless x is empty."""
+    require(x.dim() >= 2, rule, "x ", shape_string(x.shape),
+            " must have rank >= 2: [B, C, *spatial], the channels in dim 1 (as F.batch_norm)")
+    _eps(rule, eps)
+    values = x.shape[0]
+    for size in x.shape[2:]:
+        values = values * size
+    require(values <= INT_MAX, rule, "x ", shape_string(x.shape), " has 2^31 or more values a channel (B · ",
+            "prod(spatial)): a channel's values are indexed in 32 bits")
+    if momentum is not None:
+        require(math.isfinite(momentum), rule, "momentum = ", f"{momentum:g}", " must be finite")
+        require((values != 1) | (x.shape[1] == 0), rule, "x ", shape_string(x.shape), " has one value a channel ",
+                "(B · prod(spatial) = 1): training needs more than one, as F.batch_norm")
+
+
+def _check_channel(op, name, t, x):
+    """A [C] tensor of float32 or x's dtype, where given."""
+    if t is not None:
+        check_tensor(op, name, t)
+        require(t.dtype in (torch.float32, x.dtype), op, name, ": dtype ", dtype_name(t.dtype), " must be f32 or x's ",
+                "dtype ", dtype_name(x.dtype))
+        check_shape(op, name, t, x.shape[1:2])
+
+
+def _batch_norm_training_fake(op, x, weight, bias, running_mean, running_var, momentum, eps):
+    """The binding's checks (x's dtype, the shape rule, the dtypes of the [C] tensors), then
+    validate_batch_norm_training's."""
+    rule = "batch_norm_training"
+    check_known_dtype(op, "x", x)
+    _batch_norm_channels(rule, x, eps, momentum)
+    parameters = (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var))
+    for name, t in parameters:
+        if t is not None:
+            check_known_dtype(op, name, t)
+    check_tensor(rule, "x", x)
+    check_float_dtype(rule, "x", x)
+    require((running_mean is None) == (running_var is None), rule,
+            "running_mean and running_var must be given together (or neither)")
+    for name, t in parameters[2:] + parameters[:2]:
+        _check_channel(rule, name, t, x)
+    return x.new_empty(x.shape)
+
+
+@torch.library.register_fake("solops::batch_norm_training")
+def _(x, weight, bias, running_mean, running_var, momentum=0.1, eps=1e-5):
+    return _batch_norm_training_fake("batch_norm_training", x, weight, bias, running_mean, running_var, momentum, eps)
+
+
+@torch.library.register_fake("solops::batch_norm_training_with_stats")
+def _(x, weight, bias, running_mean, running_var, momentum=0.1, eps=1e-5):
+    y = _batch_norm_training_fake("batch_norm_training_with_stats", x, weight, bias, running_mean, running_var,
+                                  momentum, eps)
+    return y, x.new_empty(x.shape[1:2], dtype=torch.float32), x.new_empty(x.shape[1:2], dtype=torch.float32)
+
+
+@torch.library.register_fake("solops::batch_norm_backward")
+def _(grad_out, x, weight, save_mean, save_invstd):
+    op = "batch_norm_backward"
+    check_known_dtype(op, "x", x)
+    _batch_norm_channels(op, x, 0.0)
+    for name, t in (("weight", weight), ("grad_out", grad_out), ("save_mean", save_mean), ("save_invstd", save_invstd)):
+        if t is not None:
+            check_known_dtype(op, name, t)
+    check_tensor(op, "x", x)
+    check_float_dtype(op, "x", x)
+    _check_optional(op, "grad_out", grad_out, x.dtype, x.shape)
+    _check_channel(op, "weight", weight, x)
+    for name, t in (("save_mean", save_mean), ("save_invstd", save_invstd)):
+        _check_optional(op, name, t, torch.float32, x.shape[1:2])
+    parameter_dtype = torch.float32 if weight is None else weight.dtype
+    return (x.new_empty(x.shape), x.new_empty(x.shape[1:2], dtype=parameter_dtype),
+            x.new_empty(x.shape[1:2], dtype=parameter_dtype))
 
 
 def _backward(op, grad_out, x, normalized_shape, weight, stats):

@@ -29,6 +29,14 @@ static solops::WeightNorm to_params(const solops_weight_norm_params* p, const ch
   return {p->dim};
 }
 
+static solops::BatchNormTraining to_params(const solops_batch_norm_training_params* p, const char* function) {
+  require_pointer(p, function, "params");
+  solops::BatchNormTraining params;
+  if (p->has_momentum) params.momentum = p->momentum;
+  if (p->has_eps) params.eps = p->eps;
+  return params;
+}
+
 static solops::SpectralNormPowerIter to_params(const solops_spectral_norm_power_iter_params* p, const char* function) {
   require_pointer(p, function, "params");
   if (p->normalized_rank < 0 || p->normalized_rank > SOLOPS_MAX_RANK) {
@@ -209,6 +217,62 @@ solops_status batch_norm_inference(const char* function, Op op, const solops_ten
     op(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), running_mean_ref, running_var_ref,
        to_tensor(y, function, "y"), to_norm<solops::BatchNormInference>(p, function),
        static_cast<cudaStream_t>(stream)...);
+  });
+}
+
+template <class Op, class... Stream>
+solops_status batch_norm_training(const char* function, Op op, const solops_tensor* x,
+                                  const solops_tensor* running_mean, const solops_tensor* running_var,
+                                  const solops_tensor* weight, const solops_tensor* bias, const solops_tensor* y,
+                                  const solops_tensor* save_mean, const solops_tensor* save_invstd,
+                                  const solops_tensor* workspace, const solops_batch_norm_training_params* p,
+                                  Stream... stream) {
+  return guarded(function, [&] {
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto running_mean_ref = optional_tensor(running_mean, function, "running_mean");
+    const auto running_var_ref = optional_tensor(running_var, function, "running_var");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto bias_ref = optional_tensor(bias, function, "bias");
+    const auto y_ref = to_tensor(y, function, "y");
+    const auto save_mean_ref = to_tensor(save_mean, function, "save_mean");
+    const auto save_invstd_ref = to_tensor(save_invstd, function, "save_invstd");
+    const auto params = to_params(p, function);
+    if constexpr (sizeof...(Stream) > 0) {
+      const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+      op(x_ref, optional_ref(running_mean_ref), optional_ref(running_var_ref), optional_ref(weight_ref),
+         optional_ref(bias_ref), y_ref, save_mean_ref, save_invstd_ref, optional_ref(workspace_ref), params,
+         static_cast<cudaStream_t>(stream)...);
+    } else {
+      op(x_ref, optional_ref(running_mean_ref), optional_ref(running_var_ref), optional_ref(weight_ref),
+         optional_ref(bias_ref), y_ref, save_mean_ref, save_invstd_ref, params);
+    }
+  });
+}
+
+template <class Op, class... Stream>
+solops_status batch_norm_backward(const char* function, Op op, const solops_tensor* grad_out, const solops_tensor* x,
+                                  const solops_tensor* weight, const solops_tensor* save_mean,
+                                  const solops_tensor* save_invstd, const solops_tensor* grad_x,
+                                  const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                  const solops_tensor* workspace, Stream... stream) {
+  return guarded(function, [&] {
+    const auto grad_out_ref = to_tensor(grad_out, function, "grad_out");
+    const auto x_ref = to_tensor(x, function, "x");
+    const auto weight_ref = optional_tensor(weight, function, "weight");
+    const auto save_mean_ref = to_tensor(save_mean, function, "save_mean");
+    const auto save_invstd_ref = to_tensor(save_invstd, function, "save_invstd");
+    const auto grad_x_ref = to_tensor(grad_x, function, "grad_x");
+    const auto grad_weight_ref = optional_tensor(grad_weight, function, "grad_weight");
+    const auto grad_bias_ref = optional_tensor(grad_bias, function, "grad_bias");
+    if constexpr (sizeof...(Stream) > 0) {
+      const auto workspace_ref = optional_tensor(workspace, function, "workspace");
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), save_mean_ref, save_invstd_ref, grad_x_ref,
+         optional_ref(grad_weight_ref), optional_ref(grad_bias_ref), optional_ref(workspace_ref),
+         static_cast<cudaStream_t>(stream)...);
+    } else {
+      op(grad_out_ref, x_ref, optional_ref(weight_ref), save_mean_ref, save_invstd_ref, grad_x_ref,
+         optional_ref(grad_weight_ref), optional_ref(grad_bias_ref));
+    }
   });
 }
 
@@ -1091,6 +1155,68 @@ solops_status solops_instance_norm_backward_cost(int32_t x_rank, const int64_t* 
                                                    static_cast<solops::DType>(x_dtype),
                                                    instance_backward_params(p, __func__), weight != 0),
                out, __func__);
+solops_status solops_batch_norm_training_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                            const solops_batch_norm_training_params* p,
+                                                            int64_t* elements) {
+  return workspace_elements(__func__, solops::batch_norm_training_workspace_elements, x_rank, x_shape, p, elements);
+}
+
+solops_status solops_batch_norm_training(const solops_tensor* x, const solops_tensor* running_mean,
+                                         const solops_tensor* running_var, const solops_tensor* weight,
+                                         const solops_tensor* bias, const solops_tensor* y,
+                                         const solops_tensor* save_mean, const solops_tensor* save_invstd,
+                                         const solops_tensor* workspace, const solops_batch_norm_training_params* p,
+                                         void* stream) {
+  return batch_norm_training(__func__, solops::batch_norm_training, x, running_mean, running_var, weight, bias, y,
+                             save_mean, save_invstd, workspace, p, stream);
+}
+
+solops_status solops_reference_batch_norm_training(const solops_tensor* x, const solops_tensor* running_mean,
+                                                   const solops_tensor* running_var, const solops_tensor* weight,
+                                                   const solops_tensor* bias, const solops_tensor* y,
+                                                   const solops_tensor* save_mean, const solops_tensor* save_invstd,
+                                                   const solops_batch_norm_training_params* p) {
+  return batch_norm_training(__func__, solops::reference::batch_norm_training, x, running_mean, running_var, weight,
+                             bias, y, save_mean, save_invstd, nullptr, p);
+}
+
+solops_status solops_batch_norm_training_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              const solops_batch_norm_training_params* p, solops_cost* out) {
+  return cost(__func__, solops::batch_norm_training_cost, x_rank, x_shape, x_dtype, p, out);
+}
+
+solops_status solops_batch_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                            int64_t* elements) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    require_pointer(elements, function, "elements");
+    *elements = solops::batch_norm_backward_workspace_elements(to_shape(x_rank, x_shape, function));
+  });
+}
+
+solops_status solops_batch_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                         const solops_tensor* weight, const solops_tensor* save_mean,
+                                         const solops_tensor* save_invstd, const solops_tensor* grad_x,
+                                         const solops_tensor* grad_weight, const solops_tensor* grad_bias,
+                                         const solops_tensor* workspace, void* stream) {
+  return batch_norm_backward(__func__, solops::batch_norm_backward, grad_out, x, weight, save_mean, save_invstd,
+                             grad_x, grad_weight, grad_bias, workspace, stream);
+}
+
+solops_status solops_reference_batch_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
+                                                   const solops_tensor* weight, const solops_tensor* save_mean,
+                                                   const solops_tensor* save_invstd, const solops_tensor* grad_x,
+                                                   const solops_tensor* grad_weight, const solops_tensor* grad_bias) {
+  return batch_norm_backward(__func__, solops::reference::batch_norm_backward, grad_out, x, weight, save_mean,
+                             save_invstd, grad_x, grad_weight, grad_bias, nullptr);
+}
+
+solops_status solops_batch_norm_backward_cost(int32_t x_rank, const int64_t* x_shape, int32_t x_dtype,
+                                              solops_cost* out) {
+  const char* function = __func__;
+  return guarded(function, [&] {
+    const auto dtype = static_cast<solops::DType>(x_dtype);
+    write_cost(solops::batch_norm_backward_cost(to_shape(x_rank, x_shape, function), dtype), out, function);
   });
 }
 

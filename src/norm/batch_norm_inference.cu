@@ -1,6 +1,7 @@
 // BatchNormInferenceFwd's kernel. Memory-bound: x is read once and y written once, one FMA an
 // element: y = x * scale + shift with each channel's scale = weight / sqrt(running_var + eps) and
-// shift = bias - running_mean * scale (spec §2.7), in f32, rounded once to x's dtype.
+// shift = bias - running_mean * scale (spec §2.7), in f32, rounded once to x's dtype. The [C] tensors
+// are f32 or x's dtype (spec §6.3), each widened exactly.
 //
 // The launch shape. x is B * C planes, each one channel's S contiguous elements
 // (batch_norm_inference.hpp). A block is lanes x channels x images threads: threadIdx.x walks a
@@ -25,6 +26,7 @@
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
 #include "core/integer.hpp"
+#include "norm/batch_norm_channel.cuh"
 #include "norm/batch_norm_inference.hpp"
 #include "norm/held_row.cuh"
 
@@ -43,11 +45,14 @@ struct PlaneShape {
   float eps;
 };
 
+// The four [C] tensors, each f32 or x's dtype.
+struct Channels {
+  ChannelTensor weight, bias, running_mean, running_var;
+};
+
 template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads)
-    normalize_planes(const T* __restrict__ x, T* __restrict__ y, const float* __restrict__ weight,
-                     const float* __restrict__ bias, const float* __restrict__ running_mean,
-                     const float* __restrict__ running_var, const PlaneShape s) {
+    normalize_planes(const T* __restrict__ x, T* __restrict__ y, const Channels channels, const PlaneShape s) {
   using P = row_norm::Pack<T, kVec>;
   const unsigned group = blockIdx.x / s.chunks;
   const unsigned chunk = blockIdx.x - group * s.chunks;
@@ -55,8 +60,10 @@ __global__ void __launch_bounds__(kThreads)
   if (c >= s.channels) return;
   // A correctly rounded square root and division, once a thread: an error in scale (rsqrtf's is up to
   // two ulps) grows, relative to y, where x * scale and shift nearly cancel.
-  const float scale = (weight ? __ldg(weight + c) : 1.0f) / sqrtf(__ldg(running_var + c) + s.eps);
-  const float shift = (bias ? __ldg(bias + c) : 0.0f) - __ldg(running_mean + c) * scale;
+  const float scale =
+      load_channel<T>(channels.weight, c, 1.0f) / sqrtf(load_channel<T>(channels.running_var, c, 0.0f) + s.eps);
+  const float shift =
+      load_channel<T>(channels.bias, c, 0.0f) - load_channel<T>(channels.running_mean, c, 0.0f) * scale;
   const int64_t first = int64_t{chunk} * kUnroll * blockDim.x + threadIdx.x;
   const int64_t images = int64_t{gridDim.y} * blockDim.z;
   for (int64_t b = int64_t{blockIdx.y} * blockDim.z + threadIdx.z; b < s.batch; b += images) {
@@ -95,11 +102,10 @@ void launch(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, f
   const dim3 grid(static_cast<unsigned>(groups * chunks),
                   static_cast<unsigned>(std::min(ceil_div(planes.batch, images), kMaxGridY)));
   const PlaneShape s{planes.batch, planes.channels, plane_vectors, static_cast<int>(chunks), eps};
-  const auto* weight = t.weight ? static_cast<const float*>(t.weight->data) : nullptr;
-  const auto* bias = t.bias ? static_cast<const float*>(t.bias->data) : nullptr;
+  const Channels tensors{channel_tensor(t.weight), channel_tensor(t.bias), channel_tensor(&t.running_mean),
+                         channel_tensor(&t.running_var)};
   normalize_planes<T, kVec><<<grid, dim3(lanes, channels, images), 0, stream>>>(
-      static_cast<const T*>(t.x.data), static_cast<T*>(t.y.data), weight, bias,
-      static_cast<const float*>(t.running_mean.data), static_cast<const float*>(t.running_var.data), s);
+      static_cast<const T*>(t.x.data), static_cast<T*>(t.y.data), tensors, s);
 }
 
 }  // namespace solops::detail::batch_norm_kernels

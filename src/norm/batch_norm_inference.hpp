@@ -24,6 +24,11 @@ struct BatchNormPlanes {
 // finite and >= 0.
 BatchNormPlanes resolve_batch_norm_planes(std::string_view op, std::span<const int64_t> x_shape, double eps);
 
+// A [C] tensor of a batch norm (weight, bias, a running statistic), where given: on the placement's
+// side, f32 or x's dtype (spec §6.3), of shape `channels`.
+void check_batch_norm_channel_tensor(std::string_view op, Placement placement, std::string_view name,
+                                     const TensorRef* t, DType x_dtype, std::span<const int64_t> channels);
+
 // The tensors of one call; weight and bias may be null.
 struct BatchNormInferenceTensors {
   const TensorRef& x;
@@ -35,7 +40,7 @@ struct BatchNormInferenceTensors {
 };
 
 // Every check of a call: the shape rule; x a float tensor; weight and bias (where given), running_mean
-// and running_var f32 [C]; y of x's shape and dtype, overlapping no input.
+// and running_var [C] of f32 or x's dtype; y of x's shape and dtype, overlapping no input.
 BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement placement,
                                               const BatchNormInferenceTensors& t, const BatchNormInference& p);
 

@@ -16,6 +16,15 @@ BatchNormPlanes resolve_batch_norm_planes(std::string_view op, std::span<const i
   return planes;
 }
 
+void check_batch_norm_channel_tensor(std::string_view op, Placement placement, std::string_view name,
+                                     const TensorRef* t, DType x_dtype, std::span<const int64_t> channels) {
+  if (!t) return;
+  check_tensor(placement, op, name, *t);
+  require(t->dtype == DType::f32 || t->dtype == x_dtype, op, name, ": dtype ", dtype_name(t->dtype), " must be f32 or ",
+          "x's dtype ", dtype_name(x_dtype));
+  check_shape(op, name, *t, channels);
+}
+
 BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement placement,
                                               const BatchNormInferenceTensors& t, const BatchNormInference& p) {
   check_tensor(placement, op, "x", t.x);
@@ -28,10 +37,7 @@ BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement pla
                                 {"running_var", &t.running_var}};
   const int64_t channels[] = {planes.channels};
   for (const auto& [name, parameter] : std::span(inputs).subspan(1)) {
-    if (!parameter) continue;
-    check_tensor(placement, op, name, *parameter);
-    check_dtype(op, name, *parameter, DType::f32);
-    check_shape(op, name, *parameter, channels);
+    check_batch_norm_channel_tensor(op, placement, name, parameter, t.x.dtype, channels);
   }
   check_tensor(placement, op, "output", t.y);
   check_dtype(op, "output", t.y, t.x.dtype);

@@ -403,6 +403,87 @@ auto batch_norm_inference(const Tensor& x, const std::optional<Tensor>& weight, 
   }
 }
 
+// BatchNormFwd in training mode: y, and the saved statistics where kWithStats (batch_norm_training_with_stats,
+// the op autograd is registered on; batch_norm_training returns y alone). The running statistics, where
+// given, are updated in place (declared in the schema: Tensor(a!)?).
+template <Target kTarget, bool kWithStats>
+auto batch_norm_training(const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
+                         const std::optional<Tensor>& running_mean, const std::optional<Tensor>& running_var,
+                         double momentum, double eps) {
+  constexpr std::string_view kOp = kWithStats ? "batch_norm_training_with_stats" : "batch_norm_training";
+  const BatchNormTraining p{momentum, eps};
+  if constexpr (kTarget == Target::cost) {
+    if constexpr (kWithStats) {
+      no_cost_model(kOp, "batch_norm_training");
+      return std::vector<double>{};
+    } else {
+      return cost_list(batch_norm_training_cost(sizes(x), dtype(x, kOp, "x"), p));
+    }
+  } else {
+    const Call<kTarget> call(x);
+    const DType x_dtype = dtype(x, kOp, "x");
+    const int64_t elements = batch_norm_training_workspace_elements(sizes(x), p);  // checks the shape rule
+    Tensor y = call.empty(sizes(x), x_dtype);
+    Tensor save_mean = call.empty(sizes(x).subspan(1, 1), DType::f32);
+    Tensor save_invstd = call.empty(sizes(x).subspan(1, 1), DType::f32);
+    const auto scratch = workspace(call, elements);
+    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const TensorRef save_mean_ref = view(save_mean, kOp, "save_mean"),
+                    save_invstd_ref = view(save_invstd, kOp, "save_invstd");
+    const auto weight_ref = view(weight, kOp, "weight"), bias_ref = view(bias, kOp, "bias");
+    const auto mean_ref = view(running_mean, kOp, "running_mean"), var_ref = view(running_var, kOp, "running_var");
+    const auto workspace_ref = view(scratch, kOp, "workspace");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::batch_norm_training(x_ref, pointer(mean_ref), pointer(var_ref), pointer(weight_ref),
+                                      pointer(bias_ref), y_ref, save_mean_ref, save_invstd_ref,
+                                      pointer(workspace_ref), p, stream);
+        },
+        [&] {
+          reference::batch_norm_training(x_ref, pointer(mean_ref), pointer(var_ref), pointer(weight_ref),
+                                         pointer(bias_ref), y_ref, save_mean_ref, save_invstd_ref, p);
+        });
+    if constexpr (kWithStats) return std::tuple(y, save_mean, save_invstd);
+    else return y;
+  }
+}
+
+// BatchNormBwd: (grad_x, grad_weight, grad_bias), the parameters' gradients in weight's dtype (f32
+// without a weight), as PyTorch gives them.
+template <Target kTarget>
+auto batch_norm_backward(const Tensor& grad_out, const Tensor& x, const std::optional<Tensor>& weight,
+                         const Tensor& save_mean, const Tensor& save_invstd) {
+  constexpr std::string_view kOp = "batch_norm_backward";
+  if constexpr (kTarget == Target::cost) {
+    return cost_list(batch_norm_backward_cost(sizes(x), dtype(x, kOp, "x")));
+  } else {
+    const Call<kTarget> call(x);
+    const DType x_dtype = dtype(x, kOp, "x");
+    const int64_t elements = batch_norm_backward_workspace_elements(sizes(x));  // checks the shape rule
+    const DType parameter_dtype = weight ? dtype(*weight, kOp, "weight") : DType::f32;
+    Tensor grad_x = call.empty(sizes(x), x_dtype);
+    Tensor grad_weight = call.empty(sizes(x).subspan(1, 1), parameter_dtype);
+    Tensor grad_bias = call.empty(sizes(x).subspan(1, 1), parameter_dtype);
+    const auto scratch = workspace(call, elements);
+    const TensorRef grad_out_ref = view(grad_out, kOp, "grad_out"), x_ref = view(x, kOp, "x"),
+                    save_mean_ref = view(save_mean, kOp, "save_mean"),
+                    save_invstd_ref = view(save_invstd, kOp, "save_invstd"), grad_x_ref = view(grad_x, kOp, "grad_x"),
+                    grad_weight_ref = view(grad_weight, kOp, "grad_weight"),
+                    grad_bias_ref = view(grad_bias, kOp, "grad_bias");
+    const auto weight_ref = view(weight, kOp, "weight"), workspace_ref = view(scratch, kOp, "workspace");
+    call.run(
+        [&](cudaStream_t stream) {
+          solops::batch_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), save_mean_ref, save_invstd_ref,
+                                      grad_x_ref, &grad_weight_ref, &grad_bias_ref, pointer(workspace_ref), stream);
+        },
+        [&] {
+          reference::batch_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), save_mean_ref, save_invstd_ref,
+                                         grad_x_ref, &grad_weight_ref, &grad_bias_ref);
+        });
+    return std::tuple(grad_x, grad_weight, grad_bias);
+  }
+}
+
 template <Target kTarget>
 auto rms_norm_backward(const Tensor& grad_out, const Tensor& x, const Ints& normalized_shape, const Tensor& rstd,
                        const std::optional<Tensor>& weight) {
@@ -668,6 +749,9 @@ constexpr const char* kGroupNormArguments =
 constexpr const char* kInstanceNormArguments =
     "(Tensor x, Tensor(a!)? running_mean=None, Tensor(b!)? running_var=None, Tensor? weight=None, Tensor? bias=None, "
     "bool use_input_stats=True, float momentum=0.1, float eps=1e-05)";
+constexpr const char* kBatchNormTrainingArguments =
+    "(Tensor x, Tensor? weight, Tensor? bias, Tensor(a!)? running_mean, Tensor(b!)? running_var, float momentum=0.1, "
+    "float eps=1e-05)";
 
 template <Target kTarget>
 constexpr Op kNormOps[] = {
@@ -705,6 +789,12 @@ constexpr Op kNormOps[] = {
     {"batch_norm_inference",
      "(Tensor x, Tensor? weight, Tensor? bias, Tensor running_mean, Tensor running_var, float eps=1e-05)", "Tensor",
      TORCH_BOX(&batch_norm_inference<kTarget>)},
+    // _native_batch_norm_legit's order and names (x for its input), without `training`.
+    {"batch_norm_training", kBatchNormTrainingArguments, "Tensor", TORCH_BOX((&batch_norm_training<kTarget, false>))},
+    {"batch_norm_training_with_stats", kBatchNormTrainingArguments, "(Tensor, Tensor, Tensor)",
+     TORCH_BOX((&batch_norm_training<kTarget, true>))},
+    {"batch_norm_backward", "(Tensor grad_out, Tensor x, Tensor? weight, Tensor save_mean, Tensor save_invstd)",
+     "(Tensor, Tensor, Tensor)", TORCH_BOX(&batch_norm_backward<kTarget>)},
     {"rms_norm_backward", "(Tensor grad_out, Tensor x, SymInt[] normalized_shape, Tensor rstd, Tensor? weight=None)",
      "(Tensor, Tensor)", TORCH_BOX(&rms_norm_backward<kTarget>)},
     {"layer_norm_backward",

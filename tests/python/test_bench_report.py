@@ -5,6 +5,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 _PATH = Path(__file__).resolve().parents[2] / "python" / "solops" / "bench" / "report.py"
 _SPEC = importlib.util.spec_from_file_location("solops_bench_report", _PATH)
 report = importlib.util.module_from_spec(_SPEC)
@@ -34,6 +36,19 @@ def test_copy_rate_outside_the_curve_is_its_nearest_end() -> None:
     assert report.copy_rate_at(CURVE, 1 << 20) == 2e12
     assert report.copy_rate_at(CURVE, 1 << 30) == 3e12
     assert report.copy_rate_at({}, 8 << 20) is None
+
+
+def test_the_memory_bar_measures_a_rows_min_bytes_where_it_has_them() -> None:
+    # 8 MiB in 2 ms on the spec's roofline; the row must move 12 MiB (a tensor read twice), measured
+    # against the copy's rate at 12 MiB.
+    profile = dict(CURVE, memory_bytes_per_s=3e12, latency_floor_ms=0.001, cuda_core_f32_flops_per_s=1e14)
+    record = {"family": "norm", "op": "BatchNormFwd", "workload": "large", "dtype": "f16", "impl": "solops",
+              "flops": 1e6, "bytes": float(8 << 20), "median_ms": 2.0, "host_ms": 2.0, "correct": True}
+    plain = report.build_rows([record], profile)[0]
+    assert plain.copy_pct == pytest.approx(100.0 * (8 << 20) / 2e-3 / report.copy_rate_at(CURVE, 8 << 20))
+    doubled = report.build_rows([dict(record, min_bytes=float(12 << 20))], profile)[0]
+    assert doubled.copy_pct == pytest.approx(100.0 * (12 << 20) / 2e-3 / report.copy_rate_at(CURVE, 12 << 20))
+    assert doubled.sol_ms == plain.sol_ms  # the roofline keeps the spec's bytes
 
 
 def line(op: str, workload: str, impl: str, median_ms: float, host_ms: float, correct: bool = True) -> dict:

@@ -38,6 +38,11 @@ parameter gradients' atol scaled by sqrt(M) (sums over M rows). Alternatives:
     torch-compile  the same aten calls under torch.compile
 FlashInfer, Liger and vLLM are not installed on the H200 (design/gpu-machine.md); their wheels
 are not carried yet.
+BatchNormFwd in training and BatchNormBwd (spec 2.6, 2.8): build_batch_norm_training_case and
+build_batch_norm_backward_case say what they time; alternatives torch (F.batch_norm, cuDNN's kernels
+where PyTorch picks them) and torch-compile. Liger has no batch norm; FlagGems has one
+(flag_gems.ops.batch_norm, forward and backward), not measured here yet. Rows whose x is larger than
+the card's L2 record min_bytes (x read twice: docs/perf/norm.md).
 """
 
 from dataclasses import dataclass
@@ -83,8 +88,9 @@ REDUCTION_OPS = {"L1NormFwd": 1, "L2NormFwd": 2}  # the vector norm's ord
 REDUCTION_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 1e-2, torch.float32: 1e-5}
 WEIGHT_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
 BATCH_NORM_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
+BATCH_NORM_TRAINING_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torch.float32: 1e-4}
 OPS = (tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS)
-       + ("WeightNormFwd", "SpectralNormPowerIterFwd", "BatchNormInferenceFwd")
+       + ("WeightNormFwd", "SpectralNormPowerIterFwd", "BatchNormInferenceFwd", "BatchNormFwd", "BatchNormBwd")
        + ("GroupNormFwd", "GroupNormBwd", "InstanceNormFwd", "InstanceNormBwd"))
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
@@ -376,6 +382,95 @@ def build_batch_norm_case(op_name: str, row: dict, alternatives: list[str], shap
                         check_close(BATCH_NORM_TOLERANCE[dtype]), impls)
 
 
+BATCH_NORM_MOMENTUM, BATCH_NORM_EPS = 0.1, 1e-5
+
+
+def batch_norm_parameters(channels):
+    """running_mean, running_var (uniform in [0.5, 1.5)), weight and bias: float32 [C] CPU tensors."""
+    generator = torch.Generator().manual_seed(run.INPUT_SEED + 4)
+    return (random_tensor(channels, torch.float32, 1), torch.rand(channels, generator=generator) + 0.5,
+            random_tensor(channels, torch.float32, 2), random_tensor(channels, torch.float32, 3))
+
+
+def larger_than_the_l2(nbytes: float) -> bool:
+    return nbytes > torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
+
+
+def build_batch_norm_training_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    """BatchNormFwd in training (spec 2.6): y and the running statistics' update (momentum 0.1, eps 1e-5),
+    each call on its own copies of the running statistics, which every timed call updates again. Where x
+    is larger than the L2 it must be read twice (statistics, then y): min_bytes counts that."""
+    cpu_x = random_tensor(shape, dtype, 0)
+    cpu_parameters = batch_norm_parameters(shape[1:2])
+    x, weight, bias = cpu_x.cuda(), cpu_parameters[2].cuda(), cpu_parameters[3].cuda()
+
+    def running():
+        return cpu_parameters[0].cuda(), cpu_parameters[1].cuda()
+
+    def solops_call(mean, var):
+        return solops.batch_norm(x, mean, var, weight, bias, True, BATCH_NORM_MOMENTUM, BATCH_NORM_EPS), mean, var
+
+    def torch_batch_norm(x, mean, var, weight, bias):
+        return F.batch_norm(x, mean, var, weight, bias, True, BATCH_NORM_MOMENTUM, BATCH_NORM_EPS), mean, var
+
+    def reference():
+        mean, var = cpu_parameters[0].clone(), cpu_parameters[1].clone()
+        y = solops.reference.run(solops.batch_norm, cpu_x, mean, var, *cpu_parameters[2:], True, BATCH_NORM_MOMENTUM,
+                                 BATCH_NORM_EPS)
+        return y, mean, var
+
+    impls = [Impl("solops", partial(solops_call, *running()))] + [
+        formulation_impl(name, "training batch norm", torch_batch_norm, x, *running(), weight, bias)
+        for name in alternatives]
+    cost = solops.cost.of(solops.batch_norm, cpu_x, *cpu_parameters, True, BATCH_NORM_MOMENTUM, BATCH_NORM_EPS)
+    x_bytes = cpu_x.numel() * cpu_x.element_size()
+    min_bytes = cost[1] + x_bytes if larger_than_the_l2(x_bytes) else None
+    return run.row_case(op_name, row, cost, RATE_KIND, reference, check_close(BATCH_NORM_TRAINING_TOLERANCE[dtype]),
+                        impls, min_bytes)
+
+
+def build_batch_norm_backward_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+    """BatchNormBwd (spec 2.8), the backward alone: grad_out and x random, the saved statistics of our
+    training forward for solops; PyTorch's backward of its own forward for torch (the kernels autograd
+    of F.batch_norm runs: cuDNN's where PyTorch picks it) and native_batch_norm_backward under
+    torch.compile. grad_x at the spec's tolerance, the parameters' gradients (sums over a channel's L
+    values) with atol scaled by sqrt(L). Where x is larger than the L2, x and grad_out must be read twice:
+    min_bytes counts that."""
+    cpu_dy, cpu_x = random_tensor(shape, dtype, 4), random_tensor(shape, dtype, 0)
+    cpu_mean, cpu_var, cpu_weight, cpu_bias = batch_norm_parameters(shape[1:2])
+    dy, x, weight, bias = cpu_dy.cuda(), cpu_x.cuda(), cpu_weight.cuda(), cpu_bias.cuda()
+    _, save_mean, save_invstd = torch.ops.solops.batch_norm_training_with_stats(
+        x, weight, bias, None, None, BATCH_NORM_MOMENTUM, BATCH_NORM_EPS)
+    _, *cpu_stats = solops.reference.run(torch.ops.solops.batch_norm_training_with_stats, cpu_x, cpu_weight, cpu_bias,
+                                         None, None, BATCH_NORM_MOMENTUM, BATCH_NORM_EPS)
+    cpu_args = (cpu_dy, cpu_x, *cpu_stats, cpu_weight)
+    leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+    y = F.batch_norm(leaves[0], cpu_mean.cuda(), cpu_var.cuda(), leaves[1], leaves[2], True, BATCH_NORM_MOMENTUM,
+                     BATCH_NORM_EPS)
+    _, native_mean, native_invstd = torch.ops.aten.native_batch_norm(x, weight, bias, None, None, True,
+                                                                     BATCH_NORM_MOMENTUM, BATCH_NORM_EPS)
+
+    def native_backward(dy, x, weight, mean, invstd):
+        return torch.ops.aten.native_batch_norm_backward(dy, x, weight, None, None, mean, invstd, True, BATCH_NORM_EPS,
+                                                         [True, True, True])
+
+    def alternative(name):
+        if name == "torch":
+            return Impl(name, partial(torch.autograd.grad, y, leaves, dy, retain_graph=True))
+        return formulation_impl(name, "batch norm backward", native_backward, dy, x, weight, native_mean,
+                                native_invstd)
+
+    impls = [Impl("solops", partial(solops.batch_norm_backward, dy, x, save_mean, save_invstd, weight))] + [
+        alternative(name) for name in alternatives]
+    cost = solops.cost.of(solops.batch_norm_backward, *cpu_args)
+    x_bytes = cpu_x.numel() * cpu_x.element_size()
+    min_bytes = cost[1] + 2 * x_bytes if larger_than_the_l2(x_bytes) else None
+    return run.row_case(op_name, row, cost, RATE_KIND, partial(solops.reference.run, solops.batch_norm_backward,
+                                                                *cpu_args),
+                        check_gradients(BATCH_NORM_TRAINING_TOLERANCE[dtype], cpu_x.numel() // shape[1]), impls,
+                        min_bytes)
+
+
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["x"]
@@ -387,6 +482,10 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
         return build_spectral_norm_case(op_name, row, alternatives, shape, dtype)
     if op_name == "BatchNormInferenceFwd":
         return build_batch_norm_case(op_name, row, alternatives, shape, dtype)
+    if op_name == "BatchNormFwd":
+        return build_batch_norm_training_case(op_name, row, alternatives, shape, dtype)
+    if op_name == "BatchNormBwd":
+        return build_batch_norm_backward_case(op_name, row, alternatives, shape, dtype)
     if op_name in SPATIAL_OPS:
         return build_spatial_case(op_name, row, alternatives, shape, dtype)
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:

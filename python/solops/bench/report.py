@@ -117,12 +117,16 @@ class Row:
         return 100.0 * self.sol_ms / self.ours_ms
 
     @property
+    def moved_bytes(self) -> float:
+        """The bytes a call must move: the record's min_bytes where it exceeds the roofline's."""
+        return self.ours.get("min_bytes") or self.ours["bytes"]
+
+    @property
     def copy_pct(self) -> float | None:
-        """Our bytes/s as a share of what the copy kernel moves at the same bytes."""
-        achieved = self.per_second("bytes")
-        if achieved is None or self.copy_bytes_per_s is None:
+        """Our rate of moved_bytes as a share of what the copy kernel moves at the same bytes."""
+        if self.ours_ms is None or self.copy_bytes_per_s is None:
             return None
-        return 100.0 * achieved / self.copy_bytes_per_s
+        return 100.0 * self.moved_bytes / (self.ours_ms * 1e-3) / self.copy_bytes_per_s
 
     @property
     def ours_host_ms(self) -> float | None:
@@ -193,7 +197,7 @@ def build_rows(lines: list[dict], profile: dict | None) -> list[Row]:
             row.sol_ms, row.bound = roofline(profile, row.ours["flops"], row.ours["bytes"],
                                              row.ours.get("rate_kind", "cuda_core_f32"))
             if row.bound == "mem":
-                row.copy_bytes_per_s = copy_rate_at(profile, row.ours["bytes"])
+                row.copy_bytes_per_s = copy_rate_at(profile, row.moved_bytes)
     return list(rows.values())
 
 
@@ -385,7 +389,9 @@ def header_facts(lines: list[dict], profile: dict | None) -> list[tuple[str, str
         ("SOL", "SOL time = max(bytes / memory ceiling, FLOPs / compute ceiling); "
                 "SOL % = SOL time / our time"),
         ("% of copy", "memory-bound rows: our TB/s over the copy kernel's at the same bytes read + "
-                      "written (the size curve above, interpolated on the log of the size)"),
+                      "written (the size curve above, interpolated on the log of the size); the bytes are the "
+                      "record's min_bytes where a row must move more than its roofline counts (a tensor larger "
+                      "than the L2 read twice)"),
     ]
     return facts
 

@@ -57,6 +57,9 @@ class Case:
     check: Callable[[Any, Any], None]  # (actual, reference) on CPU; raises on a mismatch
     impls: list[Impl]  # solops first
     page: dict | None = None  # the reference page's figures for this row, if any
+    # The bytes a call must move where that exceeds the roofline's (a tensor read twice because it
+    # cannot stay on chip); the memory bar (% of copy) measures against it. None: the roofline's.
+    min_bytes: float | None = None
 
 
 # ---- helpers shared by the family modules ----------------------------------------------------
@@ -75,11 +78,12 @@ def random_normal(shape, dtype: torch.dtype) -> torch.Tensor:
 
 
 def row_case(op: str, row: dict, roofline_cost: tuple[float, float], rate_kind: str, reference, check,
-             impls: list[Impl]) -> Case:
+             impls: list[Impl], min_bytes: float | None = None) -> Case:
     """The Case of one manifest row."""
     flops, bytes_moved = roofline_cost
     return Case(op=op, workload=row["workload"], dtype=row["dtype"], flops=float(flops), bytes=float(bytes_moved),
-                rate_kind=rate_kind, reference=reference, check=check, impls=impls, page=row.get("reference"))
+                rate_kind=rate_kind, reference=reference, check=check, impls=impls, page=row.get("reference"),
+                min_bytes=min_bytes)
 
 
 def compile_for_benchmark(fn: Callable) -> Callable:
@@ -153,6 +157,7 @@ def case_lines(case: Case, quick: bool, context: dict) -> list[dict]:
         "dtype": case.dtype,
         "flops": case.flops,
         "bytes": case.bytes,
+        **({"min_bytes": case.min_bytes} if case.min_bytes is not None else {}),
         "rate_kind": case.rate_kind,
         "sol_ms": sol_ms,
         "bound": bound,

@@ -106,17 +106,28 @@ TEST(BatchNormInferenceValidation, XMustBeAFloatTensor) {
                "reference::batch_norm_inference: x: dtype i32 is not supported");
 }
 
-TEST(BatchNormInferenceValidation, ParametersMustBeF32OfTheChannels) {
+TEST(BatchNormInferenceValidation, ParametersMustBeF32OrXsDtypeOfTheChannels) {
   BatchNormCall call({2, 3, 4}, {1}, DType::bf16);
-  HostTensor half({3}, DType::bf16), four({4}, DType::f32), column({3, 1}, DType::f32);
+  HostTensor half({3}, DType::f16), four({4}, DType::f32), column({3, 1}, DType::f32);
   const TensorRef w = call.weight.ref(), b = call.bias.ref(), half_ref = half.ref(), four_ref = four.ref();
   const auto run = [&](const TensorRef* weight, const TensorRef* bias, const TensorRef& mean, const TensorRef& var) {
     reference::batch_norm_inference(call.x.ref(), weight, bias, mean, var, call.y.ref(), {});
   };
-  expect_error([&] { run(&half_ref, &b, call.mean.ref(), call.var.ref()); }, "weight: dtype bf16 must be f32");
+  expect_error([&] { run(&half_ref, &b, call.mean.ref(), call.var.ref()); },
+               "weight: dtype f16 must be f32 or x's dtype bf16");
   expect_error([&] { run(&w, &four_ref, call.mean.ref(), call.var.ref()); }, "bias: shape [4] must be [3]");
   expect_error([&] { run(&w, &b, column.ref(), call.var.ref()); }, "running_mean: shape [3, 1] must be [3]");
-  expect_error([&] { run(&w, &b, call.mean.ref(), half.ref()); }, "running_var: dtype bf16 must be f32");
+  expect_error([&] { run(&w, &b, call.mean.ref(), half.ref()); },
+               "running_var: dtype f16 must be f32 or x's dtype bf16");
+}
+
+TEST(BatchNormInferenceReference, ParametersOfXsDtype) {
+  // Spec §6.3: the four [C] tensors may be of x's dtype, each on its own.
+  BatchNormCall call({1, 3, 2}, {1, 3, -1, 0, 2, 4}, DType::bf16);
+  HostTensor mean = filled({3}, {0.5, -1, 2}, DType::bf16), weight = filled({3}, {2, -1, 0.5}, DType::bf16);
+  const TensorRef w = weight.ref(), b = call.bias.ref();
+  reference::batch_norm_inference(call.x.ref(), &w, &b, mean.ref(), call.var.ref(), call.y.ref(), {.eps = 0});
+  expect_values(call.y, {1.5, 3.5, 0, -2, -3, -2}, 1e-2);
 }
 
 TEST(BatchNormInferenceValidation, OutputMustHaveXsShapeAndDtype) {

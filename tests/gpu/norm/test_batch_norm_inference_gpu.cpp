@@ -1,8 +1,8 @@
 // BatchNormInference on the GPU against the CPU reference (spec §2.7): every catalogue row, 120 random
 // shapes (ranks 2 to 5, odd and power-of-two planes, plane size 1, C = 1, with and without weight and
-// bias, unaligned pointers, NaN and infinities), edge shapes (empty dims, more than 65535 images, many
-// channels, long odd planes), special running statistics, CUDA graph capture and the device-side rules.
-// Outputs are poisoned first.
+// bias, the [C] tensors in f32 or x's dtype, unaligned pointers, NaN and infinities), edge shapes
+// (empty dims, more than 65535 images, many channels, long odd planes), special running statistics,
+// CUDA graph capture and the device-side rules. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -35,18 +35,20 @@ struct BatchNormInputs {
   double eps = 1e-5;
 };
 
-// x of `values`, normal running means, weights and biases, running variances uniform in [0.5, 2].
+// x of `values`, normal running means, weights and biases, running variances uniform in [0.5, 2]; the
+// four [C] tensors of `parameter_dtype` (f32 or x's, spec §6.3).
 BatchNormInputs random_inputs(const Shape& shape, DType dtype, std::mt19937_64& rng, bool affine = true,
-                              Values values = Values::normal) {
+                              Values values = Values::normal, DType parameter_dtype = DType::f32) {
   const Shape channels{shape[1]};
-  BatchNormInputs in{HostTensor(shape, dtype), HostTensor(channels, DType::f32), HostTensor(channels, DType::f32)};
+  BatchNormInputs in{HostTensor(shape, dtype), HostTensor(channels, parameter_dtype),
+                     HostTensor(channels, parameter_dtype)};
   fill(in.x, rng, values);
   fill(in.mean, rng);
   std::uniform_real_distribution<double> variance(0.5, 2.0);
   for (int64_t c = 0; c < shape[1]; ++c) in.var.set(c, variance(rng));
   if (affine) {
-    in.weight.emplace(channels, DType::f32);
-    in.bias.emplace(channels, DType::f32);
+    in.weight.emplace(channels, parameter_dtype);
+    in.bias.emplace(channels, parameter_dtype);
     fill(*in.weight, rng);
     fill(*in.bias, rng);
   }
@@ -55,7 +57,7 @@ BatchNormInputs random_inputs(const Shape& shape, DType dtype, std::mt19937_64& 
 
 std::string describe(const BatchNormInputs& in) {
   return detail::concat("x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype), in.weight ? " affine" : "",
-                        " eps ", in.eps);
+                        " parameters ", dtype_name(in.mean.dtype), " eps ", in.eps);
 }
 
 // batch_norm_inference on the device (x and y `offset` elements into their allocations, y poisoned;
@@ -78,12 +80,12 @@ std::string compare(BatchNormInputs& in, size_t offset = 0, bool graph = false) 
   const std::unique_ptr<DeviceBuffer> weight = upload(in.weight, 0), bias = upload(in.bias, 0);
   const Shape channels{in.x.shape[1]};
   std::optional<TensorRef> weight_ref, bias_ref;
-  if (weight) weight_ref = device_ref(weight->data(), DType::f32, channels);
-  if (bias) bias_ref = device_ref(bias->data(), DType::f32, channels);
+  if (weight) weight_ref = device_ref(weight->data(), in.weight->dtype, channels);
+  if (bias) bias_ref = device_ref(bias->data(), in.bias->dtype, channels);
   const TensorRef x_ref = device_ref(x.data(), in.x.dtype, in.x.shape);
   const TensorRef y_ref = device_ref(y.data(), in.x.dtype, in.x.shape);
-  const TensorRef mean_ref = device_ref(mean.data(), DType::f32, channels);
-  const TensorRef var_ref = device_ref(var.data(), DType::f32, channels);
+  const TensorRef mean_ref = device_ref(mean.data(), in.mean.dtype, channels);
+  const TensorRef var_ref = device_ref(var.data(), in.var.dtype, channels);
   launch_maybe_in_graph(
       [&](cudaStream_t stream) {
         batch_norm_inference(x_ref, optional_ref(weight_ref), optional_ref(bias_ref), mean_ref, var_ref, y_ref, p,
@@ -129,7 +131,9 @@ Shape draw_shape(std::mt19937_64& rng) {
 TEST_F(BatchNormInferenceGpu, RandomShapes) {
   std::mt19937_64 rng(61);
   for (int c = 0; c < kRandomCases; ++c) {
-    BatchNormInputs in = random_inputs(draw_shape(rng), kRandomDtypes[c % 3], rng, c % 4 != 3, draw_values(c));
+    const DType dtype = kRandomDtypes[c % 3];
+    BatchNormInputs in = random_inputs(draw_shape(rng), dtype, rng, c % 4 != 3, draw_values(c),
+                                       c % 7 == 2 ? dtype : DType::f32);
     if (c % 5 == 2) in.eps = 0.1;
     const size_t offset = c % 6 == 5 ? 1 : 0;  // misaligned x and y: one element at a time
     EXPECT_EQ(compare(in, offset), "") << "case " << c << " " << describe(in) << " offset " << offset;

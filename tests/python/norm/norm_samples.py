@@ -56,6 +56,17 @@ SAMPLES = [
     Sample("batch_norm_inference", _tensors((2, "rows", 8), ("rows", "f32"), ("rows", "f32"), ("rows", "f32"),
                                             ("rows", "f32")),
            lambda x, mean, var, w, b: solops.batch_norm_inference(x, mean, var, w, b)),
+    # BatchNorm in training, x [2, C, 8] as batch_norm_inference's: the running statistics (updated in place)
+    # are outputs too; float32 [C] parameters, then ones of x's dtype (f16, bf16 or f32 as the test draws).
+    Sample("batch_norm_training", _tensors((2, "rows", 8), ("rows", "f32"), ("rows", "f32"), ("rows", "f32"),
+                                           ("rows", "f32")),
+           lambda x, mean, var, w, b: (solops.batch_norm(x, mean, var, w, b, True, 0.2, 1e-3), mean, var)),
+    Sample("batch_norm_training_with_stats", _tensors((2, "rows", 8), ("rows",), ("rows",), ("rows",), ("rows",)),
+           lambda x, mean, var, w, b: (*_ops.batch_norm_training_with_stats(x, w, b, mean, var, 0.1, 1e-5), mean,
+                                       var)),
+    Sample("batch_norm_backward", _tensors((2, "rows", 8), (2, "rows", 8), ("rows", "f32"), ("rows", "f32"),
+                                           ("rows", "f32")),
+           lambda dy, x, mean, invstd, w: solops.batch_norm_backward(dy, x, mean, invstd, w)),
     Sample("rms_norm_backward", _tensors(ROWS, ROWS, STATS, WEIGHT),
            lambda dy, x, rstd, w: solops.rms_norm_backward(dy, x, N, rstd, w)),
     Sample("layer_norm_backward", _tensors(ROWS, ROWS, STATS, STATS, WEIGHT),

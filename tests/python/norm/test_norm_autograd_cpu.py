@@ -107,3 +107,52 @@ def test_torch_compile_traces_forward_and_backward():
     torch._dynamo.reset()
     torch.compile(loss, fullgraph=True, backend="aot_eager")(*compiled).backward()
     assert [t.grad.shape for t in compiled] == [t.shape for t in inputs]
+
+
+# ---- batch_norm in training: autograd through batch_norm_training_with_stats ---------------------
+
+
+@pytest.mark.parametrize("shape", [(4, 3, 5), (6, 3), (2, 3, 2, 3), (1, 3, 2)])
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_gradients_and_running_statistics_equal_pytorch(shape, affine):
+    generator = torch.Generator().manual_seed(0)
+    x, dy = (torch.randn(shape, generator=generator) for _ in range(2))
+    weight, bias = (torch.randn(3, generator=generator) if affine else None for _ in range(2))
+    mean, var = torch.randn(3, generator=generator), torch.rand(3, generator=generator) + 0.5
+    mine = leaves(x, weight, bias)
+    want = leaves(x.double(), *(t.double() if t is not None else None for t in (weight, bias)))
+    ours, theirs = [mean.clone(), var.clone()], [mean.double(), var.double()]
+    with solops.reference.mode():
+        got = gradients((solops.batch_norm(mine[0], *ours, mine[1], mine[2], True, 0.2, 1e-5) * dy).sum(), mine)
+    expected = gradients((F.batch_norm(want[0], *theirs, want[1], want[2], True, 0.2, 1e-5) * dy.double()).sum(), want)
+    assert [g is None for g in got] == [e is None for e in expected]
+    for g, e in zip(got, expected):
+        torch.testing.assert_close(g.double(), e, atol=1e-4, rtol=1e-4)
+    for g, e in zip(ours, theirs):
+        torch.testing.assert_close(g.double(), e, atol=1e-6, rtol=1e-6)
+
+
+def test_batch_norm_statistics_are_not_differentiable_and_inference_takes_the_running_ones():
+    x, weight = torch.randn(4, 3, 2, requires_grad=True), torch.randn(3, requires_grad=True)
+    mean, var = torch.zeros(3), torch.ones(3)
+    with solops.reference.mode():
+        y, save_mean, save_invstd = torch.ops.solops.batch_norm_training_with_stats(x, weight, None, mean, var, 0.1,
+                                                                                     1e-5)
+        evaluated = solops.batch_norm(x.detach(), mean, var, weight.detach())
+    assert y.requires_grad and not save_mean.requires_grad and not save_invstd.requires_grad
+    assert not mean.requires_grad and not var.requires_grad
+    torch.testing.assert_close(evaluated, F.batch_norm(x.detach(), mean, var, weight.detach()))
+
+
+def test_torch_compile_traces_the_batch_norm_forward_backward_and_running_statistics():
+    def loss(x, weight, bias, mean, var):
+        return (solops.batch_norm(x, mean, var, weight, bias, True, 0.1, 1e-5) ** 2).sum()
+
+    # On meta tensors the fakes stand in for the kernels: the running statistics' update is a mutation
+    # of the graph's inputs, and forward and backward trace as one graph each.
+    inputs = [torch.empty(4, 3, 5, device="meta"), torch.empty(3, device="meta"), torch.empty(3, device="meta")]
+    compiled = leaves(*inputs)
+    torch._dynamo.reset()
+    torch.compile(loss, fullgraph=True, backend="aot_eager")(*compiled, torch.empty(3, device="meta"),
+                                                             torch.empty(3, device="meta")).backward()
+    assert [t.grad.shape for t in compiled] == [t.shape for t in inputs]

@@ -106,19 +106,23 @@ def outcome(op, args):
         return str(error).split("\n")[0]
 
 
-def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
-    calls = NormCalls(seed=1)
+def assert_fakes_agree_with_the_cpp_shape_rules(draw, draws):
+    """draws calls from draw() through the fake and the C++ shape rule: the same outputs or the same
+    error; both sides of every rule drawn often enough to matter."""
     accepted = rejected = 0
-    for _ in range(DRAWS):
-        name, args = calls.draw()
+    for _ in range(draws):
+        name, args = draw()
         fake = outcome(getattr(torch.ops.solops, name).default, args)
         cpp = outcome(getattr(torch.ops.solops_reference, name).default, args)
         described = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
         assert fake == cpp, f"{name} {described}"
         accepted += not isinstance(cpp, str)
         rejected += isinstance(cpp, str)
-    # Both sides of every rule are drawn often enough to matter.
-    assert accepted > DRAWS // 4 and rejected > DRAWS // 4
+    assert accepted > draws // 4 and rejected > draws // 4
+
+
+def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
+    assert_fakes_agree_with_the_cpp_shape_rules(NormCalls(seed=1).draw, DRAWS)
 
 
 @pytest.mark.parametrize("call, fragment", BAD_CALLS, ids=[fragment for _, fragment in BAD_CALLS])
@@ -158,6 +162,59 @@ def test_batch_norm_inference_reference_is_pytorch_on_the_cpu(shape, affine):
     parameters = (weight, bias) if affine else (None, None)
     torch.testing.assert_close(solops.reference.run(solops.batch_norm_inference, x, mean, var, *parameters, eps=1e-3),
                                F.batch_norm(x, mean, var, *parameters, training=False, eps=1e-3))
+
+
+# ---- batch_norm in training and its backward ----------------------------------------------------
+
+
+def draw_batch_norm_call(rng):
+    """A random call of batch_norm_training, batch_norm_training_with_stats or batch_norm_backward: x of
+    rank 0 to 4 (one value a channel now and then), eps and momentum valid or not, the [C] tensors
+    present or not, of f32 or x's dtype. The C++ shape target makes no checks of the [C] tensors (the
+    op's validation does, at run time), so those are drawn valid."""
+    calls = NormCalls(rng.random())
+    x_shape = calls.shape() if rng.random() < 0.85 else [1, rng.randint(0, 4), *[1] * rng.randint(0, 2)]
+    x = _meta(x_shape)
+    channels = x_shape[1:2] or [3]
+
+    def channel_tensor(chance=0.7):
+        return _meta(channels, rng.choice([torch.float32, _H])) if rng.random() < chance else None
+
+    op = rng.choice(["batch_norm_training", "batch_norm_training_with_stats", "batch_norm_backward"])
+    if op == "batch_norm_backward":
+        return op, (_meta(x_shape), x, channel_tensor(), _meta(channels, torch.float32), _meta(channels, torch.float32))
+    running = [channel_tensor(1), channel_tensor(1)] if rng.random() < 0.6 else [None, None]
+    momentum = rng.choice([0.1, 0.0, 1.0, 0.5, math.nan, math.inf])
+    return op, (x, channel_tensor(), channel_tensor(), *running, momentum, calls.eps())
+
+
+def test_batch_norm_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
+    rng = random.Random(2)
+    assert_fakes_agree_with_the_cpp_shape_rules(lambda: draw_batch_norm_call(rng), DRAWS // 2)
+
+
+@pytest.mark.parametrize("shape", [(3, 5, 4, 7), (6, 5), (2, 5, 9), (0, 5, 2), (1, 5, 1, 2)])
+@pytest.mark.parametrize("affine", [True, False])
+@pytest.mark.parametrize("running", [True, False])
+def test_batch_norm_training_reference_is_pytorch_on_the_cpu(shape, affine, running):
+    x, mean, weight, bias = cpu_inputs(shape, (5,), (5,), (5,))
+    var = torch.rand(5, generator=torch.Generator().manual_seed(1)) + 0.5
+    parameters = (weight, bias) if affine else (None, None)
+    ours, theirs = (mean.clone(), var.clone()) if running else (None, None), (mean, var) if running else (None, None)
+    torch.testing.assert_close(solops.reference.run(solops.batch_norm, x, *ours, *parameters, True, 0.3, 1e-3),
+                               F.batch_norm(x, *theirs, *parameters, training=True, momentum=0.3, eps=1e-3))
+    if running and x.numel():
+        torch.testing.assert_close(ours, theirs)
+
+
+def test_cost_models_of_the_training_batch_norm_follow_the_spec():
+    image, channel = torch.empty(4, 128, 32, 32, dtype=torch.float16), torch.empty(128)
+    # Spec 2.6: 10 flops an element; x read, y written, weight, bias and both running statistics read.
+    assert solops.cost.of(solops.batch_norm, image, channel, channel, channel, channel, True) == \
+        (10 * image.numel(), 2 * image.numel() * 2 + 16 * 128)
+    # Spec 2.8: 8 flops an element; grad_out and x read, grad_x written, three [C] f32 tensors.
+    assert solops.cost.of(solops.batch_norm_backward, image, image, channel, channel, channel) == \
+        (8 * image.numel(), 3 * image.numel() * 2 + 12 * 128)
 
 
 def test_cost_models_follow_the_spec():
