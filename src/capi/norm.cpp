@@ -1155,6 +1155,9 @@ solops_status solops_instance_norm_backward_cost(int32_t x_rank, const int64_t* 
                                                    static_cast<solops::DType>(x_dtype),
                                                    instance_backward_params(p, __func__), weight != 0),
                out, __func__);
+  });
+}
+
 solops_status solops_batch_norm_training_workspace_elements(int32_t x_rank, const int64_t* x_shape,
                                                             const solops_batch_norm_training_params* p,
                                                             int64_t* elements) {
