@@ -64,6 +64,10 @@ std::string_view conv_op_name(ConvOp op);
 std::vector<int64_t> conv_output_shape(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
                                        std::optional<std::span<const int64_t>> bias_shape, const Conv& p);
 
+// Whether conv() writes y channels_last: where a 2-D op's x is channels_last and not contiguous (a
+// tensor that is both reads as contiguous). Otherwise y is contiguous.
+bool conv_output_channels_last(ConvOp op, const TensorRef& x);
+
 // Roofline (spec §3.0): FLOPs 2 * N * C_out * prod(O) * C_in / groups * prod(k), plus one add an
 // output with a bias and one compare-select an output for conv2d_bias_relu's ReLU; bytes: x, the
 // weight, the bias and y once each, in the input's dtype.

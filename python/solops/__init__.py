@@ -24,6 +24,8 @@ def _load_extension():
 _load_extension()
 
 from . import cost, reference  # noqa: E402  (the ops must be registered first)
+from .conv import (conv1d, conv1d_causal, conv2d, conv2d_bias_relu, conv3d, depthwise_conv2d,  # noqa: E402
+                   dilated_conv2d, grouped_conv2d, pointwise_conv2d)
 from .norm import (ada_layer_norm, batch_norm_inference, fused_add_layer_norm, fused_add_layer_norm_,  # noqa: E402
                    fused_add_rms_norm, fused_add_rms_norm_, gemma_rms_norm, group_rms_norm, layer_norm,
                    layer_norm_backward, layer_norm_quant, qk_norm, rms_norm, rms_norm_backward, rms_norm_quant,
@@ -33,7 +35,8 @@ from .pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_poo
 
 __all__ = [
     "ada_layer_norm", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-    "batch_norm_inference", "cost", "fused_add_layer_norm", "fused_add_layer_norm_", "fused_add_rms_norm",
+    "batch_norm_inference", "conv1d", "conv1d_causal", "conv2d", "conv2d_bias_relu", "conv3d", "cost",
+    "depthwise_conv2d", "dilated_conv2d", "fused_add_layer_norm", "grouped_conv2d", "pointwise_conv2d", "fused_add_layer_norm_", "fused_add_rms_norm",
     "fused_add_rms_norm_", "gemma_rms_norm", "group_rms_norm", "layer_norm", "layer_norm_backward", "layer_norm_quant",
     "max_pool1d", "max_pool2d", "max_pool3d", "mean_pooling", "prepare_chunk_indices", "qk_norm", "reference",
     "rms_norm", "rms_norm_backward", "rms_norm_quant", "spectral_norm_power_iter", "vector_norm", "weight_norm",

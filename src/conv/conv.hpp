@@ -44,14 +44,17 @@ struct ConvGeometry {
   int64_t outputs() const { return batch * out_channels * int64_t{out_plane()}; }
 };
 
+// The op's spatial rank: 1, 2 or 3.
+int spatial_rank(ConvOp op);
+
 // The shape rule: every rule of the op that shapes and parameters decide (ranks, empty dims,
 // groups, the op's own restriction, the bias's length, the per-axis parameters, output sizes >= 1,
 // the 32-bit limits of the kernels' in-plane indexing).
 ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
                           std::optional<std::span<const int64_t>> bias_shape, const Conv& p);
 
-// Whether a call's x and y are channels_last (a 2-D op's x that is channels_last and not
-// contiguous: a tensor that is both is read as contiguous, as its addresses are the same).
+// Channels_last and not contiguous: a tensor that is both is read as contiguous (its addresses are
+// the same either way).
 bool is_strictly_channels_last(const TensorRef& t);
 
 // Every check of a call: the shape rule, then x, weight, bias (if any) and y on the placement's

@@ -22,7 +22,6 @@ std::string_view conv_op_name(ConvOp op) {
 }
 
 namespace detail {
-namespace {
 
 int spatial_rank(ConvOp op) {
   switch (op) {
@@ -32,6 +31,8 @@ int spatial_rank(ConvOp op) {
     default: return 2;
   }
 }
+
+namespace {
 
 // The accepted ranks, as messages name them.
 constexpr std::string_view kInputLayouts[] = {"2-D [C, L] or 3-D [N, C, L]", "3-D [C, H, W] or 4-D [N, C, H, W]",
@@ -92,6 +93,9 @@ std::array<int64_t, 2> axis_padding(const Conv& p, bool causal, int axis, int64_
 ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
                           std::optional<std::span<const int64_t>> bias_shape, const Conv& p) {
   const std::string_view name = conv_op_name(op);
+  require(p.padding_mode == ConvPadding::explicit_sizes || p.padding_mode == ConvPadding::valid ||
+              p.padding_mode == ConvPadding::same,
+          name, "padding mode ", static_cast<int>(p.padding_mode), " is not a ConvPadding");
   const int spatial = spatial_rank(op);
   const auto rank = static_cast<int>(x_shape.size());
   require(rank == spatial + 1 || rank == spatial + 2, name, "input must be ", kInputLayouts[spatial - 1], ", got ",
@@ -226,7 +230,7 @@ ConvGeometry validate_conv(ConvOp op, Placement placement, const TensorRef& x, c
   same_device_and_dtype("output", y);
   check_tensor(placement, name, "output", y, layouts);
   check_shape(name, "output", y, g.output_shape());
-  const bool channels_last = is_strictly_channels_last(x);
+  const bool channels_last = conv_output_channels_last(op, x);
   require(channels_last ? is_channels_last(y) : y.is_contiguous(), name, "output must be ",
           channels_last ? "channels_last" : "contiguous", ", as the input is");
   const NamedTensor inputs[] = {{"input", &x}, {"weight", &weight}, {"bias", bias}};
@@ -275,6 +279,10 @@ ConvProblem conv_problem(const ConvGeometry& g, const TensorRef& x, const Tensor
 std::vector<int64_t> conv_output_shape(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
                                        std::optional<std::span<const int64_t>> bias_shape, const Conv& p) {
   return detail::resolve_conv(op, x_shape, weight_shape, bias_shape, p).output_shape();
+}
+
+bool conv_output_channels_last(ConvOp op, const TensorRef& x) {
+  return detail::spatial_rank(op) == 2 && detail::is_strictly_channels_last(x);
 }
 
 Cost conv_cost(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
