@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads)
       const int t = t0 - (kTaps - 1) + i;
       window[i] = t >= 0 ? to_float(x_row[t]) : 0.0f;
     }
-    const bool whole = t0 + kSpan <= length;
+    const bool whole = int64_t{t0} + kSpan <= length;
     if (vectors && whole) {
       const Span<T> in = *reinterpret_cast<const Span<T>*>(x_row + t0);
 #pragma unroll

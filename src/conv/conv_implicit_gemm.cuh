@@ -151,16 +151,18 @@ __global__ void __launch_bounds__(Shape::kThreads)
     const int64_t image_group = rest / co_tiles;
     const int64_t n = image_group / p.groups;
     const int group = static_cast<int>(image_group - n * p.groups);
-    const int pixel0 = static_cast<int>(pixel_tile * N), co0 = static_cast<int>(co_tile * M);
+    // pixel0 + N may pass 2^31 for planes near the limit: pixel indices stay 64-bit until checked.
+    const int64_t pixel0 = pixel_tile * N;
+    const int co0 = static_cast<int>(co_tile * M);
     const uint16_t* x_group = x + n * p.x.n + int64_t{group} * p.in_per_group * p.x.c;
     const uint16_t* w_group = weight + int64_t{group} * p.out_per_group * p.weight.n;
 
     // This thread's pixel: the origin of its window in x (before the taps' offsets).
-    const int pixel = pixel0 + column;
-    const bool pixel_valid = pixel < p.out_plane;
+    const bool pixel_valid = pixel0 + column < p.out_plane;
     int origin_z = 0, origin_y = 0, origin_x = 0;
     int64_t origin_offset = 0;
     if (pixel_valid) {
+      const int pixel = static_cast<int>(pixel0 + column);
       const int od = pixel / plane_hw, in_plane = pixel - od * plane_hw;
       const int oh = in_plane / p.out_w, ow = in_plane - oh * p.out_w;
       origin_z = od * p.stride_d - p.pad_d;
@@ -216,9 +218,9 @@ __global__ void __launch_bounds__(Shape::kThreads)
     // Every warp is past the previous item's epilogue, which read y_offset, before it is rewritten.
     __syncthreads();
     if (tid < N) {
-      const int q = pixel0 + tid;
       int64_t offset = 0;
-      if (q < p.out_plane) {
+      if (pixel0 + tid < p.out_plane) {
+        const int q = static_cast<int>(pixel0 + tid);
         const int od = q / plane_hw, in_plane = q - od * plane_hw;
         const int oh = in_plane / p.out_w, ow = in_plane - oh * p.out_w;
         offset = od * p.y.d + oh * p.y.h + ow * p.y.w;
