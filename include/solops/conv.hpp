@@ -61,7 +61,8 @@ std::string_view conv_op_name(ConvOp op);
 // - 1) / stride) + 1 per axis. bias_shape: the bias's shape, nullopt for none. Checks every rule of
 // the op that shapes and parameters decide and throws solops::Error naming the op, the argument and
 // the rule.
-std::vector<int64_t> conv_output_shape(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
+std::vector<int64_t> conv_output_shape(ConvOp op, std::span<const int64_t> x_shape,
+                                       std::span<const int64_t> weight_shape,
                                        std::optional<std::span<const int64_t>> bias_shape, const Conv& p);
 
 // Whether conv() writes y channels_last: where a 2-D op's x is channels_last and not contiguous (a

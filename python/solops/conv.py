@@ -11,7 +11,7 @@ torch.compile the outputs, on symbolic sizes too, and apply the library's rules 
 
 import torch
 
-from ._rules import (INT_MAX, check_float_dtype, check_known_dtype, check_product, dtype_name, require,
+from ._rules import (INT_MAX, check_float_dtype, check_known_dtype, check_product, dtype_name, per_axis, require,
                      shape_string)
 
 _ops = torch.ops.solops
@@ -104,14 +104,6 @@ _WEIGHT_LAYOUTS = {1: "3-D [C_out, C_in / groups, kW]", 2: "4-D [C_out, C_in / g
 _AXIS_NAMES = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}
 
 
-def _per_axis(op, name, values, axes):
-    """The binding's reading of an int[axes] argument: one value for every axis, or one per axis."""
-    values = list(values)
-    require(len(values) in (1, axes), op, name, " must be an int or a list of ", axes, ", got ", len(values),
-            " values")
-    return values * axes if len(values) == 1 else values
-
-
 def _device_name(t):
     return "cpu" if t.device.type == "cpu" else f"{t.device.type}:{t.device.index or 0}"
 
@@ -200,8 +192,10 @@ def _output_shape(op, x, weight, bias, stride, padding, dilation, groups, mode):
                 " must be below 2^31 (32-bit indexing)")
         if mode == "explicit":
             require(padding[a] >= 0, op, "padding", label, " = ", padding[a], " must be >= 0")
-            require(padding[a] <= INT_MAX, op, "padding", label, " = ", padding[a], " must be below 2^31 (32-bit indexing)")
-        require(mode != "same" or s == 1, op, "padding='same' needs stride 1 on every axis, got stride", label, " = ", s)
+            require(padding[a] <= INT_MAX, op, "padding", label, " = ", padding[a],
+                    " must be below 2^31 (32-bit indexing)")
+        require(mode != "same" or s == 1, op, "padding='same' needs stride 1 on every axis, got stride", label, " = ",
+                s)
         if mode == "causal":
             before, after = d * (k - 1), 0
         elif mode == "valid":
@@ -247,10 +241,10 @@ def _fake(op, x, weight, bias, stride, padding, dilation, groups, mode):
     """The binding's order: the per-axis parameters, x's dtype, the shape rule, the tensors' dtypes,
     then the op's own checks; the output in x's layout."""
     spatial = _SPATIAL.get(op, 2)
-    stride = _per_axis(op, "stride", stride, spatial)
-    dilation = _per_axis(op, "dilation", dilation, spatial)
+    stride = per_axis(op, "stride", stride, spatial)
+    dilation = per_axis(op, "dilation", dilation, spatial)
     if mode == "explicit":
-        padding = _per_axis(op, "padding", padding, spatial)
+        padding = per_axis(op, "padding", padding, spatial)
     elif mode == "string":
         require(padding in ("valid", "same"), op, "padding = '", padding, "' must be 'valid' or 'same' (or sizes)")
         mode = padding

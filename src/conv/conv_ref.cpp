@@ -87,7 +87,9 @@ void conv(ConvOp op, const TensorRef& x, const TensorRef& weight, const TensorRe
                   // Where ow = 0 would read; the first ow of the range reads inside the row.
                   const int64_t row = (id * g.in[1] + ih) * g.in[2] - g.pad_before[2] + ow_offset;
                   double* out_row = sums.data() + (int64_t{od} * g.out[1] + oh) * g.out[2];
-                  for (int ow = rw.begin; ow < rw.end; ++ow) out_row[ow] += tap * plane[row + int64_t{ow} * g.stride[2]];
+                  for (int ow = rw.begin; ow < rw.end; ++ow) {
+                    out_row[ow] += tap * plane[row + int64_t{ow} * g.stride[2]];
+                  }
                 }
               }
             }

@@ -151,7 +151,8 @@ ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span
   if (bias_shape) {
     const int64_t expected[] = {out_channels};
     require(std::equal(bias_shape->begin(), bias_shape->end(), std::begin(expected), std::end(expected)), name,
-            "bias: shape ", shape_string(*bias_shape), " must be ", shape_string(expected), " (one value an output channel)");
+            "bias: shape ", shape_string(*bias_shape), " must be ", shape_string(expected),
+            " (one value an output channel)");
   }
 
   int64_t out_plane = 1;
@@ -276,7 +277,8 @@ ConvProblem conv_problem(const ConvGeometry& g, const TensorRef& x, const Tensor
 
 }  // namespace detail
 
-std::vector<int64_t> conv_output_shape(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
+std::vector<int64_t> conv_output_shape(ConvOp op, std::span<const int64_t> x_shape,
+                                       std::span<const int64_t> weight_shape,
                                        std::optional<std::span<const int64_t>> bias_shape, const Conv& p) {
   return detail::resolve_conv(op, x_shape, weight_shape, bias_shape, p).output_shape();
 }

@@ -1,13 +1,9 @@
-// Helpers shared by the convolution family's CPU tests: host tensors filled from a pattern, the
-// comparison with expected values, and the tensors of one call.
+// The tensors of one convolution call, for the family's CPU tests.
 #pragma once
 
-#include <gtest/gtest.h>
-
-#include <cmath>
 #include <cstdint>
 #include <optional>
-#include <utility>
+#include <span>
 #include <vector>
 
 #include "host_tensor.hpp"
@@ -17,20 +13,6 @@
 namespace solops::testing::conv {
 
 using Shape = std::vector<int64_t>;
-
-inline HostTensor filled(Shape shape, const std::vector<double>& values, DType dtype = DType::f32) {
-  HostTensor t(std::move(shape), dtype);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[static_cast<size_t>(i) % values.size()]);
-  return t;
-}
-
-inline void expect_values(HostTensor& t, const std::vector<double>& want, double tolerance = 1e-6) {
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.at(i))) << "element " << i;
-    else EXPECT_NEAR(t.at(i), want[i], tolerance * (1 + std::abs(want[i]))) << "element " << i;
-  }
-}
 
 // One reference call: x and the weight from their values, an optional bias, y of the output shape
 // (from the shape rule), poisoned.

@@ -16,7 +16,8 @@ namespace {
 
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
-Shape shape_of(ConvOp op, const Shape& x, const Shape& w, const Conv& p = {}, std::optional<Shape> bias = std::nullopt) {
+Shape shape_of(ConvOp op, const Shape& x, const Shape& w, const Conv& p = {},
+               std::optional<Shape> bias = std::nullopt) {
   std::optional<std::span<const int64_t>> bias_shape;
   if (bias) bias_shape = *bias;
   return conv_output_shape(op, x, w, bias_shape, p);
@@ -85,7 +86,8 @@ TEST(ConvShapeRule, Groups) {
   expect_error([] { shape_of(ConvOp::conv2d, {1, 4, 8, 8}, {6, 2, 3, 3}, with({1, 1}, {0, 0}, {1, 1}, 4)); },
                "groups = 4 must divide the weight's 6 output channels");
   expect_error([] { shape_of(ConvOp::conv2d, {1, 4, 8, 8}, {8, 3, 3, 3}); },
-               "weight [8, 3, 3, 3] takes 3 input channels a group, but the input's 4 channels in 1 groups are 4 a group");
+               "weight [8, 3, 3, 3] takes 3 input channels a group, but the input's 4 channels in 1 groups are 4 a "
+               "group");
 }
 
 TEST(ConvShapeRule, EachOpsRestriction) {
@@ -193,7 +195,8 @@ TEST(ConvReference, CausalPadsOnTheLeftOnly) {
   ConvCall call(ConvOp::conv1d_causal, {1, 1, 5}, {1, 2, 3, 4, 5}, {1, 1, 3}, {1, 2, 3}, std::nullopt, {});
   call.run();
   expect_values(call.y, {3, 8, 14, 20, 26});
-  ConvCall strided(ConvOp::conv1d_causal, {1, 1, 5}, {1, 2, 3, 4, 5}, {1, 1, 3}, {1, 2, 3}, std::nullopt, with({2}, {0}));
+  ConvCall strided(ConvOp::conv1d_causal, {1, 1, 5}, {1, 2, 3, 4, 5}, {1, 1, 3}, {1, 2, 3}, std::nullopt,
+                   with({2}, {0}));
   strided.run();
   expect_values(strided.y, {3, 14, 26});
 }
@@ -213,8 +216,8 @@ TEST(ConvReference, SameWithAnEvenKernelPadsTheRightAndBottom) {
 }
 
 TEST(ConvReference, BiasReluKeepsNaN) {
-  ConvCall call(ConvOp::conv2d_bias_relu, {1, 1, 1, 3}, {1, -2, kNaN}, {2, 1, 1, 1}, {1, -1}, std::vector<double>{0.5, 0},
-                {});
+  ConvCall call(ConvOp::conv2d_bias_relu, {1, 1, 1, 3}, {1, -2, kNaN}, {2, 1, 1, 1}, {1, -1},
+                std::vector<double>{0.5, 0}, {});
   call.run();
   expect_values(call.y, {1.5, 0, kNaN, 0, 2, kNaN});
 }
@@ -265,7 +268,8 @@ TEST(ConvReference, ChannelsLastIsTheSameConvolution) {
       for (int64_t c = 0; c < view.shape[1]; ++c)
         for (int64_t h = 0; h < view.shape[2]; ++h)
           for (int64_t w = 0; w < view.shape[3]; ++w, ++i)
-            storage.set(n * view.strides[0] + c * view.strides[1] + h * view.strides[2] + w * view.strides[3], from.at(i));
+            storage.set(n * view.strides[0] + c * view.strides[1] + h * view.strides[2] + w * view.strides[3],
+                        from.at(i));
   };
   copy_in(call.x, x_storage, x_cl);
   copy_in(call.weight, w_storage, w_cl);
@@ -304,10 +308,11 @@ TEST(ConvValidation, WeightAndBiasShareTheInputsDtypeAndDevice) {
 TEST(ConvValidation, OutputShapeDtypeAndLayout) {
   ConvCall call(ConvOp::conv2d, {1, 2, 4, 4}, {1}, {3, 2, 3, 3}, {1}, std::nullopt, {});
   HostTensor wrong_shape({1, 3, 3, 3}, DType::f32), wrong_dtype({1, 3, 2, 2}, DType::bf16);
-  expect_error([&] { reference::conv(ConvOp::conv2d, call.x.ref(), call.weight.ref(), nullptr, wrong_shape.ref(), {}); },
-               "output: shape [1, 3, 3, 3] must be [1, 3, 2, 2]");
-  expect_error([&] { reference::conv(ConvOp::conv2d, call.x.ref(), call.weight.ref(), nullptr, wrong_dtype.ref(), {}); },
-               "output: dtype bf16 must be the input's, f32");
+  const auto run = [&](const TensorRef& y) {
+    reference::conv(ConvOp::conv2d, call.x.ref(), call.weight.ref(), nullptr, y, {});
+  };
+  expect_error([&] { run(wrong_shape.ref()); }, "output: shape [1, 3, 3, 3] must be [1, 3, 2, 2]");
+  expect_error([&] { run(wrong_dtype.ref()); }, "output: dtype bf16 must be the input's, f32");
   HostTensor y_storage({1, 3, 2, 2}, DType::f32);
   expect_error(
       [&] {

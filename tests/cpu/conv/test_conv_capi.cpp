@@ -11,21 +11,6 @@
 namespace solops::testing::conv {
 namespace {
 
-// A host tensor as the C ABI's solops_tensor.
-solops_tensor c_tensor(HostTensor& t) {
-  solops_tensor c{};
-  const TensorRef ref = t.ref();
-  c.data = ref.data;
-  c.dtype = static_cast<int32_t>(ref.dtype);
-  c.rank = ref.rank;
-  for (int i = 0; i < ref.rank; ++i) {
-    c.shape[i] = ref.shape[i];
-    c.strides[i] = ref.strides[i];
-  }
-  c.device = SOLOPS_CPU;
-  return c;
-}
-
 solops_conv_params params(int64_t stride, int64_t padding, int64_t groups = 1) {
   solops_conv_params p{};
   for (int a = 0; a < 3; ++a) {

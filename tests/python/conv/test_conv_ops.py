@@ -131,7 +131,8 @@ def draw(rng):
     seed = rng.randrange(2**30)
     x = random_tensor([*batch, groups * per_group_in, *sizes], dtype, seed)
     w = random_tensor([groups * per_group_out, per_group_in, *kernel], dtype, seed + 1)
-    b = random_tensor([groups * per_group_out], dtype, seed + 2) if op == "conv2d_bias_relu" or rng.random() < 0.5 else None
+    with_bias = op == "conv2d_bias_relu" or rng.random() < 0.5
+    b = random_tensor([groups * per_group_out], dtype, seed + 2) if with_bias else None
     if spatial == 2 and x.dim() == 4 and rng.random() < 0.3:
         x = x.to(memory_format=torch.channels_last)
         if rng.random() < 0.5:

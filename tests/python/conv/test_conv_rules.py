@@ -132,7 +132,8 @@ def draw_reference_call(rng):
         reach = dilation[a] * (kernel[a] - 1) + 1
         sizes.append(rng.randint(max(1, reach - (2 * padding[a] if mode == "explicit" else 0)), reach + 9))
     batch = [rng.randint(1, 3)] if rng.random() < 0.8 else []
-    x = torch.randn([*batch, groups * per_group_in, *sizes], generator=torch.Generator().manual_seed(rng.randrange(9999)))
+    generator = torch.Generator().manual_seed(rng.randrange(9999))
+    x = torch.randn([*batch, groups * per_group_in, *sizes], generator=generator)
     w = torch.randn([groups * per_group_out, per_group_in, *kernel])
     b = torch.randn([groups * per_group_out]) if rng.random() < 0.5 else None
     return spatial, x, w, b, dict(stride=stride, padding=padding, dilation=dilation, groups=groups)
