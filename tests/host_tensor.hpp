@@ -1,5 +1,8 @@
-// Host tensors of any dtype for the tests, and the exact-value comparison.
+// Host tensors of any dtype for the tests: filled from a pattern, compared with expected values,
+// and seen through the C ABI's descriptor.
 #pragma once
+
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -9,6 +12,7 @@
 #include <vector>
 
 #include "core/host_values.hpp"
+#include "solops/c/common.h"
 #include "solops/tensor.hpp"
 
 namespace solops::testing {
@@ -38,6 +42,38 @@ struct HostTensor {
     if (!bytes.empty()) std::memset(bytes.data(), 0xFF, bytes.size());  // memset of null is undefined, even of 0 bytes
   }
 };
+
+// A tensor of `shape` and `dtype` whose elements cycle through `values`.
+inline HostTensor filled(std::vector<int64_t> shape, const std::vector<double>& values, DType dtype = DType::f32) {
+  HostTensor t(std::move(shape), dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[static_cast<size_t>(i) % values.size()]);
+  return t;
+}
+
+// Each element within `tolerance` (relative, and absolute near zero) of its expected value; NaN
+// where NaN is expected.
+inline void expect_values(HostTensor& t, const std::vector<double>& want, double tolerance = 1e-6) {
+  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.at(i))) << "element " << i;
+    else EXPECT_NEAR(t.at(i), want[i], tolerance * (1 + std::abs(want[i]))) << "element " << i;
+  }
+}
+
+// A host tensor as the C ABI's solops_tensor.
+inline solops_tensor c_tensor(HostTensor& t) {
+  solops_tensor c{};
+  const TensorRef ref = t.ref();
+  c.data = ref.data;
+  c.dtype = static_cast<int32_t>(ref.dtype);
+  c.rank = ref.rank;
+  for (int i = 0; i < ref.rank; ++i) {
+    c.shape[i] = ref.shape[i];
+    c.strides[i] = ref.strides[i];
+  }
+  c.device = SOLOPS_CPU;
+  return c;
+}
 
 // A tensor of a shape no memory could hold (its elements or bytes pass int64, which make_tensor
 // refuses), over a few bytes: every check must refuse it before reading one.

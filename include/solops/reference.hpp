@@ -3,5 +3,6 @@
 // declares its own in its header, in namespace solops::reference.
 #pragma once
 
+#include "solops/conv.hpp"
 #include "solops/norm.hpp"
 #include "solops/pool.hpp"

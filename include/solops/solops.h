@@ -5,6 +5,7 @@
 #define SOLOPS_H
 
 #include "solops/c/common.h"
+#include "solops/c/conv.h"
 #include "solops/c/norm.h"
 #include "solops/c/pool.h"
 

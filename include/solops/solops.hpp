@@ -1,6 +1,7 @@
 // Umbrella header of the C++ API.
 #pragma once
 
+#include "solops/conv.hpp"
 #include "solops/cost.hpp"
 #include "solops/error.hpp"
 #include "solops/norm.hpp"

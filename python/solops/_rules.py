@@ -74,3 +74,11 @@ def check_shape(op, name, t, shape):
     require(len(t.shape) == len(shape), op, name, ": shape ", shape_string(t.shape), " must be ", shape_string(shape))
     for size, expected in zip(t.shape, shape):
         require(size == expected, op, name, ": shape ", shape_string(t.shape), " must be ", shape_string(shape))
+
+
+def per_axis(op, name, values, axes):
+    """The bindings' reading of an int[axes] argument: one value for every axis, or one per axis."""
+    values = list(values)
+    require(len(values) in (1, axes), op, name, " must be an int or a list of ", axes, ", got ", len(values),
+            " values")
+    return values * axes if len(values) == 1 else values

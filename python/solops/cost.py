@@ -20,7 +20,8 @@ class _CostMode(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if func.namespace == "solops":
-            flops, moved = getattr(torch.ops.solops_cost, func._opname).default(*args, **kwargs)
+            cost = getattr(getattr(torch.ops.solops_cost, func._opname), func._overloadname)
+            flops, moved = cost(*args, **kwargs)
             self.flops += flops
             self.bytes += moved
         return func(*args, **kwargs)

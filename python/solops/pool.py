@@ -8,8 +8,8 @@ library's rules at trace time (src/pool/pool_rules.cpp, adaptive_pool2d.cpp, mea
 
 import torch
 
-from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_product, check_tensor, require,
-                     shape_string)
+from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_product, check_tensor, per_axis,
+                     require, shape_string)
 
 _ops = torch.ops.solops
 _max_pool1d, _max_pool1d_with_indices = _ops.max_pool1d.default, _ops.max_pool1d_with_indices.default
@@ -112,14 +112,6 @@ _LAYOUTS = {1: "2-D [C, L] or 3-D [N, C, L]", 2: "3-D [C, H, W] or 4-D [N, C, H,
 _AXIS_NAMES = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}
 
 
-def _per_axis(op, name, values, axes):
-    """The binding's reading of an int[axes] argument: one value for every axis, or one per axis."""
-    values = list(values)
-    require(len(values) in (1, axes), op, name, " must be an int or a list of ", axes, ", got ", len(values),
-            " values")
-    return values * axes if len(values) == 1 else values
-
-
 def _layout(op, x, spatial, layouts):
     """The [N, C, *spatial] or unbatched [C, *spatial] input (resolve_layout): the batch size, if any."""
     rank = x.dim()
@@ -163,10 +155,10 @@ def _axis_size(op, kind, size, kernel, stride, pad, dilation, ceil_mode, label, 
 
 def _window_shape(op, kind, x, axes, kernel_size, stride, padding, dilation, ceil_mode, divisor_override=None):
     """The output shape of a 1-D to 3-D pool, with every rule the op applies before it runs."""
-    kernel_size = _per_axis(op, "kernel_size", kernel_size, axes)
-    stride = _per_axis(op, "stride", stride, axes) if len(stride) else kernel_size
-    padding = _per_axis(op, "padding", padding, axes)
-    dilation = _per_axis(op, "dilation", dilation, axes)
+    kernel_size = per_axis(op, "kernel_size", kernel_size, axes)
+    stride = per_axis(op, "stride", stride, axes) if len(stride) else kernel_size
+    padding = per_axis(op, "padding", padding, axes)
+    dilation = per_axis(op, "dilation", dilation, axes)
     check_known_dtype(op, "x", x)
     _layout(op, x, axes, _LAYOUTS[axes])
     labels = [""] if axes == 1 else [f"[{a}]" for a in range(axes)]
@@ -240,7 +232,7 @@ for _axes in (1, 2, 3):
 
 def _adaptive_shape(op, x, output_size):
     """resolve_adaptive_pool2d (its shape rule names the op adaptive_pool2d, as the C++ one does)."""
-    output_size = _per_axis(op, "output_size", output_size, 2)
+    output_size = per_axis(op, "output_size", output_size, 2)
     check_known_dtype(op, "x", x)
     rule = "adaptive_pool2d"
     _layout(rule, x, 2, _LAYOUTS[2])

@@ -46,7 +46,7 @@ int64_t checked_product(std::string_view op, std::string_view what, std::span<co
 
 namespace {
 
-void check_layout(std::string_view op, std::string_view name, const TensorRef& t) {
+void check_layout(std::string_view op, std::string_view name, const TensorRef& t, Layouts layouts) {
   require(t.rank >= 0 && t.rank <= kMaxRank, op, name, ": rank ", t.rank, " is outside [0, ",
           kMaxRank, "]");
   for (int i = 0; i < t.rank; ++i) {
@@ -59,7 +59,12 @@ void check_layout(std::string_view op, std::string_view name, const TensorRef& t
   // overlaps() compares byte ranges, which must not wrap around.
   require(reinterpret_cast<uintptr_t>(t.data) <= UINTPTR_MAX - static_cast<uintptr_t>(bytes), op, name, "'s ", bytes,
           " bytes from its data pointer pass the end of the address space");
-  if (!t.is_contiguous()) {
+  if (layouts == Layouts::contiguous_or_channels_last) {
+    if (!t.is_contiguous() && !is_channels_last(t)) {
+      unsupported(op, name, " must be contiguous (row-major, e.g. NCHW) or channels_last; other strided",
+                  " tensors are not supported, make them contiguous first");
+    }
+  } else if (!t.is_contiguous()) {
     unsupported(op, name, " must be contiguous (row-major, e.g. NCHW); strided and channels-last",
                 " tensors are not supported, make them contiguous first");
   }
@@ -69,8 +74,19 @@ void check_layout(std::string_view op, std::string_view name, const TensorRef& t
 
 }  // namespace
 
-void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t) {
-  check_layout(op, name, t);
+bool is_channels_last(const TensorRef& t) {
+  if (t.rank != 4) return false;
+  int64_t expected = 1;
+  for (int d : {1, 3, 2, 0}) {
+    if (t.shape[d] == 1) continue;
+    if (t.strides[d] != expected) return false;
+    expected *= t.shape[d];
+  }
+  return true;
+}
+
+void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t, Layouts layouts) {
+  check_layout(op, name, t, layouts);
   require(t.device >= 0, op, name, " must be a CUDA tensor, got a CPU tensor");
   int current = -1;
   check_cuda(cudaGetDevice(&current), op, "cudaGetDevice");
@@ -83,8 +99,8 @@ void check_device_tensor(std::string_view op, std::string_view name, const Tenso
           name, ": data pointer is not device memory (the tensor claims cuda:", t.device, ")");
 }
 
-void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t) {
-  check_layout(op, name, t);
+void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t, Layouts layouts) {
+  check_layout(op, name, t, layouts);
   require(t.device == kCpu, op, name, " must be a CPU tensor for the reference");
 }
 
@@ -116,11 +132,12 @@ void check_no_overlap(std::string_view op, std::string_view a_name, const Tensor
   require(!overlaps(a, b), op, a_name, " and ", b_name, " overlap in memory; this op is not in-place");
 }
 
-void check_tensor(Placement placement, std::string_view op, std::string_view name, const TensorRef& t) {
+void check_tensor(Placement placement, std::string_view op, std::string_view name, const TensorRef& t,
+                  Layouts layouts) {
   if (placement == Placement::device) {
-    check_device_tensor(op, name, t);
+    check_device_tensor(op, name, t, layouts);
   } else {
-    check_host_tensor(op, name, t);
+    check_host_tensor(op, name, t, layouts);
   }
 }
 

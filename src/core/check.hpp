@@ -48,9 +48,18 @@ int64_t checked_product(std::string_view op, std::string_view what, std::span<co
 // Where a call's tensors live: the device for the ops, the host for their CPU references.
 enum class Placement { device, host };
 
+// The memory layouts a tensor may have: dense row-major only, or also channels_last (a 4-D tensor
+// whose dim 1, the channels, is innermost: torch.channels_last).
+enum class Layouts { contiguous, contiguous_or_channels_last };
+
+// Whether a 4-D tensor's strides are channels_last's, as PyTorch's
+// is_contiguous(memory_format=torch.channels_last) reads them (size-1 dims may carry any stride).
+bool is_channels_last(const TensorRef& t);
+
 // A tensor the kernel reads or writes: non-null data (unless empty) in device memory of the
-// current device, dense row-major layout, a float dtype when float_only.
-void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t);
+// current device, in one of `layouts`.
+void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t,
+                         Layouts layouts = Layouts::contiguous);
 void check_float_dtype(std::string_view op, std::string_view name, const TensorRef& t);
 void check_dtype(std::string_view op, std::string_view name, const TensorRef& t, DType expected);
 void check_shape(std::string_view op, std::string_view name, const TensorRef& t,
@@ -61,9 +70,11 @@ bool overlaps(const TensorRef& a, const TensorRef& b);
 void check_no_overlap(std::string_view op, std::string_view a_name, const TensorRef& a,
                       std::string_view b_name, const TensorRef& b);
 // The same, for host tensors given to a reference.
-void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t);
+void check_host_tensor(std::string_view op, std::string_view name, const TensorRef& t,
+                       Layouts layouts = Layouts::contiguous);
 // check_device_tensor or check_host_tensor, as the placement says.
-void check_tensor(Placement placement, std::string_view op, std::string_view name, const TensorRef& t);
+void check_tensor(Placement placement, std::string_view op, std::string_view name, const TensorRef& t,
+                  Layouts layouts = Layouts::contiguous);
 
 // A tensor of a call, with the name its messages use; null where the call leaves it out.
 struct NamedTensor {

@@ -112,6 +112,25 @@ Tensor Call<kTarget>::empty(std::span<const int64_t> shape, DType dtype) const {
     strides[d] = stride;
     stride *= std::max<int64_t>(shape[d], 1);
   }
+  return empty_strided(shape, strides, dtype);
+}
+
+template <Target kTarget>
+Tensor Call<kTarget>::empty_channels_last(std::span<const int64_t> shape, DType dtype) const {
+  if (shape.size() != 4) throw Error(Status::internal, "solops: a channels_last tensor is 4-D");
+  // Strides as PyTorch gives them: dims in the order C, W, H, N from the innermost.
+  std::vector<int64_t> strides(4);
+  int64_t stride = 1;
+  for (size_t d : {1, 3, 2, 0}) {
+    strides[d] = stride;
+    stride *= std::max<int64_t>(shape[d], 1);
+  }
+  return empty_strided(shape, strides, dtype);
+}
+
+template <Target kTarget>
+Tensor Call<kTarget>::empty_strided(std::span<const int64_t> shape, std::span<const int64_t> strides,
+                                    DType dtype) const {
   AtenTensorHandle handle = nullptr;
   check_shim(aoti_torch_empty_strided(static_cast<int64_t>(shape.size()), shape.data(), strides.data(),
                                       torch_dtype(dtype), device_type_, device_index_, &handle),

@@ -57,6 +57,8 @@ class Call {
   // A new contiguous tensor of `shape` and `dtype` on the anchor's device, from PyTorch's allocator
   // (the caching allocator on CUDA; a CUDA graph's private pool while one is being captured).
   Tensor empty(std::span<const int64_t> shape, DType dtype) const;
+  // The same in channels_last layout (torch.channels_last: a 4-D shape's dim 1 innermost).
+  Tensor empty_channels_last(std::span<const int64_t> shape, DType dtype) const;
   // Runs device_op(stream) for the device target and reference_op() for the reference target; the
   // shape target runs nothing.
   void run(auto&& device_op, auto&& reference_op) const {
@@ -65,6 +67,8 @@ class Call {
   }
 
  private:
+  Tensor empty_strided(std::span<const int64_t> shape, std::span<const int64_t> strides, DType dtype) const;
+
   int32_t device_type_ = 0;
   int32_t device_index_ = 0;
   std::optional<torch::stable::accelerator::DeviceGuard> guard_;

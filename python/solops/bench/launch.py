@@ -122,7 +122,7 @@ def measure_op(module, op: str, rows: list[dict], facts: dict) -> dict:
 
 def parse_args(argv):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--family", required=True, help="pool or norm")
+    parser.add_argument("--family", required=True, help="pool, norm or conv")
     parser.add_argument("--out", type=Path, required=True, help="e.g. bench/results/h200/launch-pool.jsonl")
     parser.add_argument("--manifest", type=Path, default=Path("manifest/workloads.json"))
     return parser.parse_args(argv)

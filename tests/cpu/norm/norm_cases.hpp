@@ -1,5 +1,5 @@
-// Helpers shared by the normalization family's CPU tests: host tensors filled from a pattern, the
-// comparison with expected values, and the tensors of a SpectralNormPowerIter and a QKNorm call.
+// Helpers shared by the normalization family's CPU tests: the tensors of a SpectralNormPowerIter and a
+// QKNorm call (host tensors filled from a pattern and compared with expected values: host_tensor.hpp).
 #pragma once
 
 #include <gtest/gtest.h>
@@ -19,20 +19,6 @@ namespace solops::testing::norm {
 using Shape = std::vector<int64_t>;
 
 inline constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
-
-inline HostTensor filled(Shape shape, const std::vector<double>& values, DType dtype = DType::f32) {
-  HostTensor t(std::move(shape), dtype);
-  for (int64_t i = 0; i < t.numel(); ++i) t.set(i, values[static_cast<size_t>(i) % values.size()]);
-  return t;
-}
-
-inline void expect_values(HostTensor& t, const std::vector<double>& want, double tolerance = 1e-6) {
-  ASSERT_EQ(t.numel(), static_cast<int64_t>(want.size()));
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    if (std::isnan(want[i])) EXPECT_TRUE(std::isnan(t.at(i))) << "element " << i;
-    else EXPECT_NEAR(t.at(i), want[i], tolerance * (1 + std::abs(want[i]))) << "element " << i;
-  }
-}
 
 // One reference call's host tensors: W [O, I] of `dtype` cycling through `w`, u and v through their
 // values, the outputs poisoned.

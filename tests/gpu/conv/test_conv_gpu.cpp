@@ -1,0 +1,512 @@
+// The convolution ops on the GPU against the CPU reference (spec §3.0-3.9): every catalogue row of
+// the nine ops (one test a row, so that sharded runs spread the large ones), 600 random calls
+// (every op and dtype, 1-D to 3-D, unbatched, odd sizes, C_in 1 to 3, 1 to 8 channels a group,
+// strides beyond the kernel, string paddings, dilation, channels_last inputs and weights,
+// unaligned pointers, NaN and infinities), the depthwise causal kernel's vector and scalar paths,
+// many work items, tensors past 2^31 elements, CUDA graph capture and the device-side rules.
+// Outputs are poisoned first.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <random>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "core/check.hpp"
+#include "expect_error.hpp"
+#include "gpu/gpu_support.hpp"
+#include "host_tensor.hpp"
+#include "manifest_rows.hpp"
+#include "solops/conv.hpp"
+#include "solops/reference.hpp"
+
+namespace solops::testing::conv {
+namespace {
+
+using Shape = std::vector<int64_t>;
+
+// Spec §3.0 (f16 1e-3, bf16 1.6e-2) and §6.12 (full f32: 1e-4 against float64); atol = rtol.
+double tolerance(DType dtype) { return dtype == DType::f32 ? 1e-4 : dtype == DType::f16 ? 1e-3 : 1.6e-2; }
+
+enum class Values { normal, special };
+
+// Normal values; `special` makes about one in 300 NaN and one in 300 infinite.
+void fill(HostTensor& t, std::mt19937_64& rng, Values values = Values::normal) {
+  std::normal_distribution<double> normal(0.0, 1.0);
+  std::uniform_int_distribution<int> pick(0, 299);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = normal(rng);
+    if (values == Values::special) {
+      const int p = pick(rng);
+      if (p == 0) v = std::numeric_limits<double>::quiet_NaN();
+      if (p == 1) v = std::numeric_limits<double>::infinity();
+    }
+    t.set(i, v);
+  }
+}
+
+// One call: its op and parameters, x, the weight and the bias in logical (contiguous) order, and
+// the layouts the device copies of x and the weight take.
+struct ConvInputs {
+  ConvOp op;
+  Conv p;
+  HostTensor x, weight;
+  std::optional<HostTensor> bias;
+  bool x_channels_last = false, weight_channels_last = false;
+
+  std::string describe() const {
+    return detail::concat(conv_op_name(op), " x ", detail::shape_string(x.shape), x_channels_last ? " (NHWC)" : "",
+                          " w ", detail::shape_string(weight.shape), weight_channels_last ? " (NHWC)" : "",
+                          bias ? " bias" : "", " ", dtype_name(x.dtype), " stride (", p.stride[0], ",", p.stride[1],
+                          ",", p.stride[2], ") padding (", p.padding[0], ",", p.padding[1], ",", p.padding[2],
+                          ") mode ", static_cast<int>(p.padding_mode), " dilation (", p.dilation[0], ",",
+                          p.dilation[1], ",", p.dilation[2], ") groups ", p.groups);
+  }
+  Shape output_shape() const {
+    std::optional<std::span<const int64_t>> bias_shape;
+    if (bias) bias_shape = bias->shape;
+    return conv_output_shape(op, x.shape, weight.shape, bias_shape, p);
+  }
+};
+
+ConvInputs make_inputs(ConvOp op, const Shape& x_shape, const Shape& weight_shape, bool with_bias, const Conv& p,
+                       DType dtype, std::mt19937_64& rng, Values values = Values::normal) {
+  ConvInputs in{op, p, HostTensor(x_shape, dtype), HostTensor(weight_shape, dtype), std::nullopt};
+  fill(in.x, rng, values);
+  fill(in.weight, rng);
+  if (with_bias) {
+    in.bias.emplace(Shape{weight_shape[0]}, dtype);
+    fill(*in.bias, rng);
+  }
+  return in;
+}
+
+// The strides of a [N, C, H, W] tensor stored channels_last.
+std::array<int64_t, 4> channels_last_strides(const Shape& s) { return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]}; }
+
+// Element i (logical order) of a 4-D tensor at its channels_last position.
+int64_t channels_last_index(const Shape& s, int64_t i) {
+  const int64_t w = i % s[3], h = i / s[3] % s[2], c = i / (s[2] * s[3]) % s[1], n = i / (s[1] * s[2] * s[3]);
+  const auto strides = channels_last_strides(s);
+  return n * strides[0] + c * strides[1] + h * strides[2] + w * strides[3];
+}
+
+// `t`'s bytes in channels_last storage.
+std::vector<unsigned char> to_channels_last(HostTensor& t) {
+  std::vector<unsigned char> bytes(t.bytes.size());
+  const int64_t size = dtype_size(t.dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    std::copy_n(t.bytes.data() + i * size, size, bytes.data() + channels_last_index(t.shape, i) * size);
+  }
+  return bytes;
+}
+
+TensorRef device_ref(void* data, DType dtype, const Shape& shape, bool channels_last) {
+  TensorRef t = make_tensor(data, dtype, shape, 0);
+  if (channels_last) {
+    const auto strides = channels_last_strides(shape);
+    std::copy(strides.begin(), strides.end(), t.strides.begin());
+  }
+  return t;
+}
+
+// A device copy of `bytes`, `offset` bytes into its allocation.
+std::unique_ptr<DeviceBuffer> upload(const std::vector<unsigned char>& bytes, size_t offset) {
+  auto buffer = std::make_unique<DeviceBuffer>(bytes.size(), offset);
+  buffer->upload(bytes.data());
+  return buffer;
+}
+
+// Calls launch(stream) on the default stream, or captures it into a CUDA graph on a new stream and
+// replays that once (`graph`); then waits for the device.
+template <class Launch>
+void launch_maybe_in_graph(Launch launch, bool graph) {
+  if (!graph) {
+    launch(nullptr);
+    cuda_ok(cudaDeviceSynchronize(), "synchronize");
+    return;
+  }
+  cudaStream_t stream;
+  cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+  cudaGraph_t captured;
+  cudaGraphExec_t exec;
+  cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+  launch(stream);
+  cuda_ok(cudaStreamEndCapture(stream, &captured), "end capture");
+  cuda_ok(cudaGraphInstantiate(&exec, captured, 0), "instantiate");
+  cuda_ok(cudaGraphLaunch(exec, stream), "launch");
+  cuda_ok(cudaStreamSynchronize(stream), "replay");
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(captured);
+  cudaStreamDestroy(stream);
+}
+
+// The op on the device (x and y `offset` elements into their allocations, y poisoned; replayed from
+// a CUDA graph where `graph`) against the reference: the first disagreement, or "".
+std::string compare(ConvInputs& in, size_t offset = 0, bool graph = false) {
+  const Shape y_shape = in.output_shape();
+  const DType dtype = in.x.dtype;
+  HostTensor expected(y_shape, dtype), actual(y_shape, dtype);
+  std::optional<TensorRef> host_bias;
+  if (in.bias) host_bias = in.bias->ref();
+  reference::conv(in.op, in.x.ref(), in.weight.ref(), host_bias ? &*host_bias : nullptr, expected.ref(), in.p);
+
+  const size_t shift = offset * dtype_size(dtype);
+  const auto x = upload(in.x_channels_last ? to_channels_last(in.x) : in.x.bytes, shift);
+  const auto weight = upload(in.weight_channels_last ? to_channels_last(in.weight) : in.weight.bytes, 0);
+  const auto bias = in.bias ? upload(in.bias->bytes, 0) : nullptr;
+  DeviceBuffer y(expected.bytes.size(), shift);
+  y.poison();
+  const TensorRef x_ref = device_ref(x->data(), dtype, in.x.shape, in.x_channels_last);
+  const TensorRef weight_ref = device_ref(weight->data(), dtype, in.weight.shape, in.weight_channels_last);
+  std::optional<TensorRef> bias_ref;
+  if (bias) bias_ref = device_ref(bias->data(), dtype, in.bias->shape, false);
+  const bool y_channels_last = conv_output_channels_last(in.op, x_ref);
+  const TensorRef y_ref = device_ref(y.data(), dtype, y_shape, y_channels_last);
+  launch_maybe_in_graph(
+      [&](cudaStream_t stream) {
+        solops::conv(in.op, x_ref, weight_ref, bias_ref ? &*bias_ref : nullptr, y_ref, in.p, stream);
+      },
+      graph);
+  y.download(actual.bytes.data());
+  const double tol = tolerance(dtype);
+  for (int64_t i = 0; i < expected.numel(); ++i) {
+    const double want = expected.at(i);
+    const double got = actual.at(y_channels_last ? channels_last_index(y_shape, i) : i);
+    if (!same_value(want, got) && !(std::abs(got - want) <= tol + tol * std::abs(want))) {
+      return detail::concat("output[", i, "] = ", got, ", reference ", want);
+    }
+  }
+  return {};
+}
+
+class ConvGpu : public GpuTest {};
+
+// ---- every catalogue row ---------------------------------------------------------------------
+
+struct RowCall {
+  std::string name;  // op/workload/dtype, for the test's name
+  ConvOp op;
+  Shape x, weight;
+  bool bias;
+  Conv p;
+  DType dtype;
+};
+
+// The name in gtest's listings, rather than the struct's bytes.
+void PrintTo(const RowCall& call, std::ostream* out) { *out << call.name; }
+
+std::array<int64_t, 3> per_axis(const nlohmann::json& value, int axes) {
+  std::array<int64_t, 3> out{};
+  for (int a = 0; a < axes; ++a) out[a] = value.is_array() ? value[a].get<int64_t>() : value.get<int64_t>();
+  return out;
+}
+
+// A row's call: its shapes (weights some rows leave out come from their dims: a 1x1 kernel for
+// PointwiseConv2d, a depthwise one for DepthwiseConv2d, the kernel its workload's name gives for
+// Conv3dFwd) and its parameters.
+RowCall row_call(const std::string& op_name, const nlohmann::json& row) {
+  static const std::pair<const char*, ConvOp> kOps[] = {
+      {"Conv1dFwd", ConvOp::conv1d},           {"Conv2dFwd", ConvOp::conv2d},
+      {"Conv3dFwd", ConvOp::conv3d},           {"PointwiseConv2d", ConvOp::pointwise_conv2d},
+      {"DepthwiseConv2d", ConvOp::depthwise_conv2d}, {"GroupedConv2d", ConvOp::grouped_conv2d},
+      {"DilatedConv2d", ConvOp::dilated_conv2d},     {"Conv2dBiasRelu", ConvOp::conv2d_bias_relu},
+      {"Conv1dCausal", ConvOp::conv1d_causal}};
+  RowCall call;
+  for (const auto& [name, op] : kOps) {
+    if (op_name == name) call.op = op;
+  }
+  const auto& tensors = row["tensors"];
+  const auto& params = row["params"];
+  const auto& dims = row["dims"];
+  call.x = (tensors.contains("input") ? tensors["input"] : tensors["input_shape"]).get<Shape>();
+  const int axes = static_cast<int>(call.x.size()) - 2;
+  const int64_t groups = params.value("groups", int64_t{1});
+  if (tensors.contains("weight") || tensors.contains("weight_shape")) {
+    call.weight = (tensors.contains("weight") ? tensors["weight"] : tensors["weight_shape"]).get<Shape>();
+  } else {
+    const int64_t weight_groups = call.op == ConvOp::depthwise_conv2d ? call.x[1] : groups;
+    call.weight = {dims["C_out"].get<int64_t>(), call.x[1] / weight_groups};
+    int64_t kernel = 1;
+    if (dims.contains("kH")) kernel = dims["kH"].get<int64_t>();
+    std::smatch match;
+    const std::string workload = row["workload"];
+    if (call.op == ConvOp::conv3d && std::regex_search(workload, match, std::regex("k(\\d+)|(\\d+)x\\d+x\\d+"))) {
+      kernel = std::stoll(match[1].matched ? match[1].str() : match[2].str());
+    }
+    for (int a = 0; a < axes; ++a) call.weight.push_back(kernel);
+  }
+  call.bias = tensors.contains("bias");
+  if (params.contains("stride")) call.p.stride = per_axis(params["stride"], axes);
+  if (params.contains("padding")) call.p.padding = per_axis(params["padding"], axes);
+  if (params.contains("dilation")) call.p.dilation = per_axis(params["dilation"], axes);
+  call.p.groups = call.op == ConvOp::depthwise_conv2d ? call.x[1] : groups;
+  call.dtype = parse_dtype(row["dtype"]);
+  const std::string name = op_name + "_" + row["workload"].get<std::string>() + "_" + row["dtype"].get<std::string>();
+  call.name = std::regex_replace(name, std::regex("[^A-Za-z0-9_]"), "_");
+  return call;
+}
+
+std::vector<RowCall> every_row() {
+  std::vector<RowCall> calls;
+  for (const char* op : {"Conv1dFwd", "Conv2dFwd", "Conv3dFwd", "PointwiseConv2d", "DepthwiseConv2d", "GroupedConv2d",
+                         "DilatedConv2d", "Conv2dBiasRelu", "Conv1dCausal"}) {
+    for (const auto& row : catalogue_rows(op)) calls.push_back(row_call(op, row));
+  }
+  return calls;
+}
+
+class ConvCatalogueRow : public GpuTestWithParam<RowCall> {};
+
+TEST_P(ConvCatalogueRow, MatchesTheReference) {
+  const RowCall& row = GetParam();
+  std::mt19937_64 rng(70);
+  ConvInputs in = make_inputs(row.op, row.x, row.weight, row.bias, row.p, row.dtype, rng);
+  EXPECT_EQ(compare(in), "") << in.describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryRow, ConvCatalogueRow, ::testing::ValuesIn(every_row()),
+                         [](const ::testing::TestParamInfo<RowCall>& info) {
+                           return info.param.name + "_" + std::to_string(info.index);
+                         });
+
+TEST(ConvCatalogue, HasTheNineOpsRows) {
+  // 120 rows: 18 + 39 + 18 + 12 + 1 + 1 + 1 + 14 + 16.
+  EXPECT_EQ(every_row().size(), 120u);
+}
+
+// ---- random calls ----------------------------------------------------------------------------
+
+constexpr int kRandomCases = 600;
+
+// A valid random call: every op, 1-D to 3-D, sizes that keep the CPU reference quick.
+ConvInputs draw_call(std::mt19937_64& rng, int c) {
+  const auto uniform = [&rng](int64_t low, int64_t high) {
+    return std::uniform_int_distribution<int64_t>(low, high)(rng);
+  };
+  static const ConvOp kOps[] = {ConvOp::conv1d, ConvOp::conv2d, ConvOp::conv2d, ConvOp::conv3d,
+                                ConvOp::conv2d_bias_relu, ConvOp::conv1d_causal, ConvOp::conv2d};
+  ConvOp op = kOps[uniform(0, std::size(kOps) - 1)];
+  const int axes = op == ConvOp::conv1d || op == ConvOp::conv1d_causal ? 1 : op == ConvOp::conv3d ? 3 : 2;
+  int64_t groups = std::vector<int64_t>{1, 1, 1, 2, 3, 4}[uniform(0, 5)];
+  const int64_t in_choices[] = {1, 2, 3, uniform(1, 8), uniform(8, 40)};
+  const int64_t out_choices[] = {1, uniform(1, 8), uniform(8, 40), uniform(16, 96)};
+  int64_t in_per_group = in_choices[uniform(0, 4)], out_per_group = out_choices[uniform(0, 3)];
+  if (c % 7 == 3) {  // depthwise (a channel multiplier now and then)
+    groups = uniform(1, 48);
+    in_per_group = 1;
+    out_per_group = uniform(0, 3) == 0 ? 2 : 1;
+  }
+  Conv p;
+  p.groups = groups;
+  const int mode = op == ConvOp::conv1d_causal ? 0 : static_cast<int>(uniform(0, 3));  // 0, 1: explicit
+  p.padding_mode = mode == 2 ? ConvPadding::valid : mode == 3 ? ConvPadding::same : ConvPadding::explicit_sizes;
+  const int64_t largest = axes == 1 ? 300 : axes == 2 ? 36 : 10;
+  Shape x{}, weight{groups * out_per_group, in_per_group};
+  if (uniform(0, 6) > 0) x.push_back(uniform(1, 3));
+  x.push_back(groups * in_per_group);
+  for (int a = 0; a < axes; ++a) {
+    const int64_t kernel = uniform(1, 5), dilation = std::vector<int64_t>{1, 1, 2, 3}[uniform(0, 3)];
+    weight.push_back(kernel);
+    p.dilation[a] = dilation;
+    p.stride[a] = p.padding_mode == ConvPadding::same ? 1 : std::vector<int64_t>{1, 1, 2, 3, 6}[uniform(0, 4)];
+    if (p.padding_mode == ConvPadding::explicit_sizes && op != ConvOp::conv1d_causal) p.padding[a] = uniform(0, 3);
+    const int64_t reach = dilation * (kernel - 1) + 1;
+    const int64_t low = p.padding_mode == ConvPadding::same || op == ConvOp::conv1d_causal
+                            ? 1
+                            : std::max<int64_t>(1, reach - 2 * p.padding[a]);
+    x.push_back(uniform(low, low + largest));
+  }
+  const DType dtype = std::vector<DType>{DType::f32, DType::f16, DType::bf16}[uniform(0, 2)];
+  ConvInputs in = make_inputs(op, x, weight, op == ConvOp::conv2d_bias_relu || uniform(0, 1) == 1, p, dtype, rng,
+                              c % 11 == 5 ? Values::special : Values::normal);
+  if (axes == 2 && x.size() == 4 && uniform(0, 9) < 3) {
+    in.x_channels_last = true;
+    in.weight_channels_last = uniform(0, 1) == 1;
+  }
+  return in;
+}
+
+// The multiply-adds of a call: the CPU reference's work.
+int64_t multiply_adds(const ConvInputs& in) {
+  int64_t outputs = 1, taps = 1;
+  for (int64_t size : in.output_shape()) outputs *= size;
+  for (size_t d = 1; d < in.weight.shape.size(); ++d) taps *= in.weight.shape[d];
+  return outputs * taps;
+}
+
+TEST_F(ConvGpu, RandomCalls) {
+  // Calls past this many multiply-adds are drawn again, so that the reference stays quick.
+  constexpr int64_t kMostMultiplyAdds = 20'000'000;
+  std::mt19937_64 rng(71);
+  for (int c = 0; c < kRandomCases; ++c) {
+    ConvInputs in = draw_call(rng, c);
+    while (multiply_adds(in) > kMostMultiplyAdds) in = draw_call(rng, c);
+    const size_t offset = c % 9 == 7 ? 1 : 0;  // x and y one element off their allocation's alignment
+    EXPECT_EQ(compare(in, offset), "") << "case " << c << " " << in.describe() << " offset " << offset;
+  }
+}
+
+// ---- specific paths --------------------------------------------------------------------------
+
+TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
+  std::mt19937_64 rng(72);
+  for (int64_t taps = 1; taps <= 4; ++taps) {
+    for (const Shape& x : {Shape{2, 64, 4096}, Shape{1, 5, 3}, Shape{3, 48, 1001}, Shape{17, 9}, Shape{1, 1, 8}}) {
+      for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+        const int64_t channels = x[x.size() - 2];
+        Conv p;
+        p.groups = channels;
+        ConvInputs in = make_inputs(ConvOp::conv1d_causal, x, {channels, 1, taps}, taps % 2 == 0, p, dtype, rng);
+        EXPECT_EQ(compare(in), "") << in.describe();
+        EXPECT_EQ(compare(in, 1), "") << in.describe() << " offset 1";
+      }
+    }
+  }
+}
+
+TEST_F(ConvGpu, ChannelsLastEveryKernelClass) {
+  std::mt19937_64 rng(73);
+  struct Case {
+    ConvOp op;
+    Shape x, weight;
+    Conv p;
+  };
+  Conv padded;
+  padded.padding = {1, 1, 0};
+  Conv depthwise = padded;
+  depthwise.groups = 32;
+  Conv strided = padded;
+  strided.stride = {2, 2, 1};
+  const Case cases[] = {
+      {ConvOp::conv2d, {2, 64, 28, 28}, {128, 64, 3, 3}, padded},             // implicit GEMM
+      {ConvOp::conv2d, {1, 3, 57, 31}, {32, 3, 3, 3}, strided},               // implicit GEMM, K = 27
+      {ConvOp::depthwise_conv2d, {2, 32, 14, 15}, {32, 1, 3, 3}, depthwise},  // direct
+      {ConvOp::pointwise_conv2d, {1, 256, 7, 7}, {512, 256, 1, 1}, Conv{}},   // implicit GEMM, 1x1
+  };
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      for (bool weight_channels_last : {false, true}) {
+        ConvInputs in = make_inputs(c.op, c.x, c.weight, true, c.p, dtype, rng);
+        in.x_channels_last = true;
+        in.weight_channels_last = weight_channels_last;
+        EXPECT_EQ(compare(in), "") << in.describe();
+      }
+    }
+  }
+}
+
+TEST_F(ConvGpu, NaNAndInfinityPropagate) {
+  std::mt19937_64 rng(74);
+  for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+    for (ConvOp op : {ConvOp::conv2d, ConvOp::conv2d_bias_relu}) {
+      Conv p;
+      p.padding = {1, 1, 0};
+      ConvInputs dense = make_inputs(op, {1, 32, 12, 12}, {64, 32, 3, 3}, true, p, dtype, rng, Values::special);
+      EXPECT_EQ(compare(dense), "") << dense.describe();
+    }
+    Conv depthwise;
+    depthwise.groups = 16;
+    ConvInputs direct =
+        make_inputs(ConvOp::conv2d, {2, 16, 11, 13}, {16, 1, 3, 3}, true, depthwise, dtype, rng, Values::special);
+    EXPECT_EQ(compare(direct), "") << direct.describe();
+  }
+}
+
+TEST_F(ConvGpu, ManyWorkItemsAndEmptyBatches) {
+  std::mt19937_64 rng(75);
+  Conv grouped;
+  grouped.groups = 40000;  // 80000 work items of the direct kernel
+  ConvInputs many = make_inputs(ConvOp::conv1d, {2, 40000, 5}, {40000, 1, 3}, true, grouped, DType::f16, rng);
+  EXPECT_EQ(compare(many), "") << many.describe();
+  Conv gemm_groups;
+  gemm_groups.groups = 3000;  // tensor-core tiles of 16 channels a group
+  ConvInputs tiles = make_inputs(ConvOp::conv1d, {2, 3000 * 16, 9}, {3000 * 16, 16, 2}, false, gemm_groups,
+                                 DType::bf16, rng);
+  EXPECT_EQ(compare(tiles), "") << tiles.describe();
+  ConvInputs empty = make_inputs(ConvOp::conv2d, {0, 8, 9, 9}, {16, 8, 3, 3}, true, Conv{}, DType::f16, rng);
+  EXPECT_EQ(compare(empty), "") << empty.describe();
+}
+
+TEST_F(ConvGpu, CapturedInACudaGraph) {
+  std::mt19937_64 rng(76);
+  Conv p;
+  p.padding = {1, 1, 0};
+  ConvInputs gemm = make_inputs(ConvOp::conv2d_bias_relu, {2, 64, 20, 20}, {64, 64, 3, 3}, true, p, DType::f16, rng);
+  EXPECT_EQ(compare(gemm, 0, true), "");
+  Conv depthwise;
+  depthwise.groups = 32;
+  ConvInputs causal = make_inputs(ConvOp::conv1d_causal, {2, 32, 300}, {32, 1, 4}, true, depthwise, DType::bf16, rng);
+  EXPECT_EQ(compare(causal, 0, true), "");
+}
+
+TEST_F(ConvGpu, OffsetsPast32Bits) {
+  // y = 2 x over [3, 16, 2^26]: the last image starts 2^31 elements (2^32 bytes) in. The weight is
+  // 2 * I for the implicit GEMM (16 channels in and out), 2 for the depthwise direct kernel and the
+  // causal one.
+  const int64_t length = int64_t{1} << 26, channels = 16;
+  const Shape shape{3, channels, length};
+  const size_t elements = static_cast<size_t>(3 * channels * length);
+  std::vector<__half> host(elements);
+  for (size_t i = 0; i < elements; ++i) host[i] = __float2half(static_cast<float>(i % 1000) / 8);
+  DeviceBuffer x(elements * 2), y(elements * 2);
+  x.upload(host.data());
+  const TensorRef x_ref = device_ref(x.data(), DType::f16, shape, false);
+  const TensorRef y_ref = device_ref(y.data(), DType::f16, shape, false);
+  std::vector<__half> dense(channels * channels, __float2half(0.0f)), depthwise(channels, __float2half(2.0f));
+  for (int64_t c = 0; c < channels; ++c) dense[c * channels + c] = __float2half(2.0f);
+  DeviceBuffer dense_weight(dense.size() * 2), depthwise_weight(depthwise.size() * 2);
+  dense_weight.upload(dense.data());
+  depthwise_weight.upload(depthwise.data());
+  Conv one_group, per_channel;
+  per_channel.groups = channels;
+  const struct {
+    ConvOp op;
+    TensorRef weight;
+    Conv p;
+  } calls[] = {
+      {ConvOp::conv1d, device_ref(dense_weight.data(), DType::f16, {channels, channels, 1}, false), one_group},
+      {ConvOp::conv1d, device_ref(depthwise_weight.data(), DType::f16, {channels, 1, 1}, false), per_channel},
+      {ConvOp::conv1d_causal, device_ref(depthwise_weight.data(), DType::f16, {channels, 1, 1}, false), per_channel},
+  };
+  std::vector<__half> out(elements);
+  for (const auto& call : calls) {
+    y.poison();
+    solops::conv(call.op, x_ref, call.weight, nullptr, y_ref, call.p);
+    cuda_ok(cudaDeviceSynchronize(), "synchronize");
+    y.download(out.data());
+    const auto check = [&](size_t i) {
+      ASSERT_EQ(__half2float(out[i]), 2 * __half2float(host[i])) << conv_op_name(call.op) << " groups " << call.p.groups
+                                                                  << " element " << i;
+    };
+    for (size_t i = 0; i < elements; i += 4099) check(i);
+    check(elements - 1);
+  }
+}
+
+TEST_F(ConvGpu, DeviceRules) {
+  const Shape x_shape{1, 4, 8, 8}, w_shape{8, 4, 3, 3}, y_shape{1, 8, 6, 6};
+  DeviceBuffer x(4 * 64 * 2), w(8 * 4 * 9 * 2), y(8 * 36 * 2);
+  const TensorRef x_ref = device_ref(x.data(), DType::f16, x_shape, false);
+  const TensorRef w_ref = device_ref(w.data(), DType::f16, w_shape, false);
+  const TensorRef y_ref = device_ref(y.data(), DType::f16, y_shape, false);
+  const TensorRef y_over_x = device_ref(x.data(), DType::f16, y_shape, false);
+  expect_error([&] { solops::conv(ConvOp::conv2d, x_ref, w_ref, nullptr, y_over_x, {}); },
+               "conv2d: input and output overlap in memory");
+  HostTensor host_weight(w_shape, DType::f16);
+  TensorRef cpu_weight = host_weight.ref();
+  expect_error([&] { solops::conv(ConvOp::conv2d, x_ref, cpu_weight, nullptr, y_ref, {}); },
+               "conv2d: weight is on cpu but the input on cuda:0");
+  cpu_weight.device = 0;
+  expect_error([&] { solops::conv(ConvOp::conv2d, x_ref, cpu_weight, nullptr, y_ref, {}); },
+               "weight: data pointer is not device memory");
+}
+
+}  // namespace
+}  // namespace solops::testing::conv
