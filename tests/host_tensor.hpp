@@ -1,4 +1,4 @@
-// Host tensors of any dtype for the tests, and the exact-value comparison.
+// Host tensors of any dtype for the tests (and as C ABI tensors), and the exact-value comparison.
 #pragma once
 
 #include <algorithm>
@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "core/host_values.hpp"
+#include "solops/c/common.h"
 #include "solops/tensor.hpp"
 
 namespace solops::testing {
@@ -38,6 +39,21 @@ struct HostTensor {
     if (!bytes.empty()) std::memset(bytes.data(), 0xFF, bytes.size());  // memset of null is undefined, even of 0 bytes
   }
 };
+
+// A host tensor as the C ABI's solops_tensor.
+inline solops_tensor c_tensor(HostTensor& t) {
+  solops_tensor c{};
+  const TensorRef ref = t.ref();
+  c.data = ref.data;
+  c.dtype = static_cast<int32_t>(ref.dtype);
+  c.rank = ref.rank;
+  for (int i = 0; i < ref.rank; ++i) {
+    c.shape[i] = ref.shape[i];
+    c.strides[i] = ref.strides[i];
+  }
+  c.device = SOLOPS_CPU;
+  return c;
+}
 
 // A tensor of a shape no memory could hold (its elements or bytes pass int64, which make_tensor
 // refuses), over a few bytes: every check must refuse it before reading one.

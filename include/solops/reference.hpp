@@ -5,3 +5,4 @@
 
 #include "solops/norm.hpp"
 #include "solops/pool.hpp"
+#include "solops/topk.hpp"

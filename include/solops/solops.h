@@ -7,5 +7,6 @@
 #include "solops/c/common.h"
 #include "solops/c/norm.h"
 #include "solops/c/pool.h"
+#include "solops/c/topk.h"
 
 #endif /* SOLOPS_H */

@@ -47,8 +47,8 @@ std::optional<solops::TensorRef> optional_tensor(const solops_tensor* t, const c
   return t ? std::optional(to_tensor(t, function, name)) : std::nullopt;
 }
 
-std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char* function) {
-  require_pointer(shape, function, "x_shape");
+std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char* function, const char* name) {
+  require_pointer(shape, function, name);
   if (rank < 0 || rank > SOLOPS_MAX_RANK) {
     throw solops::Error(solops::Status::invalid_argument,
                         std::string(function) + ": rank " + std::to_string(rank) + " is outside [0, 8]");

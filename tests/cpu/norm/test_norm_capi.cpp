@@ -13,21 +13,6 @@
 namespace solops::testing::norm {
 namespace {
 
-// A host tensor as the C ABI's solops_tensor.
-solops_tensor c_tensor(HostTensor& t) {
-  solops_tensor c{};
-  const TensorRef ref = t.ref();
-  c.data = ref.data;
-  c.dtype = static_cast<int32_t>(ref.dtype);
-  c.rank = ref.rank;
-  for (int i = 0; i < ref.rank; ++i) {
-    c.shape[i] = ref.shape[i];
-    c.strides[i] = ref.strides[i];
-  }
-  c.device = SOLOPS_CPU;
-  return c;
-}
-
 TEST(NormCApi, ReferenceShapeAndCost) {
   HostTensor x = filled({1, 4}, {1, 2, 3, 4}), y({1, 4}, DType::f32);
   solops_norm_params p{};

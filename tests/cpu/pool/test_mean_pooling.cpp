@@ -391,21 +391,6 @@ TEST(MeanPoolingCost, OneAddPerInputOneDividePerOutputAndTheMetadata) {
 
 // ---- C ABI ------------------------------------------------------------------------------------------
 
-solops_tensor c_tensor(HostTensor& t) {
-  solops_tensor c{};
-  c.data = t.bytes.data();
-  c.dtype = static_cast<int32_t>(t.dtype);
-  c.rank = static_cast<int32_t>(t.shape.size());
-  int64_t stride = 1;
-  for (int i = c.rank - 1; i >= 0; --i) {
-    c.shape[i] = t.shape[i];
-    c.strides[i] = stride;
-    stride *= t.shape[i];
-  }
-  c.device = SOLOPS_CPU;
-  return c;
-}
-
 TEST(MeanPoolingCApi, ShapeAndCost) {
   const int64_t x_shape[4] = {1, 1000, 64, 128};
   const solops_mean_pooling_params p{32, 1};
