@@ -42,7 +42,8 @@ constexpr int64_t kMaxClusters = int64_t{1} << 24;      // a larger grid walks i
 
 using BlockSort = cub::BlockRadixSort<uint32_t, kThreads, kItems, int32_t>;
 
-struct Shared {
+// 16-byte aligned: the candidates are read four at a time.
+struct alignas(16) Shared {
   union {
     struct {
       uint32_t key[kCapacity];
@@ -131,7 +132,9 @@ struct RowScores {
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
       const int64_t j = p + e;
-      const uint32_t bits = kWords == 4 ? raw.word[e] : raw.word[e / 2] >> (16 * (e % 2)) & 0xFFFFu;
+      uint32_t bits;
+      if constexpr (kWords == 4) bits = raw.word[e];
+      else bits = raw.word[e / 2] >> (16 * (e % 2)) & 0xFFFFu;
       items.valid[e] = j >= low && j < high;
       items.key[e] = key_of<T>(bits);
       items.position[e] = static_cast<int32_t>(j);
@@ -215,7 +218,7 @@ __device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, 
   using Raw = typename RowScores<T, kVector>::Raw;
   const uint64_t policy = evict_first_policy();
   const int rounds = scores.rounds();
-  Raw ahead[2];
+  Raw ahead[2]{};
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     if (h < rounds) ahead[h] = scores.load(h, true, policy);
