@@ -32,18 +32,6 @@ TopkCall make_call(const Shape& shape, const std::vector<double>& values, int64_
   return call;
 }
 
-// The reference's output of a call, poisoned first.
-HostTensor run_reference(TopkCall& call) {
-  HostTensor out(call.output_shape(), DType::i32);
-  std::memset(out.bytes.data(), 0x7F, out.bytes.size());
-  std::optional<TensorRef> starts, ends;
-  if (call.starts) starts = call.starts->ref();
-  if (call.ends) ends = call.ends->ref();
-  reference::topk_selector(call.scores.ref(), starts ? &*starts : nullptr, ends ? &*ends : nullptr, out.ref(),
-                           call.params);
-  return out;
-}
-
 std::vector<int32_t> values_of(const HostTensor& t) {
   std::vector<int32_t> values;
   for (int64_t i = 0; i < t.numel(); ++i) values.push_back(int_at(t, i));
@@ -82,36 +70,36 @@ TEST(TopkSelectorShapeRule, TopkIsBetweenOneAndTheKeys) {
 
 TEST(TopkSelectorReference, HighestScoresInPositionOrderOrByScore) {
   TopkCall call = make_call({1, 1, 8, 1}, {3, 1, 4, 1, 5, 9, 2, 6}, 3);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{4, 5, 7}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{4, 5, 7}));
   call.params.sorted = true;
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{5, 7, 4}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{5, 7, 4}));
   call.params.topk = 8;
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{5, 7, 4, 2, 0, 6, 1, 3}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{5, 7, 4, 2, 0, 6, 1, 3}));
 }
 
 TEST(TopkSelectorReference, TiesTakeTheLowerPositions) {
   TopkCall call = make_call({1, 1, 6, 1}, {1, 2, 0, 2, 2, 2}, 2, true);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{1, 3}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{1, 3}));
   call.params.topk = 4;
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{1, 3, 4, 5}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{1, 3, 4, 5}));
   call.params.topk = 5;
   call.params.sorted = false;
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{0, 1, 3, 4, 5}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{0, 1, 3, 4, 5}));
 }
 
 TEST(TopkSelectorReference, NaNRanksAboveInfinityAndTiesWithNaN) {
   // NaN of either sign ranks first (the two tie: the lower position first), -inf last.
   TopkCall call = make_call({1, 1, 6, 1}, {kInf, -kNaN, 5, kNaN, -kInf, -1e30}, 4, true);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{1, 3, 0, 2}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{1, 3, 0, 2}));
   call.params.topk = 6;
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{1, 3, 0, 2, 5, 4}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{1, 3, 0, 2, 5, 4}));
 }
 
 TEST(TopkSelectorReference, NegativeZeroTiesPositiveZero) {
   TopkCall call = make_call({1, 1, 4, 1}, {-1, -0.0, 0.0, -2}, 1);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{1}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{1}));
   call = make_call({1, 1, 3, 1}, {0.0, -0.0, -kInf}, 2, true);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{0, 1}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{0, 1}));
 }
 
 TEST(TopkSelectorReference, WindowsAreClampedAndShortOnesPadWithMinusOne) {
@@ -120,31 +108,31 @@ TEST(TopkSelectorReference, WindowsAreClampedAndShortOnesPadWithMinusOne) {
   TopkCall call = make_call({1, 4, 8, 1}, {3, 1, 4, 1, 5, 9, 2, 6}, 3);
   call.starts = int_tensor({1, 4}, {-3, 2, 6, 7});
   call.ends = int_tensor({1, 4}, {100, 5, 6, 8});
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{4, 5, 7, 2, 3, 4, -1, -1, -1, 7, -1, -1}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{4, 5, 7, 2, 3, 4, -1, -1, -1, 7, -1, -1}));
   call.params.sorted = true;
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{5, 7, 4, 4, 2, 3, -1, -1, -1, 7, -1, -1}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{5, 7, 4, 4, 2, 3, -1, -1, -1, 7, -1, -1}));
   // Only ends: causal windows of s + 1 keys.
   call.starts.reset();
   call.ends = int_tensor({1, 4}, {1, 2, 3, 4});
   call.params.sorted = false;
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{0, -1, -1, 0, 1, -1, 0, 1, 2, 0, 1, 2}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{0, -1, -1, 0, 1, -1, 0, 1, 2, 0, 1, 2}));
 }
 
 TEST(TopkSelectorReference, GroupsSelectApartInSharedWindows) {
   // [1, 1, 4, 2]: group 0 sees 1, 4, 2, 8 and group 1 sees 7, 3, 5, 0 (G innermost); the window [1, 4).
   TopkCall call = make_call({1, 1, 4, 2}, {1, 7, 4, 3, 2, 5, 8, 0}, 2, true);
   call.starts = int_tensor({1, 1}, {1});
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{3, 1, 2, 1}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{3, 1, 2, 1}));
 }
 
 TEST(TopkSelectorReference, HalfPrecisionScoresCompareWidened) {
   // 1.001 rounds to 1 in bf16, so that it ties 1 and the lower position goes first; f16 keeps them apart.
   TopkCall call = make_call({1, 1, 4, 1}, {0.5, 1.0, 1.001, -2}, 1, false, DType::bf16);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{1}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{1}));
   call = make_call({1, 1, 4, 1}, {0.5, 1.0, 1.001, -2}, 1, false, DType::f16);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{2}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{2}));
   call = make_call({1, 1, 3, 1}, {kNaN, kInf, 65504}, 3, true, DType::f16);
-  EXPECT_EQ(values_of(run_reference(call)), (Ints{0, 1, 2}));
+  EXPECT_EQ(values_of(reference_output(call)), (Ints{0, 1, 2}));
 }
 
 TEST(TopkSelectorReference, PassesTheTieAwareCheckOnRandomRows) {
@@ -166,7 +154,7 @@ TEST(TopkSelectorReference, PassesTheTieAwareCheckOnRandomRows) {
       call.starts = int_tensor({shape[0], shape[1]}, starts);
       call.ends = int_tensor({shape[0], shape[1]}, ends);
     }
-    const HostTensor out = run_reference(call);
+    const HostTensor out = reference_output(call);
     EXPECT_EQ(tie_aware_mismatch(call, out), "") << "case " << c << " " << call.describe();
   }
 }
@@ -174,7 +162,7 @@ TEST(TopkSelectorReference, PassesTheTieAwareCheckOnRandomRows) {
 TEST(TopkSelectorTieAwareCheck, RefusesWrongOutputs) {
   TopkCall call = make_call({1, 1, 6, 1}, {3, 1, 4, 1, 5, 9}, 3);
   call.ends = int_tensor({1, 1}, {6});
-  HostTensor out = run_reference(call);  // 2, 4, 5
+  HostTensor out = reference_output(call);  // 2, 4, 5
   EXPECT_EQ(tie_aware_mismatch(call, out), "");
   set_int(out, 0, 1);  // score 1 instead of 4
   EXPECT_NE(tie_aware_mismatch(call, out), "");
@@ -183,13 +171,13 @@ TEST(TopkSelectorTieAwareCheck, RefusesWrongOutputs) {
   set_int(out, 0, 6);  // outside the window
   EXPECT_NE(tie_aware_mismatch(call, out), "");
   call.ends = int_tensor({1, 1}, {2});  // two keys: the third slot must be -1
-  out = run_reference(call);
+  out = reference_output(call);
   EXPECT_EQ(tie_aware_mismatch(call, out), "");
   set_int(out, 2, 0);
   EXPECT_NE(tie_aware_mismatch(call, out), "");
   // A tie taken by the higher position passes: the check leaves the tie rule to the exact comparison.
   call = make_call({1, 1, 3, 1}, {2, 2, 1}, 1);
-  out = run_reference(call);
+  out = reference_output(call);
   set_int(out, 0, 1);
   EXPECT_EQ(tie_aware_mismatch(call, out), "");
 }

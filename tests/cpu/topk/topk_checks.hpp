@@ -1,5 +1,6 @@
-// What the top-k family's CPU and GPU tests share: one call's host tensors, random scores (normal, few
-// distinct values, NaN and infinities), windows, and the spec's tie-aware check of an output (§5.1).
+// What the top-k family's CPU and GPU tests share: one call's host tensors, the reference's output,
+// random scores (normal, few distinct values, NaN and infinities), windows, and the spec's tie-aware
+// check of an output (§5.1).
 #pragma once
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "core/check.hpp"
 #include "host_tensor.hpp"
+#include "solops/reference.hpp"
 #include "solops/topk.hpp"
 
 namespace solops::testing::topk {
@@ -59,6 +61,22 @@ struct TopkCall {
                           ends ? " ends" : "");
   }
 };
+
+// Where an output is poisoned before a run: a value no slot may hold (not a position of the tests'
+// rows, not -1).
+inline constexpr int kPoisonByte = 0x7F;
+
+// The reference's output of a call, poisoned first.
+inline HostTensor reference_output(TopkCall& call) {
+  HostTensor out(call.output_shape(), DType::i32);
+  if (!out.bytes.empty()) std::memset(out.bytes.data(), kPoisonByte, out.bytes.size());
+  std::optional<TensorRef> starts, ends;
+  if (call.starts) starts = call.starts->ref();
+  if (call.ends) ends = call.ends->ref();
+  reference::topk_selector(call.scores.ref(), starts ? &*starts : nullptr, ends ? &*ends : nullptr, out.ref(),
+                           call.params);
+  return out;
+}
 
 enum class Scores {
   normal,      // standard normal: ties practically absent (in f32)
