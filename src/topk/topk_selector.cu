@@ -318,11 +318,10 @@ __device__ void write_row(const Source& source, int wanted, bool sorted, int32_t
   }
 }
 
-// Rows are walked cluster-stride; the rank's slice of a row is a ceil(count / ranks) share of its
-// window, a multiple of kItems.
+// One CTA's part: rows are walked cluster-stride; the rank's slice of a row is a ceil(count / ranks)
+// share of its window, a multiple of kItems.
 template <class T, bool kVector, bool kBuffered>
-__global__ void __launch_bounds__(kThreads, 2) select_rows(const Params p) {
-  __shared__ Shared sh;
+__device__ void select_rows_of_cta(const Params& p, Shared& sh) {
   const int ranks = static_cast<int>(cg::cluster_group::num_blocks());
   const int rank = static_cast<int>(cg::cluster_group::block_rank());
   Parity parity;
@@ -353,6 +352,12 @@ __global__ void __launch_bounds__(kThreads, 2) select_rows(const Params p) {
     }
     cg::cluster_group::sync();  // no CTA leaves, or reuses its arrays, while another reads them
   }
+}
+
+template <class T, bool kVector, bool kBuffered>
+__global__ void __launch_bounds__(kThreads, 2) select_rows(const Params p) {
+  __shared__ Shared sh;
+  select_rows_of_cta<T, kVector, kBuffered>(p, sh);
 }
 
 // A cluster splits rows only while the rows alone leave fewer CTAs than two an SM, and each CTA keeps
