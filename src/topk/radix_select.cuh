@@ -196,6 +196,21 @@ __device__ void pick_bin(const uint32_t* hist, uint32_t need, int ranks, Pick& o
   }
 }
 
+// Calls visit(v) for each of this thread's entries of the source that participate: value(key,
+// position, v) sets v and says whether the entry does.
+template <class Source, class Value, class Visit>
+__device__ void for_each_value(const Source& source, Value value, Visit visit) {
+  for (int r = 0; r < source.rounds(); ++r) {
+    Items items;
+    source.round(r, items);
+#pragma unroll
+    for (int e = 0; e < kItems; ++e) {
+      uint32_t v;
+      if (items.valid[e] && value(items.key[e], items.position[e], v)) visit(v);
+    }
+  }
+}
+
 // Where a search over values ends: `low` is the floor of its last bin (every value of the bin is at
 // least low), `need` the entries still wanted there, `count` the scope's entries of the bin; local_above
 // counts this CTA's entries above the bin and local_count its entries in it.
@@ -207,7 +222,7 @@ struct Found {
 };
 
 // The `need`-th largest value among the participating entries of the scope (need >= 1, and at least
-// need entries participate): value(key, position, v) sets v and says whether the entry participates.
+// need entries participate; value as for_each_value).
 // Each pass splits the range of values still in play, [low, high], into at most 256 bins of 2^shift
 // values, counts the entries of each (shared-memory atomics; the cluster's CTAs add theirs up), keeps
 // the bin that holds the wanted entry and drops those above it from `need`. Binning the range rather
@@ -218,35 +233,19 @@ template <bool kCluster, class Source, class Value>
 __device__ Found find_value(const Source& source, Value value, int need, int ranks, SelectShared& sh,
                             Parity& parity) {
   uint32_t low = 0xFFFFFFFFu, high = 0;
-  for (int r = 0; r < source.rounds(); ++r) {
-    Items items;
-    source.round(r, items);
-#pragma unroll
-    for (int e = 0; e < kItems; ++e) {
-      uint32_t v;
-      if (items.valid[e] && value(items.key[e], items.position[e], v)) {
-        low = min(low, v);
-        high = max(high, v);
-      }
-    }
-  }
+  for_each_value(source, value, [&](uint32_t v) {
+    low = min(low, v);
+    high = max(high, v);
+  });
   scope_min_max<kCluster>(low, high, ranks, sh, parity);
   int local_above = 0;
   while (true) {
     const uint32_t span = high - low;
     const int shift = span == 0 ? 0 : max(0, 32 - __clz(span) - 8);
     uint32_t* hist = sh.hist[parity.hist];
-    for (int r = 0; r < source.rounds(); ++r) {
-      Items items;
-      source.round(r, items);
-#pragma unroll
-      for (int e = 0; e < kItems; ++e) {
-        uint32_t v;
-        if (items.valid[e] && value(items.key[e], items.position[e], v) && v >= low && v <= high) {
-          atomicAdd(&hist[(v - low) >> shift], 1u);
-        }
-      }
-    }
+    for_each_value(source, value, [&](uint32_t v) {
+      if (v >= low && v <= high) atomicAdd(&hist[(v - low) >> shift], 1u);
+    });
     scope_sync<kCluster>();
     // Warp 0 reads the histograms (and the other CTAs'); the other warps clear the other half for
     // the next pass, which no CTA reads now: their last reads of it came before this barrier.

@@ -288,7 +288,8 @@ def alternatives_text(row: Row) -> str:
     return " · ".join(parts) or "—"
 
 
-# The mark of a family's extra rows (shapes beyond the catalogue) in the tables; the summaries leave them out.
+# The mark of a family's extra rows (shapes beyond the catalogue) in the tables; the summaries leave
+# them out.
 NOT_IN_CATALOGUE = "(not in catalogue)"
 
 TABLE_HEADER = ["workload", "dtype", "ratio", "ours (ms, device / host)",

@@ -80,7 +80,7 @@ def random_normal(shape, dtype: torch.dtype) -> torch.Tensor:
 
 def row_case(op: str, row: dict, roofline_cost: tuple[float, float], rate_kind: str, reference, check,
              impls: list[Impl]) -> Case:
-    """The Case of one manifest row."""
+    """The Case of one row (the manifest's, or one of the family's EXTRA_ROWS)."""
     flops, bytes_moved = roofline_cost
     return Case(op=op, workload=row["workload"], dtype=row["dtype"], flops=float(flops), bytes=float(bytes_moved),
                 rate_kind=rate_kind, reference=reference, check=check, impls=impls, page=row.get("reference"),
@@ -187,7 +187,8 @@ def case_lines(case: Case, quick: bool, context: dict) -> list[dict]:
 def build_failure_line(op: str, row: dict, context: dict, error: Exception) -> dict:
     return {
         "family": context["family"], "op": op, "workload": row["workload"], "dtype": row["dtype"],
-        "catalogue": row.get("catalogue", True), "impl": "solops", "correct": False, "error": "building the case raised " + describe_error(error),
+        "catalogue": row.get("catalogue", True), "impl": "solops", "correct": False,
+        "error": "building the case raised " + describe_error(error),
         "median_ms": None, "min_ms": None, "p90_ms": None, "device": context["device"],
         "commit": context["commit"], "date": context["date"],
         "present_alternatives": context["present_alternatives"],
