@@ -34,7 +34,7 @@ struct Items {
   bool valid[kItems];
 };
 
-// The top r entries of a source set, as select() finds them: an entry is in iff its key is above
+// The top r entries of a source set, as select_top finds them: an entry is in iff its key is above
 // key_above, or it equals tie_key and its position is at most last_tie (the ties at the boundary key
 // that the tie rule takes). local_count counts this CTA's entries in it.
 struct Selection {
@@ -67,8 +67,9 @@ struct SelectShared {
   uint32_t published[2][2];  // the CTA's words for the other CTAs of its cluster
 };
 
-// The half of each double-buffered array that the next use takes: the same in every thread of a CTA
-// (block) and in every CTA of a cluster (cluster), since every use is made by all of them.
+// The half of each double-buffered array that the next use takes: the same in every thread of a CTA,
+// and `cluster` (and `hist` during a cluster-wide selection) the same in every CTA of the cluster,
+// since every use is made by all of them.
 struct Parity {
   int hist = 0, block = 0, cluster = 0;
 };
@@ -173,10 +174,11 @@ __device__ void pick_bin(const uint32_t* hist, uint32_t need, int ranks, Pick& o
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
     mine[i] = hist[8 * lane + i];
-    total[i] = mine[i];
     if constexpr (kCluster) {
       total[i] = 0;
       for (int rank = 0; rank < ranks; ++rank) total[i] += at_rank(hist, rank)[8 * lane + i];
+    } else {
+      total[i] = mine[i];
     }
     lane_total += total[i];
     lane_mine += mine[i];
