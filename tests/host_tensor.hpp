@@ -1,5 +1,5 @@
-// Host tensors of any dtype for the tests: filled from a pattern, compared with expected values,
-// and seen through the C ABI's descriptor.
+// Host tensors of any dtype for the tests (and as C ABI tensors): filled from a pattern, compared with
+// expected values.
 #pragma once
 
 #include <gtest/gtest.h>

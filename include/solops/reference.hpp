@@ -6,3 +6,4 @@
 #include "solops/conv.hpp"
 #include "solops/norm.hpp"
 #include "solops/pool.hpp"
+#include "solops/topk.hpp"

@@ -8,5 +8,6 @@
 #include "solops/c/conv.h"
 #include "solops/c/norm.h"
 #include "solops/c/pool.h"
+#include "solops/c/topk.h"
 
 #endif /* SOLOPS_H */

@@ -7,3 +7,4 @@
 #include "solops/norm.hpp"
 #include "solops/pool.hpp"
 #include "solops/tensor.hpp"
+#include "solops/topk.hpp"

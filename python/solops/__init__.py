@@ -23,21 +23,11 @@ def _load_extension():
 
 _load_extension()
 
-from . import cost, reference  # noqa: E402  (the ops must be registered first)
-from .norm import (ada_layer_norm, batch_norm, batch_norm_backward, batch_norm_inference,  # noqa: E402
-                   fused_add_layer_norm, fused_add_layer_norm_, fused_add_rms_norm, fused_add_rms_norm_,
-                   gemma_rms_norm, group_norm, group_norm_backward, group_rms_norm, instance_norm,
-                   instance_norm_backward, layer_norm, layer_norm_backward, layer_norm_quant, qk_norm, rms_norm,
-                   rms_norm_backward, rms_norm_quant, spectral_norm_power_iter, vector_norm, weight_norm)
-from .pool import (adaptive_avg_pool2d, adaptive_max_pool2d, avg_pool1d, avg_pool2d, avg_pool3d,  # noqa: E402
-                   max_pool1d, max_pool2d, max_pool3d, mean_pooling, prepare_chunk_indices)
+# The ops must be registered before the families' modules give them fakes.
+from . import conv, cost, norm, pool, reference, topk  # noqa: E402
+from .conv import *  # noqa: E402,F401,F403  (every family's __all__: its public functions)
+from .norm import *  # noqa: E402,F401,F403
+from .pool import *  # noqa: E402,F401,F403
+from .topk import *  # noqa: E402,F401,F403
 
-__all__ = [
-    "ada_layer_norm", "adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d",
-    "batch_norm", "batch_norm_backward", "batch_norm_inference", "cost", "fused_add_layer_norm",
-    "fused_add_layer_norm_", "fused_add_rms_norm", "fused_add_rms_norm_", "gemma_rms_norm", "group_norm",
-    "group_norm_backward", "group_rms_norm", "instance_norm", "instance_norm_backward", "layer_norm",
-    "layer_norm_backward", "layer_norm_quant", "max_pool1d", "max_pool2d", "max_pool3d", "mean_pooling",
-    "prepare_chunk_indices", "qk_norm", "reference", "rms_norm", "rms_norm_backward", "rms_norm_quant",
-    "spectral_norm_power_iter", "vector_norm", "weight_norm",
-]
+__all__ = ["cost", "reference", *conv.__all__, *norm.__all__, *pool.__all__, *topk.__all__]

@@ -14,6 +14,10 @@ import torch
 from ._rules import (INT_MAX, check_float_dtype, check_known_dtype, check_product, dtype_name, per_axis, require,
                      shape_string)
 
+# The public functions; solops/__init__.py exports every family's.
+__all__ = ["conv1d", "conv1d_causal", "conv2d", "conv2d_bias_relu", "conv3d", "depthwise_conv2d", "dilated_conv2d",
+           "grouped_conv2d", "pointwise_conv2d"]
+
 _ops = torch.ops.solops
 
 

@@ -29,6 +29,13 @@ import torch
 from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_shape, check_tensor, require,
                      shape_string)
 
+# The public functions; solops/__init__.py exports every family's.
+__all__ = ["ada_layer_norm", "batch_norm", "batch_norm_backward", "batch_norm_inference", "fused_add_layer_norm",
+           "fused_add_layer_norm_", "fused_add_rms_norm", "fused_add_rms_norm_", "gemma_rms_norm", "group_norm",
+           "group_norm_backward", "group_rms_norm", "instance_norm", "instance_norm_backward", "layer_norm",
+           "layer_norm_backward", "layer_norm_quant", "qk_norm", "rms_norm", "rms_norm_backward", "rms_norm_quant",
+           "spectral_norm_power_iter", "vector_norm", "weight_norm"]
+
 _ops = torch.ops.solops
 _rms_norm, _rms_norm_with_stats = _ops.rms_norm.default, _ops.rms_norm_with_stats.default
 _layer_norm, _layer_norm_with_stats = _ops.layer_norm.default, _ops.layer_norm_with_stats.default

@@ -11,6 +11,10 @@ import torch
 from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_product, check_tensor, per_axis,
                      require, shape_string)
 
+# The public functions; solops/__init__.py exports every family's.
+__all__ = ["adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d",
+           "max_pool2d", "max_pool3d", "mean_pooling", "prepare_chunk_indices"]
+
 _ops = torch.ops.solops
 _max_pool1d, _max_pool1d_with_indices = _ops.max_pool1d.default, _ops.max_pool1d_with_indices.default
 _max_pool2d, _max_pool2d_with_indices = _ops.max_pool2d.default, _ops.max_pool2d_with_indices.default

@@ -41,7 +41,7 @@ solops::TensorRef to_tensor(const solops_tensor* t, const char* function, const 
 // A tensor the caller may leave out (NULL).
 std::optional<solops::TensorRef> optional_tensor(const solops_tensor* t, const char* function, const char* name);
 
-// `name` names the shape in the error for a null pointer.
+// A shape the caller passes as (rank, sizes); `name` names the sizes in the error for a null pointer.
 std::span<const int64_t> to_shape(int32_t rank, const int64_t* shape, const char* function,
                                   const char* name = "x_shape");
 

@@ -29,6 +29,19 @@ __device__ __forceinline__ uint4 load_evict_first(const uint4* address, bool val
   return bits;
 }
 
+// The same for an 8-byte vector.
+__device__ __forceinline__ uint2 load_evict_first(const uint2* address, bool valid, uint64_t policy) {
+  uint2 bits{0, 0};
+  asm("{\n"
+      "  .reg .pred p;\n"
+      "  setp.ne.b32 p, %3, 0;\n"
+      "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %4;\n"
+      "}"
+      : "+r"(bits.x), "+r"(bits.y)
+      : "l"(address), "r"(static_cast<int>(valid)), "l"(policy));
+  return bits;
+}
+
 // A 4-byte element, kept in L1 (where neighbouring threads' overlapping reads find it).
 template <class T>
 __device__ __forceinline__ T load_evict_first(const T* address, uint64_t policy) {

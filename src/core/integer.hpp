@@ -14,7 +14,7 @@
 namespace solops::detail {
 
 // a / b rounded up, for a >= 0 and b > 0 (without a + b - 1, which overflows for a near INT64_MAX).
-constexpr int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+SOLOPS_HOST_DEVICE constexpr int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
 
 // A launch's grid of `blocks` blocks, at least one and at most INT_MAX (grid-stride kernels walk
 // whatever lies beyond).

@@ -1,12 +1,16 @@
-// Device buffers and the skip rule shared by the GPU tests.
+// Device buffers, device views, CUDA graph capture of a launch and the skip rule shared by the GPU tests.
 #pragma once
 
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "solops/tensor.hpp"
 
 namespace solops::testing {
 
@@ -67,5 +71,34 @@ class DeviceBuffer {
   void* data_ = nullptr;
   size_t bytes_;
 };
+
+// A view of device memory on cuda:0, where the tests run.
+inline TensorRef device_ref(const void* data, DType dtype, const std::vector<int64_t>& shape) {
+  return make_tensor(const_cast<void*>(data), dtype, shape, 0);
+}
+
+// Calls launch(stream) on the default stream, or captures it into a CUDA graph on a new stream
+// and replays that once (`graph`); then waits for the device.
+template <class Launch>
+void launch_maybe_in_graph(Launch launch, bool graph) {
+  if (graph) {
+    cudaStream_t stream;
+    cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
+    cudaGraph_t captured;
+    cudaGraphExec_t exec;
+    cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
+    launch(stream);
+    cuda_ok(cudaStreamEndCapture(stream, &captured), "end capture");
+    cuda_ok(cudaGraphInstantiate(&exec, captured, 0), "instantiate");
+    cuda_ok(cudaGraphLaunch(exec, stream), "launch");
+    cuda_ok(cudaStreamSynchronize(stream), "replay");
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(captured);
+    cudaStreamDestroy(stream);
+  } else {
+    launch(nullptr);
+  }
+  cuda_ok(cudaDeviceSynchronize(), "kernel");
+}
 
 }  // namespace solops::testing

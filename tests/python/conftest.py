@@ -8,8 +8,9 @@ CPU machines have; scripts/device-check.sh deselects these on the GPU machine wi
 import sys
 from pathlib import Path
 
-# Each family's sample calls are imported by name (pool_samples, norm_samples, conv_samples) from any test.
-for family in ("pool", "norm", "conv"):
+# Each family's sample calls are imported by name (pool_samples, norm_samples, conv_samples,
+# topk_samples) from any test.
+for family in ("pool", "norm", "conv", "topk"):
     sys.path.insert(0, str(Path(__file__).parent / family))
 
 

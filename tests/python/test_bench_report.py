@@ -91,6 +91,17 @@ def test_summary_counts_rows_whose_host_time_is_at_most_torchs() -> None:
     assert host == {"MaxPool2dFwd": "1/2", "AvgPool2dFwd": "0/0", "**all**": "1/2"}
 
 
+def test_extra_rows_are_marked_and_left_out_of_the_summary() -> None:
+    extra = [dict(entry, workload="decode", catalogue=False)
+             for entry in (line("MaxPool2dFwd", "decode", "solops", 0.01, 0.02),
+                           line("MaxPool2dFwd", "decode", "torch", 0.04, 0.05))]
+    rows = report.build_rows(LINES + extra, None)
+    workloads = [report.table_cells(row)[0] for row in rows]
+    assert workloads == ["small", "large", "small", "decode (not in catalogue)"]
+    summary = {cells[1]: cells[report.SUMMARY_HEADER.index("rows")] for cells in report.summary_rows(rows)}
+    assert summary == {"MaxPool2dFwd": "2", "AvgPool2dFwd": "1", "**all**": "3"}
+
+
 LAUNCH = [{"family": "pool", "op": "MaxPool2dFwd", "workload": "small", "dtype": "f16",
            "tensors": {"input": [2, 64, 55, 55]}, "solops_us": 6.0, "torch_us": 5.5, "ratio": 6.0 / 5.5,
            "calls": 1000, "repeats": 5, "error": None, "device": "NVIDIA H200", "commit": "abc", "date": "d"},

@@ -68,6 +68,14 @@ def test_a_family_line_counts_ops_rows_and_ratios(results: Path) -> None:
     assert "- pool: `MaxPool2dFwd`, `AvgPool2dFwd`" in block.splitlines()
 
 
+def test_extra_rows_are_left_out_of_the_family_line(results: Path) -> None:
+    before = status.render(results, MANIFEST)
+    with (results / "h100" / "pool.jsonl").open("a") as lines:
+        for impl, ms in (("solops", 1.0), ("torch", 3.0)):
+            lines.write(json.dumps(dict(json.loads(line("MaxPool3dFwd", "decode", impl, ms)), catalogue=False)) + "\n")
+    assert status.render(results, MANIFEST) == before
+
+
 def test_only_the_block_between_the_markers_changes() -> None:
     readme = f"intro\n{status.BEGIN}\nold\n{status.END}\nset-up\n"
     block = f"{status.BEGIN}\nnew\n{status.END}"

@@ -1,7 +1,8 @@
 """Every op of every family through PyTorch's machinery, from its sample call (pool/pool_samples.py,
-norm/norm_samples.py, conv/conv_samples.py): registered in all three namespaces, fake implementations
-that agree with the C++ shape rules, one compiled graph for every size (torch.compile(dynamic=True)), no graph break,
-opcheck, CUDA graphs, and the library's errors at trace time and at run time.
+norm/norm_samples.py, conv/conv_samples.py, topk/topk_samples.py): registered in all three namespaces,
+fake implementations that agree with the C++ shape rules, one compiled graph for every size
+(torch.compile(dynamic=True)), no graph break, opcheck, CUDA graphs, and the library's errors at trace
+time and at run time.
 
 The tests marked requires_cuda run the kernels and skip loudly without a GPU; the others run on
 the CPU, on meta and fake tensors.
@@ -18,8 +19,9 @@ from conv_samples import SAMPLES as CONV_SAMPLES
 from norm_samples import SAMPLES as NORM_SAMPLES
 from pool_samples import SAMPLES as POOL_SAMPLES
 from support import DYNAMIC_SIZES, flat, registered_ops, requires_cuda
+from topk_samples import SAMPLES as TOPK_SAMPLES
 
-SAMPLES = POOL_SAMPLES + NORM_SAMPLES + CONV_SAMPLES
+SAMPLES = POOL_SAMPLES + NORM_SAMPLES + CONV_SAMPLES + TOPK_SAMPLES
 every_sample = pytest.mark.parametrize("sample", SAMPLES, ids=[sample.op for sample in SAMPLES])
 
 

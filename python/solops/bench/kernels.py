@@ -1,4 +1,5 @@
-"""Runs solops once on every manifest row of a family, for a profiler to record its kernels.
+"""Runs solops once on every row of a family (the manifest's and its extra rows), for a profiler to record
+its kernels.
 
     ncu --kernel-name regex:solops --section SpeedOfLight ... \\
         python -m solops.bench.kernels --family pool [--ops OP ...] [--workloads ID ...]
@@ -37,7 +38,7 @@ def row_calls(description: str, argv=None):
     manifest = json.loads(args.manifest.read_text())
     ops = run.choose_ops(module, manifest, args.family, args.ops)
     alternatives = run.choose_alternatives(module, args.impls) if args.impls else []
-    for op, row in run.manifest_rows(manifest, args.family, ops, args.workloads):
+    for op, row in run.family_rows(module, manifest, args.family, ops, args.workloads):
         try:
             case = module.build_case(op, row, alternatives=alternatives)
         except run.UnsupportedRow:

@@ -1,9 +1,10 @@
 """Launch overhead: the wall time of back-to-back eager calls of each op of a family on its smallest
-catalogue row, solops against PyTorch's own op (the family's `torch` alternative).
+row (of the catalogue's and the family's extra rows), solops against PyTorch's own op (the family's
+`torch` alternative).
 
     python -m solops.bench.launch --family pool --out bench/results/h200/launch-pool.jsonl
 
-For each op: the manifest row with the fewest bytes that the family can run, its inputs and calls
+For each op: the row with the fewest bytes that the family can run, its inputs and calls
 built by the family module's build_case (as the benchmark builds them), a warm-up, then CALLS
 back-to-back calls of each, timed with perf_counter around the calls and one synchronize at the end;
 solops and torch take turns for REPEATS rounds and the median of each is kept. One JSON line per op;
@@ -34,7 +35,7 @@ ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "fp8e4m3": 1, "i32": 4}
 
 
 def row_bytes(row: dict) -> int:
-    """Bytes of the tensors a catalogue row lists, each in its tensor_dtypes entry or else the row's
+    """Bytes of the tensors a row lists, each in its tensor_dtypes entry or else the row's
     dtype (the input dtype of "f16/f32")."""
     row_dtype = row["dtype"].partition("/")[0]
     total = 0
@@ -137,7 +138,7 @@ def main(argv=None) -> int:
     facts = dict(run.run_facts(), family=args.family)
     lines = []
     for op in run.choose_ops(module, manifest, args.family, None):
-        rows = smallest_first(row for _, row in run.manifest_rows(manifest, args.family, [op], None))
+        rows = smallest_first(row for _, row in run.family_rows(module, manifest, args.family, [op], None))
         line = measure_op(module, op, rows, facts)
         lines.append(line)
         head = f"{op:<28} {line['workload']:<22} {line['dtype']:<8}"

@@ -93,6 +93,12 @@ class Row:
     copy_bytes_per_s: float | None = None  # the copy kernel's rate at our bytes (memory-bound rows)
 
     @property
+    def catalogue(self) -> bool:
+        """Whether the row is the catalogue's (not one of a family's extra rows)."""
+        return all(line.get("catalogue", True) for line in [self.ours, *self.timed, *self.mismatches,
+                                                            *self.not_applicable] if line is not None)
+
+    @property
     def ours_ms(self) -> float | None:
         if self.ours is None or self.ours.get("correct") is not True:
             return None
@@ -286,6 +292,10 @@ def alternatives_text(row: Row) -> str:
     return " · ".join(parts) or "—"
 
 
+# The mark of a family's extra rows (shapes beyond the catalogue) in the tables; the summaries leave
+# them out.
+NOT_IN_CATALOGUE = "(not in catalogue)"
+
 TABLE_HEADER = ["workload", "dtype", "ratio", "ours (ms, device / host)",
                 "alternatives (ms, device / host, fastest first)",
                 "TFLOP/s", "SOL %", "bound", "TB/s", "% of copy", "page ours (ms)"]
@@ -295,7 +305,8 @@ def table_cells(row: Row) -> list[str]:
     ours = device_host(row.ours) if row.ours_ms is not None else "FAILED"
     sol_pct = "—" if row.sol_pct is None else f"{row.sol_pct:.0f}"
     copy_pct = "—" if row.copy_pct is None else f"{row.copy_pct:.0f}"
-    return [row.workload, row.dtype, times(row.ratio), ours, alternatives_text(row),
+    workload = row.workload if row.catalogue else f"{row.workload} {NOT_IN_CATALOGUE}"
+    return [workload, row.dtype, times(row.ratio), ours, alternatives_text(row),
             number(row.per_second("flops"), 1e12, 2), sol_pct, row.bound or "—",
             number(row.per_second("bytes"), 1e12, 2), copy_pct, ms(row.page_ms)]
 
@@ -317,8 +328,9 @@ def host_at_most_torch_text(rows: list[Row]) -> str:
 
 
 def summary_rows(rows: list[Row]) -> list[list[str]]:
+    """Per op and per family, over the catalogue's rows."""
     table = []
-    for family, family_rows in group(rows, "family").items():
+    for family, family_rows in group([row for row in rows if row.catalogue], "family").items():
         for op, op_rows in group(family_rows, "op").items():
             ratios = [row.ratio for row in op_rows if row.ratio is not None]
             faster = sum(1 for ratio in ratios if ratio > 1.0)

@@ -7,10 +7,13 @@ checked against the reference and then timed, in one process with one method.
 Writes one JSON line per (op, workload, dtype, impl). A solops result that raises or differs
 from the reference makes the run exit non-zero, after everything has been written.
 
-A family is a sibling module (solops.bench.pool, later norm, conv, topk) with:
+A family is a sibling module (solops.bench.pool, norm, topk, later conv) with:
     OPS                       the op names it implements, as in the manifest
     present_alternatives()    {name: None if usable, else why not} for its alternatives
     build_case(op, row, alternatives) -> Case   (raises UnsupportedRow for rows it cannot run)
+and, optionally, EXTRA_ROWS: {op: [row, ...]} of shapes beyond the catalogue, in the manifest's row
+format, each with "catalogue": False; they run after the manifest's rows, and their result lines say
+"catalogue": false (the report marks them and leaves them out of its summaries).
 The classes and helpers such modules share live here.
 """
 
@@ -60,6 +63,7 @@ class Case:
     # The bytes a call must move where that exceeds the roofline's (a tensor read twice because it
     # cannot stay on chip); the memory bar (% of copy) measures against it. None: the roofline's.
     min_bytes: float | None = None
+    catalogue: bool = True  # False: one of the family's EXTRA_ROWS
 
 
 # ---- helpers shared by the family modules ----------------------------------------------------
@@ -79,11 +83,11 @@ def random_normal(shape, dtype: torch.dtype) -> torch.Tensor:
 
 def row_case(op: str, row: dict, roofline_cost: tuple[float, float], rate_kind: str, reference, check,
              impls: list[Impl], min_bytes: float | None = None) -> Case:
-    """The Case of one manifest row."""
+    """The Case of one row (the manifest's, or one of the family's EXTRA_ROWS)."""
     flops, bytes_moved = roofline_cost
     return Case(op=op, workload=row["workload"], dtype=row["dtype"], flops=float(flops), bytes=float(bytes_moved),
                 rate_kind=rate_kind, reference=reference, check=check, impls=impls, page=row.get("reference"),
-                min_bytes=min_bytes)
+                min_bytes=min_bytes, catalogue=row.get("catalogue", True))
 
 
 def compile_for_benchmark(fn: Callable) -> Callable:
@@ -155,6 +159,7 @@ def case_lines(case: Case, quick: bool, context: dict) -> list[dict]:
         "op": case.op,
         "workload": case.workload,
         "dtype": case.dtype,
+        "catalogue": case.catalogue,
         "flops": case.flops,
         "bytes": case.bytes,
         **({"min_bytes": case.min_bytes} if case.min_bytes is not None else {}),
@@ -186,7 +191,8 @@ def case_lines(case: Case, quick: bool, context: dict) -> list[dict]:
 def build_failure_line(op: str, row: dict, context: dict, error: Exception) -> dict:
     return {
         "family": context["family"], "op": op, "workload": row["workload"], "dtype": row["dtype"],
-        "impl": "solops", "correct": False, "error": "building the case raised " + describe_error(error),
+        "catalogue": row.get("catalogue", True), "impl": "solops", "correct": False,
+        "error": "building the case raised " + describe_error(error),
         "median_ms": None, "min_ms": None, "p90_ms": None, "device": context["device"],
         "commit": context["commit"], "date": context["date"],
         "present_alternatives": context["present_alternatives"],
@@ -237,6 +243,16 @@ def manifest_rows(manifest: dict, family: str, ops: list[str], workloads: list[s
         if entry.get("family") == family and entry["op"] in ops:
             chosen = [row for row in entry["rows"] if workloads is None or row["workload"] in workloads]
             rows.extend((entry["op"], row) for row in chosen)
+    return rows
+
+
+def family_rows(module, manifest: dict, family: str, ops: list[str],
+                workloads: list[str] | None) -> list[tuple[str, dict]]:
+    """The manifest's rows of the ops, then the family module's EXTRA_ROWS of them."""
+    rows = manifest_rows(manifest, family, ops, workloads)
+    for op, extra in getattr(module, "EXTRA_ROWS", {}).items():
+        if op in ops:
+            rows.extend((op, row) for row in extra if workloads is None or row["workload"] in workloads)
     return rows
 
 
@@ -306,7 +322,7 @@ def main(argv=None) -> int:
         "present_alternatives": alternatives,
         "profile": load_profile(args.profile or out.parent / "profile.json"),
     }
-    rows = manifest_rows(manifest, args.family, ops, args.workloads)
+    rows = family_rows(module, manifest, args.family, ops, args.workloads)
     print(f"{len(rows)} rows of {', '.join(ops)}; alternatives: {', '.join(alternatives) or 'none'}")
 
     failures = 0

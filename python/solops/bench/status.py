@@ -2,10 +2,11 @@
 
     python3 -m solops.bench.status
 
-One line per family and card (bench/results/<card>/<family>.jsonl): the ops measured out of the
-family's ops in manifest/workloads.json, the rows where ours is correct, the geometric mean of the
-ratio against the fastest correct alternative (computed as docs/benchmarks.md computes it, by
-solops.bench.report), the rows at 1.00 or more, and the commit measured. The block sits between
+One line per family and card (bench/results/<card>/<family>.jsonl), over the catalogue's rows (a
+family's extra rows are left out): the ops measured out of the family's ops in
+manifest/workloads.json, the rows where ours is correct, the geometric mean of the ratio against the
+fastest correct alternative (computed as docs/benchmarks.md computes it, by solops.bench.report), the
+rows at 1.00 or more, and the commit measured. The block sits between
 BEGIN and END in README.md; nothing else of the file changes.
 """
 
@@ -61,7 +62,7 @@ def render(results_root: Path, manifest: dict) -> str:
     measured: dict[str, set[str]] = {}
     for card in cards:
         lines = read_lines(results_root / card)
-        rows_by_family = group(build_rows(lines, None), "family")
+        rows_by_family = group([row for row in build_rows(lines, None) if row.catalogue], "family")
         for family, ops in family_ops.items():
             if family in rows_by_family:
                 rows = rows_by_family[family]

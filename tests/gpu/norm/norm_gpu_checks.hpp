@@ -1,6 +1,6 @@
 // What the normalization family's GPU tests share: the row norms (each op, its tolerance, one call's
 // inputs and random values), device copies of host tensors, the first element outside a tolerance,
-// random shapes, CUDA graph capture of a launch, and the fixture of the tests that make their own calls.
+// random shapes, and the fixture of the tests that make their own calls.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -106,10 +106,6 @@ inline std::unique_ptr<DeviceBuffer> upload(const std::optional<HostTensor>& hos
   return buffer;
 }
 
-inline TensorRef device_ref(const void* data, DType dtype, const Shape& shape) {
-  return make_tensor(const_cast<void*>(data), dtype, shape, 0);
-}
-
 enum class Values { normal, offset, special };
 
 // Random normal values; `offset` adds 1000 to every value (a large common offset), `special` makes
@@ -209,30 +205,6 @@ inline RandomShape draw_shape(std::mt19937_64& rng, int c, bool two_normalized_d
 }
 
 inline Values draw_values(int c) { return c % 9 == 4 ? Values::special : Values::normal; }
-
-// Calls launch(stream) on the default stream, or captures it into a CUDA graph on a new stream
-// and replays that once (`graph`); then waits for the device.
-template <class Launch>
-void launch_maybe_in_graph(Launch launch, bool graph) {
-  if (graph) {
-    cudaStream_t stream;
-    testing::cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
-    cudaGraph_t captured;
-    cudaGraphExec_t exec;
-    testing::cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-    launch(stream);
-    testing::cuda_ok(cudaStreamEndCapture(stream, &captured), "end capture");
-    testing::cuda_ok(cudaGraphInstantiate(&exec, captured, 0), "instantiate");
-    testing::cuda_ok(cudaGraphLaunch(exec, stream), "launch");
-    testing::cuda_ok(cudaStreamSynchronize(stream), "replay");
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(captured);
-    cudaStreamDestroy(stream);
-  } else {
-    launch(nullptr);
-  }
-  testing::cuda_ok(cudaDeviceSynchronize(), "kernel");
-}
 
 // A shape of rank 1 to 4 for the reductions' random cases: odd, power-of-two and long dims, at most
 // 2M elements so that the CPU reference stays quick.
