@@ -62,6 +62,12 @@ def _requires_grad(t):
     return t is not None and t.requires_grad
 
 
+def _needs_grad(input, weight, bias):
+    """Whether a norm of input, weight and bias must run its differentiable op (spelled out rather
+    than a loop over the tensors: this runs on every eager call)."""
+    return torch.is_grad_enabled() and (input.requires_grad or _requires_grad(weight) or _requires_grad(bias))
+
+
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """F.rms_norm: input / sqrt(mean(input^2 over normalized_shape) + eps) * weight. eps=None is
     PyTorch's CUDA default, the float32 machine epsilon. Differentiable in input and weight.
@@ -76,7 +82,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5):
     """F.layer_norm: (input - mean) / sqrt(var + eps) * weight + bias, biased variance over the
     trailing normalized_shape dims. Differentiable in input, weight and bias.
     Ops: solops::layer_norm, or solops::layer_norm_with_stats when a gradient is needed."""
-    if torch.is_grad_enabled() and (input.requires_grad or _requires_grad(weight) or _requires_grad(bias)):
+    if _needs_grad(input, weight, bias):
         return _layer_norm_with_stats(input, _shape(normalized_shape), weight, bias, eps)[0]
     return _layer_norm(input, _shape(normalized_shape), weight, bias, eps)
 
