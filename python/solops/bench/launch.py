@@ -11,6 +11,11 @@ solops and torch take turns for REPEATS rounds and the median of each is kept. O
 report.py renders them as each family's "Launch overhead" table. A row that fails writes a line
 with its error and makes the run exit non-zero, after every op has run.
 
+With --events, each op's calls are also profiled (torch.profiler, CPU side) and the host events of
+one call are printed beneath its line, ours and torch's: the dispatcher's op, allocations, CUDA runtime
+calls, with their count and µs per call (inflated by the profiler alike for both), to say where
+the eager time goes.
+
 The row choice and the timing loop need neither PyTorch nor the library (tests load this file on
 the CPU); main and measure_op import them.
 """
@@ -29,6 +34,9 @@ from typing import Callable, Iterable
 CALLS = 1000
 WARMUP_CALLS = 100
 REPEATS = 5
+# --events: the calls profiled for each implementation, and the costliest events printed.
+EVENT_CALLS = 200
+EVENTS_SHOWN = 12
 
 # Bytes per element of the catalogue's dtype names.
 ELEMENT_BYTES = {"f16": 2, "bf16": 2, "f32": 4, "fp8e4m3": 1, "i32": 4}
@@ -83,6 +91,21 @@ def median_wall_us(fns: dict[str, Callable], calls: int, repeats: int,
     return {name: statistics.median(values) for name, values in samples.items()}
 
 
+def host_events(fn: Callable, calls: int) -> list[tuple[str, float, float]]:
+    """The CPU-side events of `calls` profiled fn() calls: (name, count per call, µs per call), the
+    costliest first; events seen in fewer than half the calls are left out."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as profiler:
+        for _ in range(calls):
+            fn()
+        torch.cuda.synchronize()
+    events = [(event.key, event.count / calls, event.cpu_time_total / calls)
+              for event in profiler.key_averages() if event.count * 2 >= calls]
+    return sorted(events, key=lambda event: -event[2])
+
+
 def launch_line(op: str, row: dict, solops_us: float | None, torch_us: float | None, facts: dict,
                 error: str | None = None) -> dict:
     ratio = solops_us / torch_us if solops_us is not None and torch_us is not None else None
@@ -91,8 +114,9 @@ def launch_line(op: str, row: dict, solops_us: float | None, torch_us: float | N
             "error": error, **facts}
 
 
-def measure_op(module, op: str, rows: list[dict], facts: dict) -> dict:
-    """The launch line of op on the first of rows (smallest first) that the family can run."""
+def measure_op(module, op: str, rows: list[dict], facts: dict, events: bool = False) -> dict:
+    """The launch line of op on the first of rows (smallest first) that the family can run; with
+    `events`, the host events of each implementation's calls are printed too."""
     import torch
 
     from solops.bench import run
@@ -115,6 +139,10 @@ def measure_op(module, op: str, rows: list[dict], facts: dict) -> dict:
                 for _ in range(WARMUP_CALLS):
                     fn()
             times = median_wall_us(fns, CALLS, REPEATS, torch.cuda.synchronize)
+            for name, fn in fns.items() if events else ():
+                print(f"  {name}: host events per call (count, µs)")
+                for key, count, us in host_events(fn, EVENT_CALLS)[:EVENTS_SHOWN]:
+                    print(f"    {count:5.1f} {us:8.2f}  {key[:100]}")
         except Exception as error:
             return launch_line(op, row, None, None, facts, "raised " + run.describe_error(error))
         return launch_line(op, row, times["solops"], times["torch"], facts)
@@ -126,6 +154,8 @@ def parse_args(argv):
     parser.add_argument("--family", required=True, help="pool, norm or conv")
     parser.add_argument("--out", type=Path, required=True, help="e.g. bench/results/h200/launch-pool.jsonl")
     parser.add_argument("--manifest", type=Path, default=Path("manifest/workloads.json"))
+    parser.add_argument("--ops", nargs="+", help="only these ops (default: every op of the family)")
+    parser.add_argument("--events", action="store_true", help="print each call's host events (torch.profiler)")
     return parser.parse_args(argv)
 
 
@@ -137,9 +167,9 @@ def main(argv=None) -> int:
     manifest = json.loads(args.manifest.read_text())
     facts = dict(run.run_facts(), family=args.family)
     lines = []
-    for op in run.choose_ops(module, manifest, args.family, None):
+    for op in run.choose_ops(module, manifest, args.family, args.ops):
         rows = smallest_first(row for _, row in run.family_rows(module, manifest, args.family, [op], None))
-        line = measure_op(module, op, rows, facts)
+        line = measure_op(module, op, rows, facts, args.events)
         lines.append(line)
         head = f"{op:<28} {line['workload']:<22} {line['dtype']:<8}"
         if line["error"]:

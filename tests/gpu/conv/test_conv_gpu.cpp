@@ -123,30 +123,6 @@ std::unique_ptr<DeviceBuffer> upload(const std::vector<unsigned char>& bytes, si
   return buffer;
 }
 
-// Calls launch(stream) on the default stream, or captures it into a CUDA graph on a new stream and
-// replays that once (`graph`); then waits for the device.
-template <class Launch>
-void launch_maybe_in_graph(Launch launch, bool graph) {
-  if (!graph) {
-    launch(nullptr);
-    cuda_ok(cudaDeviceSynchronize(), "synchronize");
-    return;
-  }
-  cudaStream_t stream;
-  cuda_ok(cudaStreamCreate(&stream), "cudaStreamCreate");
-  cudaGraph_t captured;
-  cudaGraphExec_t exec;
-  cuda_ok(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal), "begin capture");
-  launch(stream);
-  cuda_ok(cudaStreamEndCapture(stream, &captured), "end capture");
-  cuda_ok(cudaGraphInstantiate(&exec, captured, 0), "instantiate");
-  cuda_ok(cudaGraphLaunch(exec, stream), "launch");
-  cuda_ok(cudaStreamSynchronize(stream), "replay");
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(captured);
-  cudaStreamDestroy(stream);
-}
-
 // The op on the device (x and y `offset` elements into their allocations, y poisoned; replayed from
 // a CUDA graph where `graph`) against the reference: the first disagreement, or "".
 std::string compare(ConvInputs& in, size_t offset = 0, bool graph = false) {

@@ -37,6 +37,7 @@ def pytorch(op, x, w, b, params):
     params = dict(params)
     if op == "conv1d_causal":
         dilation = params.get("dilation", 1)
+        dilation = dilation[0] if isinstance(dilation, (list, tuple)) else dilation
         x64 = F.pad(x64, (dilation * (w.shape[-1] - 1), 0))
         y = F.conv1d(x64, w64, b64, **params)
     else:
@@ -66,7 +67,7 @@ CASES = [
     ("conv2d", (1, 128, 28, 28), (128, 128, 3, 3), False, dict(stride=2, padding=1)),
     ("conv2d", (1, 128, 28, 28), (256, 4, 3, 3), False, dict(padding=1, groups=32)),
     ("conv2d", (2, 20, 13, 17), (24, 10, 2, 3), True, dict(padding="same", dilation=(2, 1), groups=2)),
-    ("conv2d", (3, 9, 9), (16, 3, 3, 3), True, dict(stride=4, groups=3)),
+    ("conv2d", (9, 9, 9), (15, 3, 3, 3), True, dict(stride=4, groups=3)),
     ("pointwise_conv2d", (1, 512, 7, 7), (2048, 512, 1, 1), True, {}),
     ("pointwise_conv2d", (2, 64, 56, 56), (256, 64, 1, 1), False, {}),
     ("depthwise_conv2d", (1, 32, 56, 56), (32, 1, 3, 3), False, dict(padding=1, groups=32)),

@@ -33,7 +33,7 @@ def random_input(shape, dtype=torch.float32, seed=0, offset=0.0):
 
 
 def close(got, want, tolerance, atol=None):
-    torch.testing.assert_close(got, want.to(got.dtype), rtol=tolerance, atol=tolerance if atol is None else atol,
+    torch.testing.assert_close(got, want.to(got.device, got.dtype), rtol=tolerance, atol=tolerance if atol is None else atol,
                                equal_nan=True)
 
 
@@ -90,16 +90,18 @@ def test_random_calls_equal_pytorch(seed):
     running = rng.random() < 0.7
     momentum, eps = rng.choice([0.1, 0.01, 1.0, 1 / (seed + 1)]), rng.choice([1e-5, 1e-3])
     ours = (mean.clone(), var.clone()) if running else (None, None)
-    theirs = (mean.double(), var.double()) if running else (None, None)  # copies, which PyTorch updates
+    # PyTorch's float64 reference on the CPU: its CUDA float64 backward fails or returns zeros for some
+    # of these calls (one channel; weight without bias). Copies, which PyTorch updates.
+    theirs = (mean.cpu().double(), var.cpu().double()) if running else (None, None)
     leaves = [t.detach().clone().requires_grad_() if t is not None else None for t in (x, weight, bias)]
-    reference = [t.detach().double().requires_grad_() if t is not None else None for t in (x, weight, bias)]
+    reference = [t.detach().cpu().double().requires_grad_() if t is not None else None for t in (x, weight, bias)]
     got = solops.batch_norm(leaves[0], *ours, leaves[1], leaves[2], True, momentum, eps)
     want = F.batch_norm(reference[0], *theirs, reference[1], reference[2], True, momentum, eps)
     tol = TOLERANCE[dtype]
     close(got, want, tol)
     dy = random_input(shape, dtype, seed + 7)
     got.backward(dy)
-    want.backward(dy.double())
+    want.backward(dy.cpu().double())
     values = x.numel() // shape[1]
     for g, w in zip(leaves, reference):
         if w is not None:
@@ -273,4 +275,5 @@ def test_a_small_cnn_trains_as_with_pytorchs_batch_norm(momentum):
     torch.testing.assert_close(got_logits, want_logits, rtol=1e-3, atol=1e-3)
     for (name, got), want in zip(ours.state_dict().items(), theirs.state_dict().values()):
         if "running" in name or "num_batches" in name:
-            torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-5, msg=name)
+            # As the logits: 20 steps of two float32 trainings whose sums run in other orders.
+            torch.testing.assert_close(got, want, rtol=1e-3, atol=1e-4, msg=lambda message: f"{name}: {message}")

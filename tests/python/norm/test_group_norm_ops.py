@@ -44,9 +44,9 @@ def random_shapes(count, seed):
         shape = (rng.choice([1, 2, 4, 8]), channels, *spatial)
         if c % 13 == 7:
             shape = (2, 8, 96, 96)  # groups of 36 K elements: read again each pass
-        groups = rng.choice([g for g in range(1, channels + 1) if channels % g == 0])
+        groups = rng.choice([g for g in range(1, shape[1] + 1) if shape[1] % g == 0])
         # F.group_norm refuses a batch of one value a group (ours returns the bias there).
-        if shape[0] * channels // groups * math.prod(shape[2:]) > 1:
+        if shape[0] * shape[1] // groups * math.prod(shape[2:]) > 1:
             shapes.append((shape, groups))
     return shapes
 
