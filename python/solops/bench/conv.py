@@ -129,9 +129,11 @@ def row_call(op_name: str, row: dict) -> RowCall:
 
 
 def random_tensor(shape, dtype: torch.dtype, stream: int) -> torch.Tensor:
-    """Standard normal values from the fixed seed plus `stream`, so input, weight and bias differ."""
+    """0.25 * standard normal values (spec 3.0's draw: unit values make the sums of the widest rows so
+    large that float32 accumulation alone, in any order, misses the f16 tolerance near zero) from the
+    fixed seed plus `stream`, so input, weight and bias differ."""
     generator = torch.Generator().manual_seed(run.INPUT_SEED + stream)
-    return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
+    return (0.25 * torch.randn(tuple(shape), generator=generator, dtype=torch.float32)).to(dtype)
 
 
 # ---- the functions each implementation computes ----------------------------------------------

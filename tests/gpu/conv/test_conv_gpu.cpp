@@ -36,9 +36,11 @@ double tolerance(DType dtype) { return dtype == DType::f32 ? 1e-4 : dtype == DTy
 
 enum class Values { normal, special };
 
-// Normal values; `special` makes about one in 300 NaN and one in 300 infinite.
+// Normal values of deviation 0.25 (spec 3.0's draw: with unit values the sums of the widest rows grow
+// so large that float32 accumulation alone misses the f16 tolerance near zero); `special` makes
+// about one in 300 NaN and one in 300 infinite.
 void fill(HostTensor& t, std::mt19937_64& rng, Values values = Values::normal) {
-  std::normal_distribution<double> normal(0.0, 1.0);
+  std::normal_distribution<double> normal(0.0, 0.25);
   std::uniform_int_distribution<int> pick(0, 299);
   for (int64_t i = 0; i < t.numel(); ++i) {
     double v = normal(rng);
