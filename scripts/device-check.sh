@@ -63,15 +63,18 @@ diagnose() {  # like step, for tools some machines lack (ncu, compute-sanitizer)
   status=$saved
 }
 gpu_tests() {  # gpu_tests NAME FILTER, in parallel shards: the tests' time is mostly their
-  # single-threaded CPU references
+  # single-threaded CPU references. Each shard's log keeps every test's time (a shard cut short still
+  # says which test it was in); the step's output is the failures, the slowest tests and the totals.
   local name=$1 filter=$2 shards=${SOLOPS_GPU_TEST_SHARDS:-$(nproc)} pids=() rc=0
   for ((i = 0; i < shards; i++)); do
-    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/tests/solops_gpu_tests" --gtest_brief=1 \
+    GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$i "$build/tests/solops_gpu_tests" \
       --gtest_filter="$filter" >"$logs/$name.$i.log" 2>&1 &
     pids+=($!)
   done
   for pid in "${pids[@]}"; do wait "$pid" || rc=1; done
-  cat "$logs/$name".*.log
+  cat "$logs/$name".*.log | grep -E '^\[  (FAILED|PASSED|SKIPPED) |^\[==========\]|Failure$' | sort | uniq -c
+  echo "slowest tests:"
+  cat "$logs/$name".*.log | grep -E '^\[       OK \]' | sed -E 's/.*\] (.*) \(([0-9]+) ms\)/\2 \1/' | sort -rn | head -15
   return $rc
 }
 variant_folder() {  # variant_folder NAME: a folder whose libsolops.so(.0) is the variant's library

@@ -51,7 +51,7 @@ void check_op_restriction(ConvOp op, std::string_view name, const ConvGeometry& 
   switch (op) {
     case ConvOp::pointwise_conv2d:
       require(g.kernel[1] == 1 && g.kernel[2] == 1, name, "the kernel must be 1x1, got ", g.kernel[1], "x",
-              g.kernel[2], " (weight ", shape_string(weight_shape), ")");
+              g.kernel[2], " (weight ", shape_text(weight_shape), ")");
       break;
     case ConvOp::depthwise_conv2d:
       require(g.groups == g.in_channels, name, "groups = ", g.groups, " must equal the input's ", g.in_channels,
@@ -99,9 +99,9 @@ ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span
   const int spatial = spatial_rank(op);
   const auto rank = static_cast<int>(x_shape.size());
   require(rank == spatial + 1 || rank == spatial + 2, name, "input must be ", kInputLayouts[spatial - 1], ", got ",
-          rank, "-D ", shape_string(x_shape));
+          rank, "-D ", shape_text(x_shape));
   require(static_cast<int>(weight_shape.size()) == spatial + 2, name, "weight must be ", kWeightLayouts[spatial - 1],
-          ", got ", weight_shape.size(), "-D ", shape_string(weight_shape));
+          ", got ", weight_shape.size(), "-D ", shape_text(weight_shape));
   // Every product of either tensor's sizes fits in int64 from here on.
   checked_product(name, "input", x_shape);
   checked_product(name, "weight", weight_shape);
@@ -113,20 +113,20 @@ ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span
   g.batch = g.batched ? x_shape[0] : 1;
   require(g.batch >= 0, name, "input batch size ", g.batch, " is negative");
   for (int d = rank - spatial - 1; d < rank; ++d) {
-    require(x_shape[d] > 0, name, "input ", shape_string(x_shape), " has an empty dim ", d,
+    require(x_shape[d] > 0, name, "input ", shape_text(x_shape), " has an empty dim ", d,
             " (only the batch dim may be 0)");
   }
   for (size_t d = 0; d < weight_shape.size(); ++d) {
-    require(weight_shape[d] > 0, name, "weight ", shape_string(weight_shape), " has an empty dim ", d);
+    require(weight_shape[d] > 0, name, "weight ", shape_text(weight_shape), " has an empty dim ", d);
   }
   // The 32-bit limits of the kernels' indexing, before any arithmetic on the sizes they bound.
   int64_t in_plane = 1;
   for (int64_t size : x_shape.last(spatial)) in_plane *= size;
-  require(in_plane <= INT_MAX, name, "input ", shape_string(x_shape),
+  require(in_plane <= INT_MAX, name, "input ", shape_text(x_shape),
           " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow");
   int64_t weight_elements = 1;
   for (int64_t size : weight_shape) weight_elements *= size;
-  require(weight_elements <= INT_MAX, name, "weight ", shape_string(weight_shape),
+  require(weight_elements <= INT_MAX, name, "weight ", shape_text(weight_shape),
           " has 2^31 or more elements: 32-bit weight indexing would overflow");
 
   const int64_t in_channels = x_shape[rank - spatial - 1];
@@ -136,7 +136,7 @@ ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span
           " channels");
   require(out_channels % p.groups == 0, name, "groups = ", p.groups, " must divide the weight's ", out_channels,
           " output channels");
-  require(in_channels / p.groups == weight_shape[1], name, "weight ", shape_string(weight_shape), " takes ",
+  require(in_channels / p.groups == weight_shape[1], name, "weight ", shape_text(weight_shape), " takes ",
           weight_shape[1], " input channels a group, but the input's ", in_channels, " channels in ", p.groups,
           " groups are ", in_channels / p.groups, " a group");
   // in_channels <= out_channels * weight_shape[1]: every channel count is below 2^31.
@@ -151,7 +151,7 @@ ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span
   if (bias_shape) {
     const int64_t expected[] = {out_channels};
     require(std::equal(bias_shape->begin(), bias_shape->end(), std::begin(expected), std::end(expected)), name,
-            "bias: shape ", shape_string(*bias_shape), " must be ", shape_string(expected),
+            "bias: shape ", shape_text(*bias_shape), " must be ", shape_text(expected),
             " (one value an output channel)");
   }
 

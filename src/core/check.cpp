@@ -4,12 +4,10 @@
 
 namespace solops::detail {
 
-std::string shape_string(std::span<const int64_t> shape) {
-  std::ostringstream out;
+std::ostream& operator<<(std::ostream& out, ShapeText text) {
   out << '[';
-  for (size_t i = 0; i < shape.size(); ++i) out << (i ? ", " : "") << shape[i];
-  out << ']';
-  return out.str();
+  for (size_t i = 0; i < text.shape.size(); ++i) out << (i ? ", " : "") << text.shape[i];
+  return out << ']';
 }
 
 void check_cuda(cudaError_t status, std::string_view op, std::string_view what) {
@@ -39,7 +37,7 @@ int64_t checked_product(std::string_view op, std::string_view what, std::span<co
     if (size == 0) empty = true;
     else overflow = overflow || __builtin_mul_overflow(nonzero, size, &nonzero);
   }
-  require(!overflow, op, what, " ", shape_string(shape), ": its sizes multiply past the int64 range",
+  require(!overflow, op, what, " ", shape_text(shape), ": its sizes multiply past the int64 range",
           empty ? " (zeros aside)" : "");
   return empty ? 0 : nonzero;
 }
@@ -117,7 +115,7 @@ void check_dtype(std::string_view op, std::string_view name, const TensorRef& t,
 void check_shape(std::string_view op, std::string_view name, const TensorRef& t,
                  std::span<const int64_t> expected) {
   require(std::equal(t.sizes().begin(), t.sizes().end(), expected.begin(), expected.end()), op,
-          name, ": shape ", shape_string(t.sizes()), " must be ", shape_string(expected));
+          name, ": shape ", shape_text(t.sizes()), " must be ", shape_text(expected));
 }
 
 bool overlaps(const TensorRef& a, const TensorRef& b) {

@@ -21,7 +21,13 @@ std::string concat(const Parts&... parts) {
   return out.str();
 }
 
-std::string shape_string(std::span<const int64_t> shape);
+// A shape as messages write it, "[2, 3]", formatted only when a message is built: the rules pass
+// shapes to require() on every call, and a rule that holds must cost no string.
+struct ShapeText {
+  std::span<const int64_t> shape;
+};
+std::ostream& operator<<(std::ostream& out, ShapeText text);
+inline ShapeText shape_text(std::span<const int64_t> shape) { return {shape}; }
 
 template <class... Parts>
 void require(bool rule_holds, std::string_view op, const Parts&... message) {

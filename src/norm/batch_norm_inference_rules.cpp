@@ -6,9 +6,9 @@ namespace solops {
 namespace detail {
 
 BatchNormPlanes resolve_batch_norm_planes(std::string_view op, std::span<const int64_t> x_shape, double eps) {
-  require(x_shape.size() >= 2, op, "x ", shape_string(x_shape),
+  require(x_shape.size() >= 2, op, "x ", shape_text(x_shape),
           " must have rank >= 2: [B, C, *spatial], the channels in dim 1 (as F.batch_norm)");
-  for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_string(x_shape), " has a negative dim");
+  for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_text(x_shape), " has a negative dim");
   checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   check_eps(op, eps);
   BatchNormPlanes planes{.batch = x_shape[0], .channels = x_shape[1]};

@@ -22,7 +22,7 @@ constexpr int kWarp = 32;
 BatchNormPlanes resolve_channels(std::string_view op, std::span<const int64_t> x_shape, double eps) {
   const BatchNormPlanes planes = resolve_batch_norm_planes(op, x_shape, eps);
   // The product fits int64 (resolve_batch_norm_planes checked x's).
-  require(planes.batch * planes.plane <= INT_MAX, op, "x ", shape_string(x_shape),
+  require(planes.batch * planes.plane <= INT_MAX, op, "x ", shape_text(x_shape),
           " has 2^31 or more values a channel (B · prod(spatial)): a channel's values are indexed in 32 bits");
   return planes;
 }
@@ -41,7 +41,7 @@ BatchNormPlanes resolve_batch_norm_training(std::string_view op, std::span<const
   const BatchNormPlanes planes = resolve_channels(op, x_shape, p.eps);
   require(std::isfinite(p.momentum), op, "momentum = ", p.momentum, " must be finite");
   const int64_t values = planes.batch * planes.plane;
-  require(values != 1 || planes.channels == 0, op, "x ", shape_string(x_shape),
+  require(values != 1 || planes.channels == 0, op, "x ", shape_text(x_shape),
           " has one value a channel (B · prod(spatial) = 1): training needs more than one, as F.batch_norm");
   return planes;
 }

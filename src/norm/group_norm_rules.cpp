@@ -12,9 +12,9 @@ namespace {
 
 // x [B, C, *spatial] without a negative dim, its sizes multiplying within int64.
 SpatialGroups resolve_planes(std::string_view op, std::span<const int64_t> x_shape, std::string_view function) {
-  require(x_shape.size() >= 2, op, "x ", shape_string(x_shape),
+  require(x_shape.size() >= 2, op, "x ", shape_text(x_shape),
           " must have rank >= 2: [B, C, *spatial], the channels in dim 1 (as ", function, ")");
-  for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_string(x_shape), " has a negative dim");
+  for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_text(x_shape), " has a negative dim");
   checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   SpatialGroups g{.batch = x_shape[0], .channels = x_shape[1]};
   for (int64_t size : x_shape.subspan(2)) g.plane *= size;
@@ -67,11 +67,11 @@ SpatialGroups resolve_group_norm(std::string_view op, std::span<const int64_t> x
                                  double eps) {
   SpatialGroups g = resolve_planes(op, x_shape, "F.group_norm");
   require(num_groups > 0, op, "num_groups = ", num_groups, " must be > 0");
-  require(g.channels % num_groups == 0, op, "the C = ", g.channels, " channels of x ", shape_string(x_shape),
+  require(g.channels % num_groups == 0, op, "the C = ", g.channels, " channels of x ", shape_text(x_shape),
           " are not divisible by num_groups = ", num_groups);
   g.groups = num_groups;
   g.channels_per_group = g.channels / num_groups;
-  require(g.channels_per_group <= INT_MAX && g.group_len() <= INT_MAX, op, "each group of x ", shape_string(x_shape),
+  require(g.channels_per_group <= INT_MAX && g.group_len() <= INT_MAX, op, "each group of x ", shape_text(x_shape),
           " has C / G = ", g.channels_per_group, " channels and (C / G) * S = ", g.group_len(),
           " elements; both must be below 2^31: groups are indexed in 32 bits");
   check_eps(op, eps);
@@ -81,9 +81,9 @@ SpatialGroups resolve_group_norm(std::string_view op, std::span<const int64_t> x
 SpatialGroups resolve_instance_norm(std::string_view op, std::span<const int64_t> x_shape, const InstanceNorm& p) {
   SpatialGroups g = resolve_planes(op, x_shape, "F.instance_norm");
   g.groups = g.channels;
-  require(g.plane <= INT_MAX, op, "each plane of x ", shape_string(x_shape), " has S = ", g.plane,
+  require(g.plane <= INT_MAX, op, "each plane of x ", shape_text(x_shape), " has S = ", g.plane,
           " elements, 2^31 or more: planes are indexed in 32 bits");
-  require(!p.use_input_stats || g.plane != 1, op, "x ", shape_string(x_shape),
+  require(!p.use_input_stats || g.plane != 1, op, "x ", shape_text(x_shape),
           " has one spatial element an instance: use_input_stats needs more than one (as F.instance_norm)");
   check_eps(op, p.eps);
   require(std::isfinite(p.momentum), op, "momentum = ", p.momentum, " must be finite");

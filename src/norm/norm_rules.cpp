@@ -14,23 +14,23 @@ namespace detail {
 RowGeometry resolve_rows(std::string_view op, std::span<const int64_t> x_shape,
                          std::span<const int64_t> normalized_shape) {
   require(!normalized_shape.empty(), op, "normalized_shape must be non-empty");
-  require(normalized_shape.size() <= x_shape.size(), op, "normalized_shape ", shape_string(normalized_shape),
-          " has more dims than x ", shape_string(x_shape));
+  require(normalized_shape.size() <= x_shape.size(), op, "normalized_shape ", shape_text(normalized_shape),
+          " has more dims than x ", shape_text(x_shape));
   checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   const size_t lead = x_shape.size() - normalized_shape.size();
   int64_t row_len = 1;
   for (size_t d = 0; d < normalized_shape.size(); ++d) {
-    require(normalized_shape[d] >= 1, op, "normalized_shape ", shape_string(normalized_shape),
+    require(normalized_shape[d] >= 1, op, "normalized_shape ", shape_text(normalized_shape),
             " has an empty dim: every row needs at least one element");
-    require(x_shape[lead + d] == normalized_shape[d], op, "normalized_shape ", shape_string(normalized_shape),
-            " does not match the trailing dims of x ", shape_string(x_shape));
+    require(x_shape[lead + d] == normalized_shape[d], op, "normalized_shape ", shape_text(normalized_shape),
+            " does not match the trailing dims of x ", shape_text(x_shape));
     row_len *= normalized_shape[d];
-    require(row_len <= INT_MAX, op, "normalized_shape ", shape_string(normalized_shape),
+    require(row_len <= INT_MAX, op, "normalized_shape ", shape_text(normalized_shape),
             " has 2^31 or more elements: rows are indexed in 32 bits");
   }
   int64_t rows = 1;
   for (size_t d = 0; d < lead; ++d) {
-    require(x_shape[d] >= 0, op, "x ", shape_string(x_shape), " has a negative dim");
+    require(x_shape[d] >= 0, op, "x ", shape_text(x_shape), " has a negative dim");
     rows *= x_shape[d];
   }
   return {rows, static_cast<int>(row_len)};
@@ -42,10 +42,10 @@ void check_eps(std::string_view op, double eps) {
 
 void check_group_shape(std::string_view op, std::span<const int64_t> x_shape,
                        std::span<const int64_t> normalized_shape) {
-  require(x_shape.size() >= 2, op, "x ", shape_string(x_shape), " must have rank >= 2: it is viewed as [..., G, D]");
-  require(normalized_shape.size() == 1, op, "normalized_shape ", shape_string(normalized_shape),
+  require(x_shape.size() >= 2, op, "x ", shape_text(x_shape), " must have rank >= 2: it is viewed as [..., G, D]");
+  require(normalized_shape.size() == 1, op, "normalized_shape ", shape_text(normalized_shape),
           " must be (D,): each length-D vector is normalized on its own");
-  require(x_shape[x_shape.size() - 2] <= INT_MAX, op, "x ", shape_string(x_shape),
+  require(x_shape[x_shape.size() - 2] <= INT_MAX, op, "x ", shape_text(x_shape),
           " has 2^31 or more groups: groups are indexed in 32 bits");
 }
 

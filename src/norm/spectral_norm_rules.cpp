@@ -24,16 +24,16 @@ constexpr int64_t kMinChunkRows = 32;
 
 SpectralNormPlan plan_spectral_norm(std::string_view op, std::span<const int64_t> x_shape,
                                     const SpectralNormPowerIter& p) {
-  require(x_shape.size() == 2, op, "x ", shape_string(x_shape), " must have rank 2: the matrix W [O, I]");
+  require(x_shape.size() == 2, op, "x ", shape_text(x_shape), " must have rank 2: the matrix W [O, I]");
   checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   SpectralNormPlan plan;
   plan.rows = x_shape[0];
   plan.cols = x_shape[1];
-  require(plan.rows >= 0 && plan.cols >= 0, op, "x ", shape_string(x_shape), " has a negative dim");
-  require(plan.cols <= INT_MAX, op, "x ", shape_string(x_shape),
+  require(plan.rows >= 0 && plan.cols >= 0, op, "x ", shape_text(x_shape), " has a negative dim");
+  require(plan.cols <= INT_MAX, op, "x ", shape_text(x_shape),
           " has rows of 2^31 or more elements: columns are indexed in 32 bits");
   require(std::ranges::equal(p.normalized_shape, x_shape.last(1)), op, "normalized_shape ",
-          shape_string(p.normalized_shape), " must be [", plan.cols, "]: (I,), x's last dim");
+          shape_text(p.normalized_shape), " must be [", plan.cols, "]: (I,), x's last dim");
   require(p.n_iter >= 0, op, "n_iter = ", p.n_iter, " must be >= 0");
   require(p.eps >= 0, op, "eps = ", p.eps, " must be >= 0 and not NaN");
   plan.n_iter = p.n_iter;

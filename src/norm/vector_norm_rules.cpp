@@ -29,16 +29,16 @@ constexpr int64_t kChunkAlign = 64;
 ReductionPlan plan_vector_norm(std::string_view op, std::span<const int64_t> x_shape, const VectorNorm& p) {
   require(p.ord == 1 || p.ord == 2, op, "ord = ", p.ord, " is not supported: L1NormFwd takes 1, L2NormFwd 2");
   const int rank = static_cast<int>(x_shape.size());
-  require(rank <= kMaxRank, op, "x ", shape_string(x_shape), " has more than ", kMaxRank, " dims");
-  for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_string(x_shape), " has a negative dim");
+  require(rank <= kMaxRank, op, "x ", shape_text(x_shape), " has more than ", kMaxRank, " dims");
+  for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_text(x_shape), " has a negative dim");
   checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   ReductionPlan plan;
   plan.is_reduced.assign(static_cast<size_t>(rank), p.dim.empty());
   for (int64_t d : p.dim) {
-    require(d >= -rank && d < rank, op, "dim ", d, " is out of range for x ", shape_string(x_shape), " (rank ",
+    require(d >= -rank && d < rank, op, "dim ", d, " is out of range for x ", shape_text(x_shape), " (rank ",
             rank, ")");
     const auto wrapped = static_cast<size_t>(d < 0 ? d + rank : d);
-    require(!plan.is_reduced[wrapped], op, "dim ", shape_string(p.dim), " names dim ", wrapped, " twice");
+    require(!plan.is_reduced[wrapped], op, "dim ", shape_text(p.dim), " names dim ", wrapped, " twice");
     plan.is_reduced[wrapped] = true;
   }
   plan.outputs = plan.reduced = 1;
@@ -99,7 +99,7 @@ WeightNormPlan plan_weight_norm(std::string_view op, std::span<const int64_t> x_
   checked_product(op, "v", x_shape);  // so that every product of its sizes fits in int64
   // Spec §2.20 asks for the fork's wrapping (-1 = the last axis); §6.7, which this repo follows,
   // takes torch._weight_norm's: -1 is one norm over the whole tensor and no other negative dim exists.
-  require(p.dim >= -1 && p.dim < rank, op, "dim ", p.dim, " is out of range for v ", shape_string(x_shape),
+  require(p.dim >= -1 && p.dim < rank, op, "dim ", p.dim, " is out of range for v ", shape_text(x_shape),
           ": it must be in [0, ", rank, ") or -1 (the whole tensor)");
   VectorNorm reduction{.ord = 2};
   for (int64_t d = 0; d < rank; ++d) {
@@ -133,7 +133,7 @@ WeightNormPlan validate_weight_norm(std::string_view op, Placement placement, co
   check_dtype(op, "g", g, v.dtype);
   const std::span<const int64_t> g_shape = g.sizes();
   const auto spread = std::count_if(g_shape.begin(), g_shape.end(), [](int64_t size) { return size != 1; });
-  require(g.numel() == plan.slices && spread <= 1, op, "g ", shape_string(g_shape), " must hold ", plan.slices,
+  require(g.numel() == plan.slices && spread <= 1, op, "g ", shape_text(g_shape), " must hold ", plan.slices,
           " values along one dim (v.shape[dim], or 1 for dim -1): [n] or PyTorch's [1, .., n, .., 1]");
   check_tensor(placement, op, "output", y);
   check_dtype(op, "output", y, v.dtype);

@@ -28,7 +28,7 @@ AdaptiveGeometry resolve_adaptive_pool2d(std::string_view op, std::span<const in
   }
   require(in[0] * in[1] <= INT_MAX && out[0] <= INT_MAX && out[1] <= INT_MAX &&
               out[0] * out[1] <= INT_MAX,
-          op, "input ", shape_string(x_shape), " or output size (", out[0], ", ", out[1],
+          op, "input ", shape_text(x_shape), " or output size (", out[0], ", ", out[1],
           ") has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow");
   g.planes = g.batch * g.channels;
   g.in_h = static_cast<int>(in[0]);

@@ -24,10 +24,10 @@ void check_chunk_size(std::string_view op, int64_t chunk_size) {
 
 MeanPoolingGeometry resolve_mean_pooling(std::string_view op, std::span<const int64_t> x_shape, const MeanPooling& p,
                                          std::optional<RaggedSizes> ragged) {
-  require(x_shape.size() == 4, op, "x must be 4-D [B, S, H, D], got ", x_shape.size(), "-D ", shape_string(x_shape));
+  require(x_shape.size() == 4, op, "x must be 4-D [B, S, H, D], got ", x_shape.size(), "-D ", shape_text(x_shape));
   require(x_shape[0] >= 0, op, "x batch size ", x_shape[0], " is negative");
   for (size_t d = 1; d < 4; ++d) {
-    require(x_shape[d] > 0, op, "x ", shape_string(x_shape), " has an empty dim ", d, " (only the batch B may be 0)");
+    require(x_shape[d] > 0, op, "x ", shape_text(x_shape), " has an empty dim ", d, " (only the batch B may be 0)");
   }
   checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   check_chunk_size(op, p.chunk_size);
@@ -36,7 +36,7 @@ MeanPoolingGeometry resolve_mean_pooling(std::string_view op, std::span<const in
   g.seq_len = x_shape[1];
   g.heads = x_shape[2];
   g.head_dim = x_shape[3];
-  require(g.heads * g.head_dim <= INT_MAX, op, "x ", shape_string(x_shape),
+  require(g.heads * g.head_dim <= INT_MAX, op, "x ", shape_text(x_shape),
           " has tokens of H * D >= 2^31 elements: 32-bit in-token indexing would overflow");
   g.chunk_size = static_cast<int>(p.chunk_size);
   g.row_len = static_cast<int>(g.heads * g.head_dim);
@@ -75,11 +75,11 @@ MeanPoolingGeometry validate_mean_pooling_call(std::string_view op, Placement pl
   if (offsets) {
     check_tensor(placement, op, "offsets", *offsets);
     check_dtype(op, "offsets", *offsets, DType::i32);
-    require(offsets->rank == 1, op, "offsets must be 1-D [NS + 1], got ", shape_string(offsets->sizes()));
+    require(offsets->rank == 1, op, "offsets must be 1-D [NS + 1], got ", shape_text(offsets->sizes()));
     check_tensor(placement, op, "indices", *indices);
     check_dtype(op, "indices", *indices, DType::i32);
     require(indices->rank == 2 && indices->shape[1] == 2, op, "indices must be [NC, 2], got ",
-            shape_string(indices->sizes()));
+            shape_text(indices->sizes()));
     ragged = RaggedSizes{offsets->shape[0] - 1, indices->shape[0]};
   }
   const MeanPoolingGeometry g = resolve_mean_pooling(op, x.sizes(), p, ragged);

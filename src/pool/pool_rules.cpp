@@ -90,7 +90,7 @@ PoolGeometry resolve_axes(std::string_view op, PoolKind kind, std::span<const in
   int64_t in_plane = 1, out_plane = 1;
   for (int64_t size : x_shape.last(axes.size())) in_plane *= size;
   const auto plane_limit = [&](int64_t plane) {
-    require(plane <= INT_MAX, op, "input ", shape_string(x_shape),
+    require(plane <= INT_MAX, op, "input ", shape_text(x_shape),
             " has planes of 2^31 or more elements: 32-bit in-plane indexing would overflow");
   };
   plane_limit(in_plane);
@@ -121,13 +121,13 @@ PoolLayout resolve_layout(std::string_view op, std::span<const int64_t> x_shape,
                           std::string_view layouts) {
   const auto rank = static_cast<int64_t>(x_shape.size());
   require(rank == spatial + 1 || rank == spatial + 2, op, "input must be ", layouts, ", got ", rank,
-          "-D ", shape_string(x_shape));
+          "-D ", shape_text(x_shape));
   checked_product(op, "input", x_shape);  // so that every product of its sizes fits in int64
   const bool batched = rank == spatial + 2;
   const PoolLayout layout{batched, batched ? x_shape[0] : 1, x_shape[rank - spatial - 1]};
   require(layout.batch >= 0, op, "input batch size ", layout.batch, " is negative");
   for (int64_t d = rank - spatial - 1; d < rank; ++d) {
-    require(x_shape[d] > 0, op, "input ", shape_string(x_shape), " has an empty dim ", d,
+    require(x_shape[d] > 0, op, "input ", shape_text(x_shape), " has an empty dim ", d,
             " (only the batch dim may be 0)");
   }
   return layout;

@@ -9,10 +9,10 @@ namespace detail {
 TopkGeometry resolve_topk_selector(std::string_view op, std::span<const int64_t> index_score_shape,
                                    const TopkSelector& p) {
   const std::span<const int64_t> shape = index_score_shape;
-  require(shape.size() == 4, op, "index_score ", shape_string(shape), " must be 4-D [B, S, S_kv, G]");
-  for (int64_t size : shape) require(size >= 0, op, "index_score ", shape_string(shape), " has a negative dim");
+  require(shape.size() == 4, op, "index_score ", shape_text(shape), " must be 4-D [B, S, S_kv, G]");
+  for (int64_t size : shape) require(size >= 0, op, "index_score ", shape_text(shape), " has a negative dim");
   checked_product(op, "index_score", shape);
-  require(shape[3] >= 1, op, "index_score ", shape_string(shape), " has G = 0 kv groups (only B and S may be 0)");
+  require(shape[3] >= 1, op, "index_score ", shape_text(shape), " has G = 0 kv groups (only B and S may be 0)");
   require(shape[2] <= INT_MAX, op, "index_score has S_kv = ", shape[2],
           " keys, more than int32 positions address (2^31 - 1)");
   require(p.topk >= 1, op, "topk = ", p.topk, " must be >= 1");

@@ -56,7 +56,7 @@ struct TopkCall {
     return {low, std::max(low, high)};
   }
   std::string describe() const {
-    return detail::concat("index_score ", detail::shape_string(scores.shape), " ", dtype_name(scores.dtype),
+    return detail::concat("index_score ", detail::shape_text(scores.shape), " ", dtype_name(scores.dtype),
                           " topk ", params.topk, params.sorted ? " sorted" : "", starts ? " starts" : "",
                           ends ? " ends" : "");
   }

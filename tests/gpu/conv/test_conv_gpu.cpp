@@ -63,8 +63,8 @@ struct ConvInputs {
   bool x_channels_last = false, weight_channels_last = false;
 
   std::string describe() const {
-    return detail::concat(conv_op_name(op), " x ", detail::shape_string(x.shape), x_channels_last ? " (NHWC)" : "",
-                          " w ", detail::shape_string(weight.shape), weight_channels_last ? " (NHWC)" : "",
+    return detail::concat(conv_op_name(op), " x ", detail::shape_text(x.shape), x_channels_last ? " (NHWC)" : "",
+                          " w ", detail::shape_text(weight.shape), weight_channels_last ? " (NHWC)" : "",
                           bias ? " bias" : "", " ", dtype_name(x.dtype), " stride (", p.stride[0], ",", p.stride[1],
                           ",", p.stride[2], ") padding (", p.padding[0], ",", p.padding[1], ",", p.padding[2],
                           ") mode ", static_cast<int>(p.padding_mode), " dilation (", p.dilation[0], ",",

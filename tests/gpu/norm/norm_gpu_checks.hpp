@@ -146,7 +146,7 @@ inline NormInputs make_inputs(Op op, Shape shape, DType dtype, std::mt19937_64& 
 }
 
 inline std::string describe(const NormInputs& in) {
-  return detail::concat(op_name(in.op), " x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype),
+  return detail::concat(op_name(in.op), " x ", detail::shape_text(in.x.shape), " ", dtype_name(in.x.dtype),
                         " normalized dims ", in.normalized_dims, in.weight ? " weight" : "", in.bias ? " bias" : "");
 }
 

@@ -64,7 +64,7 @@ TrainingInputs training_inputs(const Shape& shape, DType dtype, std::mt19937_64&
 }
 
 std::string describe(const TrainingInputs& in) {
-  return detail::concat("x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype),
+  return detail::concat("x ", detail::shape_text(in.x.shape), " ", dtype_name(in.x.dtype),
                         in.weight ? " affine" : "", in.mean ? " running" : "",
                         in.mean && in.mean->dtype != DType::f32 ? " x-dtype parameters" : "", " momentum ",
                         in.p.momentum, " eps ", in.p.eps);
@@ -345,7 +345,7 @@ BackwardInputs backward_inputs(const Shape& shape, DType dtype, std::mt19937_64&
 }
 
 std::string describe(const BackwardInputs& in) {
-  return detail::concat("x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype), in.weight ? " weight" : "",
+  return detail::concat("x ", detail::shape_text(in.x.shape), " ", dtype_name(in.x.dtype), in.weight ? " weight" : "",
                         " gradients ", dtype_name(in.gradient_dtype));
 }
 

@@ -56,7 +56,7 @@ BatchNormInputs random_inputs(const Shape& shape, DType dtype, std::mt19937_64& 
 }
 
 std::string describe(const BatchNormInputs& in) {
-  return detail::concat("x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype), in.weight ? " affine" : "",
+  return detail::concat("x ", detail::shape_text(in.x.shape), " ", dtype_name(in.x.dtype), in.weight ? " affine" : "",
                         " parameters ", dtype_name(in.mean.dtype), " eps ", in.eps);
 }
 

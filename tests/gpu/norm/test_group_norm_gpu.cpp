@@ -70,7 +70,7 @@ SpatialInputs random_inputs(Shape shape, DType dtype, std::mt19937_64& rng, int6
 }
 
 std::string describe(const SpatialInputs& in) {
-  return detail::concat(in.instance ? "instance_norm" : "group_norm", " x ", detail::shape_string(in.x.shape), " ",
+  return detail::concat(in.instance ? "instance_norm" : "group_norm", " x ", detail::shape_text(in.x.shape), " ",
                         dtype_name(in.x.dtype), in.instance ? "" : " groups ", in.instance ? 0 : in.groups,
                         in.weight ? " affine" : "", in.running_mean ? " running" : "",
                         in.use_input_stats ? "" : " by running statistics");

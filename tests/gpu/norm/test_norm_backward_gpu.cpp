@@ -74,7 +74,7 @@ BackwardInputs make_backward_inputs(Op op, Shape shape, DType dtype, std::mt1993
 }
 
 std::string describe(const BackwardInputs& in) {
-  return detail::concat(op_name(in.op), "_backward x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype),
+  return detail::concat(op_name(in.op), "_backward x ", detail::shape_text(in.x.shape), " ", dtype_name(in.x.dtype),
                         " normalized dims ", in.normalized_dims, in.weight ? " weight" : "");
 }
 

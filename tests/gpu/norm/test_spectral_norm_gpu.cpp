@@ -102,7 +102,7 @@ bool same_bits(const Outputs& a, const Outputs& b) {
 }
 
 std::string describe(const Inputs& in, const SpectralNormPowerIter& p) {
-  return detail::concat("x ", detail::shape_string(in.x.shape), " ", dtype_name(in.x.dtype), " n_iter ", p.n_iter,
+  return detail::concat("x ", detail::shape_text(in.x.shape), " ", dtype_name(in.x.dtype), " n_iter ", p.n_iter,
                         " eps ", p.eps);
 }
 

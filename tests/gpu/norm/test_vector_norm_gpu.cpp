@@ -49,8 +49,8 @@ std::string compare(HostTensor& x, const VectorNorm& p, size_t offset = 0, bool 
 }
 
 std::string describe(const HostTensor& x, const VectorNorm& p) {
-  return detail::concat("x ", detail::shape_string(x.shape), " ", dtype_name(x.dtype), " ord ", p.ord, " dim ",
-                        detail::shape_string(p.dim), p.keepdim ? " keepdim" : "");
+  return detail::concat("x ", detail::shape_text(x.shape), " ", dtype_name(x.dtype), " ord ", p.ord, " dim ",
+                        detail::shape_text(p.dim), p.keepdim ? " keepdim" : "");
 }
 
 HostTensor random_x(const Shape& shape, DType dtype, std::mt19937_64& rng, Values values = Values::normal) {
@@ -156,7 +156,7 @@ TEST_F(VectorNormGpu, SplitReductions) {
       {{100, 100000}, {1, {1}}},       {{40000, 3}, {2, {0}}},        {{2, 3, 65536}, {2, {}}},
   };
   for (const auto& [shape, p] : cases) {
-    ASSERT_GT(vector_norm_workspace_elements(shape, p), 0) << detail::shape_string(shape);
+    ASSERT_GT(vector_norm_workspace_elements(shape, p), 0) << detail::shape_text(shape);
     for (DType dtype : kRandomDtypes) {
       HostTensor x = random_x(shape, dtype, rng);
       EXPECT_EQ(compare(x, p), "") << describe(x, p);
@@ -176,7 +176,7 @@ TEST_F(VectorNormGpu, RunsLoadedAtOnce) {
       {{9, 2, 512}, {1, {0, 2}}},
   };
   for (const auto& [shape, p] : cases) {
-    ASSERT_EQ(vector_norm_workspace_elements(shape, p), 0) << detail::shape_string(shape);
+    ASSERT_EQ(vector_norm_workspace_elements(shape, p), 0) << detail::shape_text(shape);
     for (DType dtype : kRandomDtypes) {
       HostTensor x = random_x(shape, dtype, rng);
       EXPECT_EQ(compare(x, p), "") << describe(x, p);

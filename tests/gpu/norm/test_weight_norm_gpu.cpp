@@ -62,7 +62,7 @@ std::string compare(HostTensor& v, HostTensor& g, const WeightNorm& p, size_t of
 }
 
 std::string describe(const HostTensor& v, const WeightNorm& p) {
-  return detail::concat("v ", detail::shape_string(v.shape), " ", dtype_name(v.dtype), " dim ", p.dim);
+  return detail::concat("v ", detail::shape_text(v.shape), " ", dtype_name(v.dtype), " dim ", p.dim);
 }
 
 struct Inputs {

@@ -175,7 +175,7 @@ void compare_random_cases(Op op, int count, int special_every, std::mt19937_64& 
     HostTensor x(shape, dtypes[cases % 3]);
     fill_random(x, rng, cases % special_every == 0);
     EXPECT_EQ(compare_with_reference(op, x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype) << " "
+        << "case " << cases << " shape " << detail::shape_text(shape) << " " << dtype_name(x.dtype) << " "
         << describe(p);
     ++cases;
   }

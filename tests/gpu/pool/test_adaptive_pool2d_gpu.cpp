@@ -62,7 +62,7 @@ TEST_P(AdaptivePool2dGpu, RandomInputAndOutputSizes) {
     HostTensor x(shape, dtypes[cases % 3]);
     fill_random(x, rng, cases % 4 == 0);
     EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
+        << "case " << cases << " shape " << detail::shape_text(shape) << " " << dtype_name(x.dtype)
         << " output " << p.output_size[0].value_or(-1) << "x" << p.output_size[1].value_or(-1);
   }
 }
@@ -110,7 +110,7 @@ TEST_P(AdaptivePool2dGpu, GroupsOfLanesPerBinOnUnalignedTensors) {
         HostTensor x(c.shape, dtype);
         fill_random(x, rng, true);
         EXPECT_EQ(compare_with_reference(GetParam(), x, AdaptivePool2d{{c.out_h, c.out_w}}, offset), "")
-            << detail::shape_string(c.shape) << " -> " << c.out_h << "x" << c.out_w << " " << dtype_name(dtype)
+            << detail::shape_text(c.shape) << " -> " << c.out_h << "x" << c.out_w << " " << dtype_name(dtype)
             << " offset " << offset;
       }
     }

@@ -52,7 +52,7 @@ TEST_P(GlobalPoolGpu, OneDimensional) {
     p.count_include_pad = uniform(0, 1) == 1;
     HostTensor x = input({uniform(1, 3), uniform(1, 700), length}, cases);
     EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(x.shape) << " " << dtype_name(x.dtype)
+        << "case " << cases << " shape " << detail::shape_text(x.shape) << " " << dtype_name(x.dtype)
         << " kernel " << p.kernel_size << " padding " << p.padding;
   }
 }
@@ -67,7 +67,7 @@ TEST_P(GlobalPoolGpu, TwoDimensional) {
     if (uniform(0, 3) == 0) p.divisor_override = uniform(1, 50);
     HostTensor x = input({uniform(1, 3), uniform(1, 300), h, w}, cases);
     EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(x.shape) << " " << dtype_name(x.dtype)
+        << "case " << cases << " shape " << detail::shape_text(x.shape) << " " << dtype_name(x.dtype)
         << " kernel " << p.kernel_size[0] << "x" << p.kernel_size[1] << " padding " << p.padding[0] << ","
         << p.padding[1] << " divisor " << p.divisor_override.value_or(0);
   }
@@ -86,7 +86,7 @@ TEST_P(GlobalPoolGpu, ThreeDimensional) {
     if (uniform(0, 3) == 0) p.divisor_override = uniform(1, 50);
     HostTensor x = input({uniform(1, 2), uniform(1, 100), d, h, w}, cases);
     EXPECT_EQ(compare_with_reference(GetParam(), x, p), "")
-        << "case " << cases << " shape " << detail::shape_string(x.shape) << " " << dtype_name(x.dtype);
+        << "case " << cases << " shape " << detail::shape_text(x.shape) << " " << dtype_name(x.dtype);
   }
 }
 
@@ -94,7 +94,7 @@ TEST_P(GlobalPoolGpu, AdaptiveToOneByOne) {
   for (int cases = 0; cases < 60; ++cases) {
     HostTensor x = input({uniform(1, 8), uniform(1, 600), uniform(1, 30), uniform(1, 30)}, cases);
     EXPECT_EQ(compare_with_reference(GetParam(), x, AdaptivePool2d{{1, 1}}, cases % 5 == 0 ? 1 : 0), "")
-        << "case " << cases << " shape " << detail::shape_string(x.shape) << " " << dtype_name(x.dtype);
+        << "case " << cases << " shape " << detail::shape_text(x.shape) << " " << dtype_name(x.dtype);
   }
 }
 

@@ -172,7 +172,7 @@ TEST_F(MeanPoolingGpu, RandomShapesInBothModes) {
     if (cases % 2 == 1) m = testing::ragged_metadata(random_seq_lens(seq_len, rng), p.chunk_size);
     const size_t offset = cases % 5 == 0 ? 1 : 0;
     EXPECT_EQ(compare_with_reference(x, p, m ? &*m : nullptr, offset), "")
-        << "case " << cases << " x " << detail::shape_string(x.shape) << " " << dtype_name(dtype) << " chunk_size "
+        << "case " << cases << " x " << detail::shape_text(x.shape) << " " << dtype_name(dtype) << " chunk_size "
         << p.chunk_size << (m ? " ragged" : " uniform") << (p.check_ragged_metadata ? "" : " unchecked")
         << " offset " << offset;
   }

@@ -116,7 +116,7 @@ TEST_P(Pool1dGpu, ManyRowsAndCatalogueKernelSizes) {
       HostTensor x(shape, dtypes[cases % 3]);
       fill_random(x, rng, cases % 2 == 0);
       EXPECT_EQ(compare_with_reference(GetParam(), x, p, cases == 1 ? 1 : 0), "")
-          << "case " << cases << " shape " << detail::shape_string(shape) << " " << dtype_name(x.dtype)
+          << "case " << cases << " shape " << detail::shape_text(shape) << " " << dtype_name(x.dtype)
           << " kernel " << p.kernel_size << " stride " << *p.stride << " padding " << p.padding
           << " dilation " << p.dilation << " ceil " << p.ceil_mode;
       ++cases;

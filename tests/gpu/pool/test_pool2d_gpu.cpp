@@ -184,7 +184,7 @@ TEST_P(Pool2dGpu, WindowsThatTileThePlane) {
     for (const auto& shape : shapes) {
       HostTensor x(shape, dtype);
       fill_random(x, rng, true);
-      const std::string what = detail::concat(dtype_name(dtype), " ", detail::shape_string(shape));
+      const std::string what = detail::concat(dtype_name(dtype), " ", detail::shape_text(shape));
       for (const bool ceil_mode : {false, true}) {
         p.ceil_mode = ceil_mode;
         EXPECT_EQ(compare_with_reference(GetParam(), x, p), "") << what << " " << testing::describe(p);
