@@ -52,7 +52,10 @@ void check_layout(std::string_view op, std::string_view name, const TensorRef& t
   }
   require(dtype_size(t.dtype) > 0, op, name, ": unknown dtype code ", static_cast<int>(t.dtype));
   const int64_t elements = checked_product(op, name, t.sizes());
-  const int64_t bytes = checked_mul(op, concat(name, "'s size in bytes"), elements, dtype_size(t.dtype));
+  // checked_mul's check, spelled out: its message names the tensor, which would cost a string a call.
+  int64_t bytes = 0;
+  require(!__builtin_mul_overflow(elements, dtype_size(t.dtype), &bytes), op, name, "'s size in bytes: ", elements,
+          " * ", dtype_size(t.dtype), " passes the int64 range");
   require(elements == 0 || t.data != nullptr, op, name, ": data pointer is null");
   // overlaps() compares byte ranges, which must not wrap around.
   require(reinterpret_cast<uintptr_t>(t.data) <= UINTPTR_MAX - static_cast<uintptr_t>(bytes), op, name, "'s ", bytes,

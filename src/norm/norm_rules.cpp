@@ -137,12 +137,13 @@ std::span<const int64_t> leading_dims(std::span<const int64_t> x_shape, std::spa
   return x_shape.first(x_shape.size() - normalized_shape.size());
 }
 
-std::pair<RowGeometry, RowGeometry> validate_qk_norm(std::string_view op, Placement placement,
+std::pair<RowGeometry, RowGeometry> validate_qk_norm(const QKNormNames& names, Placement placement,
                                                      std::span<const int64_t> normalized_shape, double eps,
                                                      const RowNormTensors& q, const RowNormTensors& k) {
-  const RowGeometry q_rows = validate_row_norm(concat(op, " (q)"), placement, normalized_shape, eps, q);
+  const std::string_view op = names.op;
+  const RowGeometry q_rows = validate_row_norm(names.q, placement, normalized_shape, eps, q);
   check_dtype(op, "k", k.x, q.x.dtype);
-  const RowGeometry k_rows = validate_row_norm(concat(op, " (k)"), placement, normalized_shape, eps, k);
+  const RowGeometry k_rows = validate_row_norm(names.k, placement, normalized_shape, eps, k);
   // Within each norm validate_row_norm has checked the overlaps; these are the ones across.
   check_no_overlap(op, "q_out", q.y, "k", k.x);
   check_no_overlap(op, "k_out", k.y, "q", q.x);
@@ -473,7 +474,8 @@ void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, 
   const detail::RowNormTensors q_rows{.x = q, .weight = q_weight, .y = q_out};
   const detail::RowNormTensors k_rows{.x = k, .weight = k_weight, .y = k_out};
   const auto [q_geometry, k_geometry] =
-      detail::validate_qk_norm(kOp, detail::Placement::device, p.normalized_shape, p.eps, q_rows, k_rows);
+      detail::validate_qk_norm({kOp, "qk_norm (q)", "qk_norm (k)"}, detail::Placement::device, p.normalized_shape,
+                               p.eps, q_rows, k_rows);
   // Few rows (decode) in one launch of the RMSNorm kernel over q's rows and then k's: as two
   // launches, a decode step took two kernels' latency, twice RMSNorm's.
   detail::launch_row_pair<NormKind::rms>(kOp, q_geometry, k_geometry, {NormKind::rms, p.eps}, q_rows, k_rows, stream);

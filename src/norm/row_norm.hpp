@@ -114,9 +114,15 @@ RowGeometry validate_row_norm(std::string_view op, Placement placement, std::spa
 // x's leading dims: the shape of the quantizing norms' row_scale.
 std::span<const int64_t> leading_dims(std::span<const int64_t> x_shape, std::span<const int64_t> normalized_shape);
 
+// The op names QKNorm's messages give: the op's, and each norm's ("qk_norm (q)"), as constants since
+// building them would cost two strings a call.
+struct QKNormNames {
+  std::string_view op, q, k;
+};
+
 // QKNorm: validate_row_norm of each of the two norms (their messages name the query "q" and the key
 // "k"), k of q's dtype, and no output of one overlapping a tensor of the other.
-std::pair<RowGeometry, RowGeometry> validate_qk_norm(std::string_view op, Placement placement,
+std::pair<RowGeometry, RowGeometry> validate_qk_norm(const QKNormNames& names, Placement placement,
                                                      std::span<const int64_t> normalized_shape, double eps,
                                                      const RowNormTensors& q, const RowNormTensors& k);
 

@@ -192,8 +192,9 @@ void qk_norm(const TensorRef& q, const TensorRef& k, const TensorRef* q_weight, 
              const TensorRef& q_out, const TensorRef& k_out, const QKNorm& p) {
   const detail::RowNormTensors q_rows{.x = q, .weight = q_weight, .y = q_out};
   const detail::RowNormTensors k_rows{.x = k, .weight = k_weight, .y = k_out};
-  const auto [q_geometry, k_geometry] = detail::validate_qk_norm("reference::qk_norm", detail::Placement::host,
-                                                                 p.normalized_shape, p.eps, q_rows, k_rows);
+  const auto [q_geometry, k_geometry] =
+      detail::validate_qk_norm({"reference::qk_norm", "reference::qk_norm (q)", "reference::qk_norm (k)"},
+                               detail::Placement::host, p.normalized_shape, p.eps, q_rows, k_rows);
   const detail::NormMath math{NormKind::rms, p.eps};
   normalize_rows(q_geometry, math, q_rows);
   normalize_rows(k_geometry, math, k_rows);
