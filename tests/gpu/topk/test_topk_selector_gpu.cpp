@@ -1,13 +1,15 @@
 // TopkSelector on the GPU against the CPU reference (spec §5.1, §6.13), slot for slot (the tie rule and
 // the slot order included), each output also under the spec's tie-aware check: every catalogue row at
 // reduced S and one whole (8 GiB of scores, where the device has the memory), windows of 0, 1, topk - 1,
-// topk, topk + 1 and all keys, causal windows, heavy ties, NaN and infinities, kv groups, f16 and bf16,
+// topk, topk + 1 and all keys, rows past the candidate buffer (a sampled floor, and a sample that
+// misleads it), causal windows, heavy ties, NaN and infinities, kv groups, f16 and bf16,
 // unaligned scores and odd S_kv (one load a score), topk past the shared-memory path (sorted in several
 // chunks), few long rows (clusters of CTAs), determinism, CUDA graph capture and the device-side rules.
 // Outputs are poisoned first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -117,21 +119,84 @@ TEST_F(TopkSelectorGpu, EveryCatalogueRowAtReducedS) {
 }
 
 TEST_F(TopkSelectorGpu, OneWholeCatalogueRow) {
-  // topk2048-s32k-kv64k: 2^31 f32 scores, whose offsets pass 32 bits. Uniform scores of 2^32 levels:
-  // a row of 65536 holds a few ties, which the tie rule orders.
-  const Shape shape{1, 32768, 65536, 1};
+  // topk2048-s32k-kv64k: 2^31 f32 scores, whose byte offsets pass 32 bits. The host draws 67 query rows
+  // (uniform scores of 2^32 levels: a row of 65536 holds a few ties, which the tie rule orders) and the
+  // device repeats them over the 32768, so that the reference runs over 67 rows only; a row read at an
+  // offset wrapped by a power of two of rows (67 is odd) is another row's scores, and its output differs.
+  constexpr int64_t kQueries = 32768, kKeys = 65536, kPeriod = 67, kTopk = 2048;
   size_t free_bytes = 0, total_bytes = 0;
   cuda_ok(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
   if (free_bytes < (size_t{9} << 30)) GTEST_SKIP() << "SKIPPED: the device has " << (free_bytes >> 20) << " MiB free";
-  TopkCall call{HostTensor(shape, DType::f32)};
-  call.params = {2048, false};
-  auto* scores = reinterpret_cast<float*>(call.scores.bytes.data());
+  TopkCall period{HostTensor({1, kPeriod, kKeys, 1}, DType::f32)};
+  period.params = {kTopk, false};
+  auto* drawn = reinterpret_cast<float*>(period.scores.bytes.data());
   uint64_t state = 71;
-  for (int64_t i = 0; i < call.scores.numel(); ++i) {
+  for (int64_t i = 0; i < period.scores.numel(); ++i) {
     state = state * 6364136223846793005u + 1442695040888963407u;
-    scores[i] = static_cast<float>(static_cast<int32_t>(state >> 32)) * 0x1p-31f;
+    drawn[i] = static_cast<float>(static_cast<int32_t>(state >> 32)) * 0x1p-31f;
   }
-  EXPECT_EQ(first_difference(reference_output(call), device_output(call)), "");
+  const HostTensor want = reference_output(period);
+
+  constexpr size_t kRowBytes = kKeys * sizeof(float);
+  DeviceBuffer scores(kQueries * kRowBytes);
+  char* base = static_cast<char*>(scores.data());
+  cuda_ok(cudaMemcpy(base, drawn, kPeriod * kRowBytes, cudaMemcpyHostToDevice), "upload");
+  // Doubling copies: the rows filled are always a multiple of the period.
+  for (int64_t filled = kPeriod; filled < kQueries; filled *= 2) {
+    const int64_t rows = std::min(filled, kQueries - filled);
+    cuda_ok(cudaMemcpy(base + filled * kRowBytes, base, rows * kRowBytes, cudaMemcpyDeviceToDevice), "repeat");
+  }
+  HostTensor got({1, kQueries, 1, kTopk}, DType::i32);
+  DeviceBuffer indexes(got.bytes.size());
+  cuda_ok(cudaMemset(indexes.data(), kPoisonByte, got.bytes.size()), "poison");
+  topk_selector(device_ref(base, DType::f32, {1, kQueries, kKeys, 1}), nullptr, nullptr,
+                device_ref(indexes.data(), DType::i32, got.shape), period.params);
+  cuda_ok(cudaDeviceSynchronize(), "topk_selector");
+  indexes.download(got.bytes.data());
+  for (int64_t row = 0; row < kQueries; ++row) {
+    const int64_t from = row % kPeriod;
+    for (int64_t slot = 0; slot < kTopk; ++slot) {
+      const int32_t expected = int_at(want, from * kTopk + slot), actual = int_at(got, row * kTopk + slot);
+      ASSERT_EQ(actual, expected) << "row " << row << " slot " << slot;
+    }
+  }
+}
+
+TEST_F(TopkSelectorGpu, SampledFloors) {
+  // Rows longer than the candidate buffer start from a floor sampled over the row: random scores, NaN
+  // and infinities, heavy ties, causal windows, bf16; and rows whose sample is all of their largest
+  // scores (every position p with p % 16 < 4 scores above the rest, and the sample's spots are kItems
+  // scores at multiples of 16), where too few scores pass the sampled floor and the row is streamed
+  // again. 300 rows take a CTA each, 2 rows a cluster of CTAs each.
+  std::mt19937_64 rng(80);
+  for (int64_t rows : {int64_t{300}, int64_t{2}}) {
+    for (bool sorted : {false, true}) {
+      // f32 unsorted at topk 1024, bf16 (ties among the large scores) sorted at topk 2048.
+      const DType dtype = sorted ? DType::bf16 : DType::f32;
+      TopkCall aligned = random_call({1, rows, 65536, 1}, sorted ? 2048 : 1024, dtype, Scores::normal, rng, sorted);
+      for (int64_t i = 0; i < aligned.scores.numel(); ++i) {
+        const double v = std::abs(aligned.scores.at(i));
+        aligned.scores.set(i, i % 16 < 4 ? 10.0 + v : -v);
+      }
+      EXPECT_EQ(compare(aligned), "") << "sample-aligned " << aligned.describe();
+    }
+  }
+  for (DType dtype : {DType::f32, DType::bf16}) {
+    for (bool sorted : {false, true}) {
+      TopkCall special = random_call({1, 20, 50000, 1}, 2048, dtype, Scores::special, rng, sorted);
+      EXPECT_EQ(compare(special), "") << special.describe();
+      TopkCall ties = random_call({1, 20, 50000, 1}, 1000, dtype, Scores::few_values, rng, sorted);
+      EXPECT_EQ(compare(ties), "") << ties.describe();
+      // 64 query rows after 12000 earlier keys.
+      TopkCall causal = random_call({1, 64, 12064, 1}, 2048, dtype, Scores::normal, rng, sorted);
+      set_causal_ends(causal);
+      EXPECT_EQ(compare(causal), "") << causal.describe();
+      // Windows of 4097 to 5000 keys (just past the buffer) at random starts.
+      TopkCall windows = random_call({1, 64, 12000, 1}, 2048, dtype, Scores::normal, rng, sorted);
+      set_windows(windows, {4097, 4100, 4500, 5000}, rng);
+      EXPECT_EQ(compare(windows), "") << windows.describe();
+    }
+  }
 }
 
 TEST_F(TopkSelectorGpu, ShortAndLongWindows) {

@@ -21,6 +21,7 @@ CASES = [
     ((1, 64, 65536, 1), 2048, "normal", torch.float32, "full"),  # a catalogue row at reduced S
     ((1, 64, 65536, 1), 1024, "normal", torch.float32, "full"),
     ((1, 8, 131072, 1), 2048, "normal", torch.float32, "causal"),  # few long rows: clusters
+    ((1, 300, 20000, 1), 2048, "normal", torch.bfloat16, "full"),  # a CTA a row, sampled floors, bf16 ties
     ((2, 33, 5000, 1), 100, "few", torch.bfloat16, "random"),
     ((1, 17, 4099, 3), 2048, "special", torch.float16, "random"),  # S_kv odd, G > 1: scalar loads
     ((1, 5, 9000, 1), 3000, "normal", torch.float32, "random"),  # topk past the buffered path
