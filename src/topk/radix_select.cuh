@@ -110,10 +110,18 @@ __device__ __forceinline__ V* at_rank(V* address, int rank) {
   return cg::cluster_group::map_shared_rank(address, rank);
 }
 
-// The CTA's slots for a round: this thread's `count` items follow those of the threads before it.
-// Returns the thread's first slot; `total` gets the CTA's count.
+// The CTA's slots for a round: this thread's `count` items (at most kItems) follow those of the threads
+// before it. Returns the thread's first slot; `total` gets the CTA's count. The warp's sum comes from
+// one ballot per bit of the counts, which issue together, rather than a chain of shuffles: a round's
+// latency is mostly this function's.
 __device__ inline int place(int count, int& total, SelectShared& sh, Parity& parity) {
-  const int inclusive = warp_inclusive_sum(count);
+  static_assert(kItems < 8, "a count has three bits");
+  const unsigned up_to_lane = (2u << lane_id()) - 1u;  // lane 31: 0 - 1, every lane
+  int inclusive = 0;
+#pragma unroll
+  for (int bit = 0; bit < 3; ++bit) {
+    inclusive += __popc(__ballot_sync(kFullMask, (count >> bit) & 1) & up_to_lane) << bit;
+  }
   uint32_t(*words)[2] = sh.warp_words[parity.block];
   if (lane_id() == 31) words[warp_id()][0] = static_cast<uint32_t>(inclusive);
   __syncthreads();
@@ -223,6 +231,15 @@ struct Found {
   int local_above, local_count;
 };
 
+// Readies the histograms for a search (find_value): its passes start on half 0 in every CTA of a
+// cluster, whatever each did alone before. Half 0 may hold the counts of the last pass; nothing reads
+// them any more: a barrier (a cluster barrier, where other CTAs read them) has passed since.
+__device__ inline void begin_search(SelectShared& sh, Parity& parity) {
+  if (threadIdx.x < kBins) sh.hist[0][threadIdx.x] = 0;
+  __syncthreads();
+  parity.hist = 0;
+}
+
 // The `need`-th largest value among the participating entries of the scope (need >= 1, and at least
 // need entries participate; value as for_each_value).
 // Each pass splits the range of values still in play, [low, high], into at most 256 bins of 2^shift
@@ -274,12 +291,7 @@ __device__ Found find_value(const Source& source, Value value, int need, int ran
 // wanted-th, then, where keys tie across the boundary, the position of the last tie taken.
 template <bool kCluster, class Source>
 __device__ Selection select_top(const Source& source, int wanted, int ranks, SelectShared& sh, Parity& parity) {
-  // The passes start on half 0 in every CTA of a cluster, whatever each did alone before. Half 0 may
-  // hold the counts of the last pass; nothing reads them any more: a barrier (a cluster barrier, where
-  // other CTAs read them) has passed since.
-  if (threadIdx.x < kBins) sh.hist[0][threadIdx.x] = 0;
-  __syncthreads();
-  parity.hist = 0;
+  begin_search(sh, parity);
   const auto by_key = [](uint32_t key, int32_t, uint32_t& v) {
     v = key;
     return true;

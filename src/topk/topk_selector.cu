@@ -2,16 +2,17 @@
 // where the rows alone would leave SMs idle. Design and roofline: docs/perf/topk.md.
 //
 // A row is read once, streaming (topk <= kMaxBufferedTopk, every serving shape): each round of kRound
-// scores (two rounds in flight a thread, evict-first) is turned into keys (score_key) and filtered
+// scores (48 bytes a thread in flight, evict-first) is turned into keys (score_key) and filtered
 // against the CTA's floor; survivors are appended to a candidate buffer in shared memory, in position
-// order. When a round would overflow the buffer, the buffer is cut to its exact top topk (select_top
-// with the tie rule) and the floor rises to the key below them: no later score at or under it can enter
-// the top topk, since topk candidates at lower positions beat it. On random scores the survivors thin
-// out geometrically, so that the buffer is cut a few times a row and most rounds cost a filter and a
-// barrier. At the row's end the exact top min(topk, count) of the candidates (of every CTA of the
-// cluster, counted together over distributed shared memory) is selected and written: in position order
-// straight from the buffers, or gathered to rank 0 and sorted by key (a stable radix sort, so that ties
-// keep position order) for sorted = true.
+// order. The floor starts just under a sample's estimate of the slice's topk-th key (sampled_floor), so
+// that on random scores a row's candidates fit the buffer; after the stream, fewer than topk candidates
+// mean the estimate was too high, and the slice is streamed again from floor 0. When a round would
+// overflow the buffer, the buffer is cut to its exact top topk (select_top with the tie rule) and the
+// floor rises to the key below them: no later score at or under it can enter the top topk, since topk
+// candidates at lower positions beat it. At the row's end the exact top min(topk, count) of the
+// candidates (of every CTA of the cluster, counted together over distributed shared memory) is selected
+// and written: in position order straight from the buffers, or gathered to rank 0 and sorted by key (a
+// stable radix sort, so that ties keep position order) for sorted = true.
 //
 // A larger topk has no room in shared memory: the selection then runs over the row's scores in global
 // memory, each radix pass reading the row again, and sorted output is produced kSortChunk slots at a
@@ -97,8 +98,8 @@ struct RowScores {
   __device__ int64_t start(int r) const { return first + int64_t{r} * kRound + threadIdx.x * kItems; }
   __device__ int rounds() const { return high > low ? static_cast<int>(ceil_div(high - first, kRound)) : 0; }
 
-  __device__ Raw load(int r, bool evict_first, uint64_t policy) const {
-    const int64_t p = start(r);
+  // The kItems scores from position p, a multiple of kItems past `first`.
+  __device__ Raw load_at(int64_t p, bool evict_first, uint64_t policy) const {
     Raw raw{};
     if constexpr (kVector) {
       // p and S_kv are multiples of kItems: a vector that starts in the row ends in it.
@@ -127,8 +128,7 @@ struct RowScores {
     return raw;
   }
 
-  __device__ void decode(const Raw& raw, int r, Items& items) const {
-    const int64_t p = start(r);
+  __device__ void decode_at(const Raw& raw, int64_t p, Items& items) const {
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
       const int64_t j = p + e;
@@ -141,7 +141,17 @@ struct RowScores {
     }
   }
 
+  __device__ Raw load(int r, bool evict_first, uint64_t policy) const { return load_at(start(r), evict_first, policy); }
+  __device__ void decode(const Raw& raw, int r, Items& items) const { decode_at(raw, start(r), items); }
   __device__ void round(int r, Items& items) const { decode(load(r, false, 0), r, items); }
+};
+
+// One round of entries held in registers: a source of a single round.
+struct HeldItems {
+  Items items;
+
+  __device__ int rounds() const { return 1; }
+  __device__ void round(int, Items& out) const { out = items; }
 };
 
 // The CTA's candidates: the first `size` entries of the shared buffer, in position order.
@@ -211,36 +221,79 @@ __device__ void append(const Items& items, int topk, int& size, uint32_t& floor,
   size += total;
 }
 
+// A floor for streaming the CTA's slice (a key at or under it is dropped), from a sample of kRound
+// scores spread evenly over the slice: thread t's kItems consecutive ones at first + t * step. The slice's
+// top topk hold m = topk * n / length of the n sampled scores, in expectation; the floor is just under
+// the sample's r-th largest key, r = m + 4 sqrt(m) + 1 (four standard deviations of that count over m),
+// so that about (r / n) * length keys pass it: 1.5 to 3 topk on the rows that matter, which fit the
+// buffer with no cut. Whether topk keys passed is checked after the stream (stream_candidates). 0 (every
+// key passes) where the slice fits the buffer whole, or the sample is too small to help.
+template <class T, bool kVector>
+__device__ uint32_t sampled_floor(const RowScores<T, kVector>& scores, int topk, Shared& sh, Parity& parity) {
+  const int64_t length = scores.high - scores.low;
+  if (length <= kCapacity) return 0;
+  // step * kThreads <= high - first, so that every spot's kItems scores lie before high; only thread 0's
+  // first ones may lie before low.
+  const int64_t step = (scores.high - scores.first) / kRound * kItems;
+  const int n = kRound - static_cast<int>(scores.low - scores.first);
+  const float m = static_cast<float>(topk) * static_cast<float>(n) / static_cast<float>(length);
+  const int r = static_cast<int>(m + 4.0f * sqrtf(m)) + 1;
+  if (r >= n) return 0;
+  const int64_t spot = scores.first + threadIdx.x * step;
+  HeldItems sample;
+  scores.decode_at(scores.load_at(spot, false, 0), spot, sample.items);
+  begin_search(sh.select, parity);
+  const auto by_key = [](uint32_t key, int32_t, uint32_t& v) {
+    v = key;
+    return true;
+  };
+  // The search ends on a bin whose low is at most the sample's r-th largest key.
+  return find_value<false>(sample, by_key, r, 1, sh.select, parity).low - 1;
+}
+
+// Rounds of scores a thread has in flight while the stream filters: with vector loads 48 bytes, 3 rounds
+// of f32 scores or 6 of f16 and bf16 (24 KB a CTA, 48 KB an SM: some 1.5 to 2 times what the copy rate
+// needs at DRAM's loaded latency); with one load a score, 8 words (the registers of 64 a thread that the
+// two CTAs an SM leave).
+template <class T, bool kVector>
+constexpr int kAhead = (kVector ? 12 : 8) / RowScores<T, kVector>::kWords;
+
 // Streams the CTA's slice into the candidate buffer: returns the candidates' count. They hold the
-// slice's top topk entries.
+// slice's top topk entries. The floor starts at the sampled one (sampled_floor); where fewer than topk
+// keys passed it, the slice is streamed again from floor 0.
 template <class T, bool kVector>
 __device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, Shared& sh, Parity& parity) {
   using Raw = typename RowScores<T, kVector>::Raw;
+  constexpr int kDepth = kAhead<T, kVector>;
   const uint64_t policy = evict_first_policy();
   const int rounds = scores.rounds();
-  Raw ahead[2]{};
+  for (bool sampled = true;; sampled = false) {
+    Raw ahead[kDepth]{};
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (h < rounds) ahead[h] = scores.load(h, true, policy);
-  }
-  int size = 0;
-  uint32_t floor = 0;  // below every key: all enter until the first cut
-  for (int r = 0; r < rounds; r += 2) {
-    const Raw now[2] = {ahead[0], ahead[1]};
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (r + 2 + h < rounds) ahead[h] = scores.load(r + 2 + h, true, policy);
+    for (int h = 0; h < kDepth; ++h) {
+      if (h < rounds) ahead[h] = scores.load(h, true, policy);
     }
+    // The sample's loads and selection overlap the first rounds' loads.
+    uint32_t floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
+    const bool guessed = floor != 0;
+    int size = 0;
+    for (int r = 0; r < rounds; r += kDepth) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (r + h < rounds) {
-        Items items;
-        scores.decode(now[h], r + h, items);
-        append(items, topk, size, floor, sh, parity);
+      for (int h = 0; h < kDepth; ++h) {
+        if (r + h < rounds) {
+          // Round r + h's slot takes round r + h + kDepth's load as soon as its scores are read.
+          const Raw now = ahead[h];
+          if (r + h + kDepth < rounds) ahead[h] = scores.load(r + h + kDepth, true, policy);
+          Items items;
+          scores.decode(now, r + h, items);
+          append(items, topk, size, floor, sh, parity);
+        }
       }
     }
+    // At least topk candidates above the floor hold every entry of the slice's top topk: those are at or
+    // above the topk-th largest key, which is above the floor.
+    if (!guessed || size >= topk) return size;
   }
-  return size;
 }
 
 // Rank 0: sorts the first `count` entries of its buffer by key, descending and stable (ties keep their
