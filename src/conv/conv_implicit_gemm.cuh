@@ -7,14 +7,23 @@
 // no layout change, and the bias is one value per row of D (per output channel), added in the
 // epilogue with the ReLU of conv2d_bias_relu before the single rounding.
 //
-// K is ordered (c_in, tap), the order of a contiguous OIHW weight row, so the A tile (weights) is a
-// contiguous copy of the weight; the B tile (activations) is gathered element by element, each
-// thread holding one pixel column of the tile and reading K rows of it, with zero where a tap falls
-// in the padding or past K. The K rows of each tile are decoded once per tile into shared memory
-// (channel, tap offsets, x and weight offsets). Loads go global -> registers -> shared memory, one
-// tile ahead of the MMAs (two shared buffers, one barrier a tile); the MMAs are mma.sync m16n8k16
-// fed by ldmatrix (B with .trans: it is stored pixel-major). Every tensor is addressed through its
-// strides, so the same kernel serves channels_last x, weight and y.
+// K is ordered (c_in, tap), the order of a contiguous OIHW weight row. Both tiles are filled in
+// chunks of 8 elements (16 bytes of shared memory): an A chunk is 8 consecutive K of one weight row,
+// a B chunk 8 consecutive pixels of one K row. A chunk that is one aligned 16-byte run of global
+// memory is copied by cp.async; a B chunk that is a run of 8 input positions of one row at any
+// 2-byte alignment (unit stride along W, a W-contiguous x, the 8 pixels in one output row, no
+// padding among them) is two aligned 16-byte loads and a funnel shift; a chunk wholly in the
+// padding or past K is zero; anything else (strides > 1, channels_last x, chunks that cross an
+// output row or the padding's edge, K rows not contiguous in the weight) is gathered element by
+// element. A 1x1 unit-stride unpadded conv of a contiguous plane is a plain GEMM: every B row is
+// a contiguous run of the plane. The K rows of each tile are decoded once into shared memory
+// (channel, tap offsets, x and weight offsets), kStages tiles ahead.
+//
+// kStages shared buffers: the copies of tile kt + kStages - 1 are issued while tile kt is
+// multiplied (cp.async groups; the register-held chunks are stored to shared memory after the
+// MMAs of tile kt), one barrier a tile. The MMAs are mma.sync m16n8k16 fed by ldmatrix (B with
+// .trans: it is stored pixel-major). Every tensor is addressed through its strides, so the same
+// kernel serves channels_last x, weight and y (through the element gather).
 //
 // Work items are (image, group, C_out tile, pixel tile), walked grid-stride by the blocks, pixel
 // tiles fastest (neighbouring blocks share a weight tile).
@@ -33,9 +42,10 @@
 
 namespace solops::detail::conv_gemm {
 
-template <int kTileM, int kTileN, int kWarpsM, int kWarpsN>
+template <int kTileM, int kTileN, int kWarpsM, int kWarpsN, int kStageCount, int kMinBlocks>
 struct Tile {
-  static constexpr int M = kTileM, N = kTileN, K = 32;
+  static constexpr int M = kTileM, N = kTileN, K = 32, kStages = kStageCount;
+  static constexpr int kBlocksPerSm = kMinBlocks;  // the register budget: 64K / (threads * blocks) a thread
   static constexpr int kWarpsAlongN = kWarpsN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kWarpTileM = M / kWarpsM, kWarpTileN = N / kWarpsN;
@@ -43,10 +53,14 @@ struct Tile {
   // Shared rows padded by 8 elements (16 bytes): the eight rows an ldmatrix reads fall in distinct
   // banks, and every row stays 16-byte aligned.
   static constexpr int kPitchA = K + 8, kPitchB = N + 8;
-  static constexpr int kLoadsA = M * K / kThreads, kLoadsB = K * N / kThreads;
+  // Chunks of 8 elements a thread fills per tile. A B thread keeps one chunk column (8 pixels) and
+  // steps down the K rows by kChunkRowStep.
+  static constexpr int kChunkColumns = N / 8, kChunkRowStep = kThreads / kChunkColumns;
+  static constexpr int kChunksA = M * K / 8 / kThreads, kChunksB = K / kChunkRowStep;
   static_assert(kMmaM >= 1 && kMmaN % 2 == 0, "a warp tile is whole m16 rows and pairs of n8 columns");
-  static_assert(kThreads % N == 0 && kThreads >= K, "each thread gathers one fixed pixel column of B");
-  static_assert(M * K % kThreads == 0 && K * N % kThreads == 0, "whole loads a thread");
+  static_assert(kThreads % kChunkColumns == 0 && K % kChunkRowStep == 0, "each thread fills one chunk column of B");
+  static_assert(M * K / 8 % kThreads == 0, "whole A chunks a thread");
+  static_assert(kStages >= 2 && kThreads >= kStages * K, "the first kStages tiles' K rows decode in one step");
 };
 
 // The decoded K rows of one tile: where row k reads x (relative to the pixel's window origin) and
@@ -60,10 +74,20 @@ struct KRows {
 
 template <class Shape>
 struct SharedTiles {
-  uint16_t a[2][Shape::M * Shape::kPitchA];
-  uint16_t b[2][Shape::K * Shape::kPitchB];
-  KRows<Shape::K> k_rows[2];
-  int64_t y_offset[Shape::N];  // each pixel of the item's tile in y, relative to the channel plane
+  alignas(16) uint16_t a[Shape::kStages][Shape::M * Shape::kPitchA];
+  alignas(16) uint16_t b[Shape::kStages][Shape::K * Shape::kPitchB];
+  KRows<Shape::K> k_rows[Shape::kStages];  // tile kt's rows in slot kt % kStages, as its buffers
+  // Each pixel of the item's tile: its offset in y (relative to the channel plane) and the origin
+  // of its window in x (before the taps' offsets).
+  int64_t y_offset[Shape::N], origin_offset[Shape::N];
+  int origin_z[Shape::N], origin_y[Shape::N], origin_x[Shape::N];
+};
+
+// Which chunks of a call can be whole runs of memory (decided once a call, on the host).
+struct Layout {
+  bool weight_k_contiguous;  // weight row element k at offset k: A chunks are runs of the weight
+  bool unit_w;               // stride 1 along W and x contiguous along W: a B chunk of one output row is a run of x
+  bool plane_contiguous;     // 1x1, unit stride, no padding, x planes contiguous: every B chunk is a run
 };
 
 template <int kK>
@@ -129,18 +153,54 @@ __device__ __forceinline__ uint16_t float_to_bits(float v) {
   else return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
+__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ bool aligned_16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+// The 8 elements from src, which is 2-byte aligned but not 16-byte aligned, as four words: the two
+// aligned 16-byte blocks that hold them (each holds at least one of them, so neither reaches past
+// the memory the run lies in), shifted down by the run's misalignment.
+__device__ __forceinline__ void load_shifted_run(const uint16_t* src, uint32_t (&out)[4]) {
+  const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 1..7 elements
+  const uint4* block = reinterpret_cast<const uint4*>(src - shift);
+  const uint4 low = __ldg(block), high = __ldg(block + 1);
+  uint32_t w[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
+  // Whole words first (by 2, then by 1: constant indices keep w in registers), then half a word.
+  if (shift & 4) {
+#pragma unroll
+    for (int i = 0; i < 6; ++i) w[i] = w[i + 2];
+  }
+  if (shift & 2) {
+#pragma unroll
+    for (int i = 0; i < 7; ++i) w[i] = w[i + 1];
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
+}
+
 template <class T, class Shape>
-__global__ void __launch_bounds__(Shape::kThreads)
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
-                  const int64_t co_tiles, const int64_t pixel_tiles, const int64_t items) {
-  constexpr int M = Shape::M, N = Shape::N, K = Shape::K;
-  __shared__ __align__(16) SharedTiles<Shape> s;
+                  const Layout layout, const int64_t co_tiles, const int64_t pixel_tiles, const int64_t items) {
+  constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(shared_bytes);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
-  // This thread's B column and its first K row; its rows step by kRowStep.
-  const int column = tid % N, first_row = tid / N;
-  constexpr int kRowStep = Shape::kThreads / N;
+  // This thread's B chunk column (8 pixels of the tile) and its first K row.
+  const int chunk_column = tid % Shape::kChunkColumns * 8, first_row = tid / Shape::kChunkColumns;
   const int k_tiles = (p.reduction + K - 1) / K;
   const int plane_hw = p.out_h * p.out_w;
 
@@ -157,85 +217,167 @@ __global__ void __launch_bounds__(Shape::kThreads)
     const uint16_t* x_group = x + n * p.x.n + int64_t{group} * p.in_per_group * p.x.c;
     const uint16_t* w_group = weight + int64_t{group} * p.out_per_group * p.weight.n;
 
-    // This thread's pixel: the origin of its window in x (before the taps' offsets).
-    const bool pixel_valid = pixel0 + column < p.out_plane;
-    int origin_z = 0, origin_y = 0, origin_x = 0;
-    int64_t origin_offset = 0;
-    if (pixel_valid) {
-      const int pixel = static_cast<int>(pixel0 + column);
-      const int od = pixel / plane_hw, in_plane = pixel - od * plane_hw;
-      const int oh = in_plane / p.out_w, ow = in_plane - oh * p.out_w;
-      origin_z = od * p.stride_d - p.pad_d;
-      origin_y = oh * p.stride_h - p.pad_h;
-      origin_x = ow * p.stride_w - p.pad_w;
-      origin_offset = origin_z * p.x.d + origin_y * p.x.h + origin_x * p.x.w;
-    }
-
-    uint16_t a_regs[Shape::kLoadsA], b_regs[Shape::kLoadsB];
-    // Reads tile kt's elements into registers, zero outside the weight, K and the input.
-    const auto load_tile = [&](int kt) {
-      const KRows<K>& rows = s.k_rows[kt & 1];
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsA; ++i) {
-        const int e = tid + i * Shape::kThreads;
-        const int m = e / K, r = e % K;
-        const int co = co0 + m;
-        const int w_offset = rows.w_offset[r];
-        a_regs[i] = co < p.out_per_group && w_offset >= 0 ? w_group[int64_t{co} * p.weight.n + w_offset] : 0;
-      }
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsB; ++i) {
-        const int r = first_row + i * kRowStep;
-        uint16_t value = 0;
-        if (pixel_valid && rows.w_offset[r] >= 0) {
-          const int z = origin_z + rows.dz[r], yy = origin_y + rows.dy[r], xx = origin_x + rows.dx[r];
-          // One unsigned compare an axis: negative positions wrap past the size.
-          if (static_cast<unsigned>(z) < static_cast<unsigned>(p.in_d) &&
-              static_cast<unsigned>(yy) < static_cast<unsigned>(p.in_h) &&
-              static_cast<unsigned>(xx) < static_cast<unsigned>(p.in_w)) {
-            value = x_group[origin_offset + rows.x_offset[r]];
-          }
-        }
-        b_regs[i] = value;
-      }
-    };
-    const auto store_tile = [&](int buffer) {
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsA; ++i) {
-        const int e = tid + i * Shape::kThreads;
-        s.a[buffer][(e / K) * Shape::kPitchA + e % K] = a_regs[i];
-      }
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsB; ++i) {
-        s.b[buffer][(first_row + i * kRowStep) * Shape::kPitchB + column] = b_regs[i];
-      }
-    };
-    const auto decode_rows = [&](int kt) {
-      if (tid < K) decode_k_row(p, kt * K + tid, s.k_rows[kt & 1], tid);
-    };
-
-    float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
-    // Every warp is past the previous item's epilogue, which read y_offset, before it is rewritten.
+    // Every warp is past the previous item's MMAs and epilogue, which read the buffers and
+    // y_offset, before they are rewritten.
     __syncthreads();
     if (tid < N) {
-      int64_t offset = 0;
+      int64_t y_offset = 0;
       if (pixel0 + tid < p.out_plane) {
         const int q = static_cast<int>(pixel0 + tid);
         const int od = q / plane_hw, in_plane = q - od * plane_hw;
         const int oh = in_plane / p.out_w, ow = in_plane - oh * p.out_w;
-        offset = od * p.y.d + oh * p.y.h + ow * p.y.w;
+        y_offset = od * p.y.d + oh * p.y.h + ow * p.y.w;
+        const int z = od * p.stride_d - p.pad_d, yy = oh * p.stride_h - p.pad_h, xx = ow * p.stride_w - p.pad_w;
+        s.origin_z[tid] = z;
+        s.origin_y[tid] = yy;
+        s.origin_x[tid] = xx;
+        s.origin_offset[tid] = z * p.x.d + yy * p.x.h + xx * p.x.w;
       }
-      s.y_offset[tid] = offset;
+      s.y_offset[tid] = y_offset;
     }
-    decode_rows(0);
+    if (tid < kStages * K) {
+      const int tile = tid / K, row = tid % K;
+      if (tile < k_tiles) decode_k_row(p, tile * K + row, s.k_rows[tile], row);
+    }
     __syncthreads();
-    load_tile(0);
-    store_tile(0);
-    if (k_tiles > 1) decode_rows(1);
-    __syncthreads();
+
+    // This thread's B chunk is a run of x along W for the rows whose taps keep it inside x: its 8
+    // pixels exist and lie in one output row (or the plane is one run).
+    const int64_t chunk_pixel = pixel0 + chunk_column;
+    const bool chunk_run =
+        chunk_pixel + 8 <= p.out_plane &&
+        (layout.plane_contiguous || (layout.unit_w && static_cast<int>(chunk_pixel % p.out_w) + 8 <= p.out_w));
+
+    int run_z = 0, run_y = 0, run_x = 0;
+    int64_t run_offset = 0;
+    if (chunk_run) {
+      run_z = s.origin_z[chunk_column];
+      run_y = s.origin_y[chunk_column];
+      run_x = s.origin_x[chunk_column];
+      run_offset = s.origin_offset[chunk_column];
+    }
+
+    // Chunks that go through registers (elements, shifted runs, zeros): stored after the MMAs.
+    uint32_t a_regs[Shape::kChunksA][4], b_regs[Shape::kChunksB][4];
+    unsigned a_in_regs = 0, b_in_regs = 0;  // bit i: chunk i is in registers
+
+    // Element j of B chunk row r (0 outside x and for pixels past the plane).
+    const auto b_element = [&](const KRows<K>& rows, int r, int column) -> uint32_t {
+      if (pixel0 + column >= p.out_plane) return 0;
+      const int z = s.origin_z[column] + rows.dz[r], yy = s.origin_y[column] + rows.dy[r],
+                xx = s.origin_x[column] + rows.dx[r];
+      // One unsigned compare an axis: negative positions wrap past the size.
+      if (static_cast<unsigned>(z) < static_cast<unsigned>(p.in_d) &&
+          static_cast<unsigned>(yy) < static_cast<unsigned>(p.in_h) &&
+          static_cast<unsigned>(xx) < static_cast<unsigned>(p.in_w)) {
+        return x_group[s.origin_offset[column] + rows.x_offset[r]];
+      }
+      return 0;
+    };
+
+    // Issues tile kt's copies into buffer `stage` (= kt % kStages, also its K rows' slot).
+    const auto issue_tile = [&](int kt, int stage) {
+      const KRows<K>& rows = s.k_rows[stage];
+      a_in_regs = 0;
+      b_in_regs = 0;
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksA; ++i) {
+        const int chunk = tid + i * Shape::kThreads;
+        const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
+        const int co = co0 + m, k0 = kt * K + kc;
+        uint16_t* to = &s.a[stage][m * Shape::kPitchA + kc];
+        const uint16_t* w_row = w_group + int64_t{co} * p.weight.n;
+        if (co < p.out_per_group && layout.weight_k_contiguous && k0 + 8 <= p.reduction && aligned_16(w_row + k0)) {
+          cp_async_16(to, w_row + k0);
+        } else {
+          // The element gather, shifted in as B's below.
+          a_in_regs |= 1u << i;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) a_regs[i][j] = 0;
+          if (co >= p.out_per_group) continue;
+#pragma unroll 1
+          for (int e = 0; e < 8; ++e) {
+            const int w_offset = rows.w_offset[kc + e];
+            const uint32_t value = w_offset >= 0 ? w_row[w_offset] : 0;
+#pragma unroll
+            for (int j = 0; j < 3; ++j) a_regs[i][j] = __funnelshift_r(a_regs[i][j], a_regs[i][j + 1], 16);
+            a_regs[i][3] = __funnelshift_r(a_regs[i][3], value, 16);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksB; ++i) {
+        const int r = first_row + i * Shape::kChunkRowStep;
+        uint16_t* to = &s.b[stage][r * Shape::kPitchB + chunk_column];
+        b_in_regs |= 1u << i;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) b_regs[i][j] = 0;
+        if (rows.w_offset[r] < 0) continue;  // past K
+        if (chunk_run) {
+          const int z = run_z + rows.dz[r], yy = run_y + rows.dy[r], xx = run_x + rows.dx[r];
+          if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d) ||
+              static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) {
+            continue;  // the whole run's row is padding
+          }
+          if (layout.plane_contiguous || (xx >= 0 && xx <= p.in_w - 8)) {
+            const uint16_t* src = x_group + run_offset + rows.x_offset[r];
+            if (aligned_16(src)) {
+              cp_async_16(to, src);
+              b_in_regs &= ~(1u << i);
+            } else {
+              load_shifted_run(src, b_regs[i]);
+            }
+            continue;
+          }
+        }
+        // The element gather, not unrolled (its addresses would otherwise take registers the MMAs
+        // need): each element shifts in at the chunk's top; 8 steps leave element 0 at the bottom.
+#pragma unroll 1
+        for (int e = 0; e < 8; ++e) {
+          const uint32_t value = b_element(rows, r, chunk_column + e);
+#pragma unroll
+          for (int j = 0; j < 3; ++j) b_regs[i][j] = __funnelshift_r(b_regs[i][j], b_regs[i][j + 1], 16);
+          b_regs[i][3] = __funnelshift_r(b_regs[i][3], value, 16);
+        }
+      }
+    };
+    const auto store_tile = [&](int stage) {
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksA; ++i) {
+        if (!(a_in_regs >> i & 1)) continue;
+        const int chunk = tid + i * Shape::kThreads;
+        *reinterpret_cast<uint4*>(&s.a[stage][chunk / (K / 8) * Shape::kPitchA + chunk % (K / 8) * 8]) =
+            make_uint4(a_regs[i][0], a_regs[i][1], a_regs[i][2], a_regs[i][3]);
+      }
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksB; ++i) {
+        if (!(b_in_regs >> i & 1)) continue;
+        const int r = first_row + i * Shape::kChunkRowStep;
+        *reinterpret_cast<uint4*>(&s.b[stage][r * Shape::kPitchB + chunk_column]) =
+            make_uint4(b_regs[i][0], b_regs[i][1], b_regs[i][2], b_regs[i][3]);
+      }
+    };
+
+    float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
+    // The first kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so
+    // that wait_group counts tiles.
+#pragma unroll
+    for (int t = 0; t < kStages - 1; ++t) {
+      if (t < k_tiles) {
+        issue_tile(t, t);
+        store_tile(t);
+      }
+      cp_async_commit();
+    }
     for (int kt = 0; kt < k_tiles; ++kt) {
-      const int buffer = kt & 1;
-      if (kt + 1 < k_tiles) load_tile(kt + 1);
+      const int stage = kt % kStages;
+      // Tile kt's copies have landed (this thread's), and after the barrier every thread's have,
+      // and every warp is past tile kt - 1's MMAs, whose buffer the next copies refill.
+      cp_async_wait<kStages - 2>();
+      __syncthreads();
+      const int next = kt + kStages - 1, next_stage = next % kStages;
+      if (next < k_tiles) issue_tile(next, next_stage);
+      cp_async_commit();
 #pragma unroll
       for (int kk = 0; kk < K; kk += 16) {
         uint32_t a_frag[Shape::kMmaM][4];
@@ -243,14 +385,14 @@ __global__ void __launch_bounds__(Shape::kThreads)
 #pragma unroll
         for (int i = 0; i < Shape::kMmaM; ++i) {
           const int row = warp_m * Shape::kWarpTileM + i * 16 + (lane & 15);
-          ldmatrix_x4(a_frag[i], &s.a[buffer][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
+          ldmatrix_x4(a_frag[i], &s.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
         }
 #pragma unroll
         for (int j = 0; j < Shape::kMmaN; j += 2) {
           const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
           const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
           uint32_t r[4];
-          ldmatrix_x4_trans(r, &s.b[buffer][k_row * Shape::kPitchB + col]);
+          ldmatrix_x4_trans(r, &s.b[stage][k_row * Shape::kPitchB + col]);
           b_frag[j][0] = r[0];
           b_frag[j][1] = r[1];
           b_frag[j + 1][0] = r[2];
@@ -262,12 +404,12 @@ __global__ void __launch_bounds__(Shape::kThreads)
           for (int j = 0; j < Shape::kMmaN; ++j) mma_m16n8k16<T>(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
         }
       }
-      // The other buffer was last read by tile kt - 1's MMAs, which every warp finished before the
-      // barrier that ended that tile; likewise tile kt's decoded rows, read by the load above.
-      if (kt + 1 < k_tiles) store_tile(buffer ^ 1);
-      if (kt + 2 < k_tiles) decode_rows(kt + 2);
-      __syncthreads();
+      // The register-held chunks of tile `next` (its buffer was freed by the barrier above); tile
+      // kt + kStages's K rows into tile kt's slot, which only tile kt's copies read.
+      if (next < k_tiles) store_tile(next_stage);
+      if (kt + kStages < k_tiles && tid < K) decode_k_row(p, (kt + kStages) * K + tid, s.k_rows[stage], tid);
     }
+    cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
 
     // Epilogue: bias, ReLU, one rounding, y through its strides.
     uint16_t* y_group = y + n * p.y.n + int64_t{group} * p.out_per_group * p.y.c;
@@ -296,20 +438,44 @@ __global__ void __launch_bounds__(Shape::kThreads)
   }
 }
 
+// Whether a call's K rows are runs of the weight and its B chunks runs of x (Layout).
+inline Layout layout_of(const ConvProblem& p) {
+  const ConvStrides& w = p.weight;
+  const int plane_taps = p.kernel_h * p.kernel_w;
+  Layout layout{};
+  // An axis of extent 1 adds no offset, whatever its stride.
+  layout.weight_k_contiguous = (p.kernel_w == 1 || w.w == 1) && (p.kernel_h == 1 || w.h == p.kernel_w) &&
+                               (p.kernel_d == 1 || w.d == plane_taps) && (p.in_per_group == 1 || w.c == p.taps);
+  layout.unit_w = p.stride_w == 1 && p.x.w == 1;
+  layout.plane_contiguous = p.taps == 1 && p.stride_d == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_d == 0 &&
+                            p.pad_h == 0 && p.pad_w == 0 && p.x.w == 1 && (p.in_h == 1 || p.x.h == p.in_w) &&
+                            (p.in_d == 1 || p.x.d == int64_t{p.in_h} * p.in_w);
+  return layout;
+}
+
 template <class T, class Shape>
 void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, cudaStream_t stream) {
   const int64_t co_tiles = ceil_div(p.out_per_group, Shape::M);
   const int64_t pixel_tiles = ceil_div(p.out_plane, Shape::N);
   const int64_t items = p.batch * p.groups * co_tiles * pixel_tiles;
-  implicit_gemm<T, Shape><<<grid_for(items), Shape::kThreads, 0, stream>>>(
+  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>);
+  const auto kernel = implicit_gemm<T, Shape>;
+  // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
+  // operation: fine under graph capture).
+  if constexpr (kSharedBytes > 48 * 1024) {
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)), "conv",
+               "cudaFuncSetAttribute");
+  }
+  kernel<<<grid_for(items), Shape::kThreads, kSharedBytes, stream>>>(
       static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight), static_cast<const uint16_t*>(bias),
-      static_cast<uint16_t*>(y), p, co_tiles, pixel_tiles, items);
+      static_cast<uint16_t*>(y), p, layout_of(p), co_tiles, pixel_tiles, items);
 }
 
-// 64x64 tiles of four warps, for every shape; 128x128 tiles of eight warps where the channels fill
-// them and the tiles still make a full wave.
-using SmallTile = Tile<64, 64, 2, 2>;
-using LargeTile = Tile<128, 128, 2, 4>;
+// 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
+// 128x128 tiles of eight warps, one block an SM (its 64x32 warp tiles need more than 128
+// registers), where the channels fill them and the tiles still make a full wave. Four stages each.
+using SmallTile = Tile<64, 64, 2, 2, 4, 4>;
+using LargeTile = Tile<128, 128, 2, 4, 4, 1>;
 
 template <class T>
 void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
