@@ -25,13 +25,25 @@
 // .trans: it is stored pixel-major). Every tensor is addressed through its strides, so the same
 // kernel serves channels_last x, weight and y (through the element gather).
 //
-// Work items are (image, group, C_out tile, pixel tile), walked grid-stride by the blocks, pixel
-// tiles fastest (neighbouring blocks share a weight tile).
+// After the main loop the f32 sums go through shared memory (the stage buffers), so that each
+// thread finishes runs of 8 pixels of one output channel: bias, ReLU, one rounding, and one 16-byte
+// store where the run is an aligned run of y.
+//
+// Split K: where the tiles are too few to fill the GPU, a cluster of 2 or 4 CTAs shares each tile,
+// each rank summing an equal run of the K tiles; the ranks then finish a band of the tile's rows
+// each, adding all ranks' partial sums (read over distributed shared memory) in rank order. No
+// workspace, no atomics, one launch, and the same sums in the same order on every call.
+//
+// Work items are (image, group, C_out tile, pixel tile), walked grid-stride by the clusters, pixel
+// tiles fastest (neighbouring clusters share a weight tile).
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 
@@ -41,6 +53,8 @@
 #include "core/integer.hpp"
 
 namespace solops::detail::conv_gemm {
+
+namespace cg = cooperative_groups;
 
 template <int kTileM, int kTileN, int kWarpsM, int kWarpsN, int kStageCount, int kMinBlocks>
 struct Tile {
@@ -53,6 +67,9 @@ struct Tile {
   // Shared rows padded by 8 elements (16 bytes): the eight rows an ldmatrix reads fall in distinct
   // banks, and every row stays 16-byte aligned.
   static constexpr int kPitchA = K + 8, kPitchB = N + 8;
+  // The f32 tile of sums after the main loop, in the stage buffers: rows padded by 8 floats, so that
+  // the accumulators' 8-byte stores of a half warp (4 rows of 8 columns) fall in distinct banks.
+  static constexpr int kPitchC = N + 8;
   // Chunks of 8 elements a thread fills per tile. A B thread keeps one chunk column (8 pixels) and
   // steps down the K rows by kChunkRowStep.
   static constexpr int kChunkColumns = N / 8, kChunkRowStep = kThreads / kChunkColumns;
@@ -73,10 +90,18 @@ struct KRows {
 };
 
 template <class Shape>
-struct SharedTiles {
+struct StageBuffers {
   alignas(16) uint16_t a[Shape::kStages][Shape::M * Shape::kPitchA];
   alignas(16) uint16_t b[Shape::kStages][Shape::K * Shape::kPitchB];
-  KRows<Shape::K> k_rows[Shape::kStages];  // tile kt's rows in slot kt % kStages, as its buffers
+};
+
+template <class Shape>
+struct SharedTiles {
+  union {
+    StageBuffers<Shape> stages;  // the main loop's
+    alignas(16) float c[Shape::M * Shape::kPitchC];  // the epilogue's sums (a split's partial sums)
+  };
+  KRows<Shape::K> k_rows[Shape::kStages];  // the j-th tile's rows in slot j % kStages, as its buffers
   // Each pixel of the item's tile: its offset in y (relative to the channel plane) and the origin
   // of its window in x (before the taps' offsets).
   int64_t y_offset[Shape::N], origin_offset[Shape::N];
@@ -88,6 +113,7 @@ struct Layout {
   bool weight_k_contiguous;  // weight row element k at offset k: A chunks are runs of the weight
   bool unit_w;               // stride 1 along W and x contiguous along W: a B chunk of one output row is a run of x
   bool plane_contiguous;     // 1x1, unit stride, no padding, x planes contiguous: every B chunk is a run
+  bool y_unit_w;             // y contiguous along W: 8 pixels of one output row are a run of y
 };
 
 template <int kK>
@@ -194,6 +220,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
                   const Layout layout, const int64_t co_tiles, const int64_t pixel_tiles, const int64_t items) {
+  static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape>), "the f32 tile fits the stages");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(shared_bytes);
@@ -201,10 +228,17 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
   const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
   // This thread's B chunk column (8 pixels of the tile) and its first K row.
   const int chunk_column = tid % Shape::kChunkColumns * 8, first_row = tid / Shape::kChunkColumns;
-  const int k_tiles = (p.reduction + K - 1) / K;
   const int plane_hw = p.out_h * p.out_w;
+  // The CTAs of a cluster (launch's split count, 1 unsplit) share each item: rank r sums the r-th of
+  // `splits` equal runs of its K tiles, then finishes the r-th of `splits` bands of its rows, adding
+  // the ranks' partial sums in rank order (over distributed shared memory): deterministic.
+  const int splits = static_cast<int>(cg::cluster_group::num_blocks());
+  const int rank = static_cast<int>(cg::cluster_group::block_rank());
+  const int all_k_tiles = (p.reduction + K - 1) / K;
+  const int k_begin = static_cast<int>(int64_t{all_k_tiles} * rank / splits);
+  const int k_tiles = static_cast<int>(int64_t{all_k_tiles} * (rank + 1) / splits) - k_begin;
 
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+  for (int64_t item = blockIdx.x / splits; item < items; item += gridDim.x / splits) {
     const int64_t pixel_tile = item % pixel_tiles;
     const int64_t rest = item / pixel_tiles;
     const int64_t co_tile = rest % co_tiles;
@@ -236,8 +270,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       s.y_offset[tid] = y_offset;
     }
     if (tid < kStages * K) {
-      const int tile = tid / K, row = tid % K;
-      if (tile < k_tiles) decode_k_row(p, tile * K + row, s.k_rows[tile], row);
+      const int j = tid / K, row = tid % K;
+      if (j < k_tiles) decode_k_row(p, (k_begin + j) * K + row, s.k_rows[j], row);
     }
     __syncthreads();
 
@@ -275,7 +309,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       return 0;
     };
 
-    // Issues tile kt's copies into buffer `stage` (= kt % kStages, also its K rows' slot).
+    // Issues K tile kt's copies into buffer `stage` (the slot of its K rows).
     const auto issue_tile = [&](int kt, int stage) {
       const KRows<K>& rows = s.k_rows[stage];
       a_in_regs = 0;
@@ -285,7 +319,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         const int chunk = tid + i * Shape::kThreads;
         const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
         const int co = co0 + m, k0 = kt * K + kc;
-        uint16_t* to = &s.a[stage][m * Shape::kPitchA + kc];
+        uint16_t* to = &s.stages.a[stage][m * Shape::kPitchA + kc];
         const uint16_t* w_row = w_group + int64_t{co} * p.weight.n;
         if (co < p.out_per_group && layout.weight_k_contiguous && k0 + 8 <= p.reduction && aligned_16(w_row + k0)) {
           cp_async_16(to, w_row + k0);
@@ -308,7 +342,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
 #pragma unroll
       for (int i = 0; i < Shape::kChunksB; ++i) {
         const int r = first_row + i * Shape::kChunkRowStep;
-        uint16_t* to = &s.b[stage][r * Shape::kPitchB + chunk_column];
+        uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
         b_in_regs |= 1u << i;
 #pragma unroll
         for (int j = 0; j < 4; ++j) b_regs[i][j] = 0;
@@ -346,37 +380,38 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       for (int i = 0; i < Shape::kChunksA; ++i) {
         if (!(a_in_regs >> i & 1)) continue;
         const int chunk = tid + i * Shape::kThreads;
-        *reinterpret_cast<uint4*>(&s.a[stage][chunk / (K / 8) * Shape::kPitchA + chunk % (K / 8) * 8]) =
+        *reinterpret_cast<uint4*>(&s.stages.a[stage][chunk / (K / 8) * Shape::kPitchA + chunk % (K / 8) * 8]) =
             make_uint4(a_regs[i][0], a_regs[i][1], a_regs[i][2], a_regs[i][3]);
       }
 #pragma unroll
       for (int i = 0; i < Shape::kChunksB; ++i) {
         if (!(b_in_regs >> i & 1)) continue;
         const int r = first_row + i * Shape::kChunkRowStep;
-        *reinterpret_cast<uint4*>(&s.b[stage][r * Shape::kPitchB + chunk_column]) =
+        *reinterpret_cast<uint4*>(&s.stages.b[stage][r * Shape::kPitchB + chunk_column]) =
             make_uint4(b_regs[i][0], b_regs[i][1], b_regs[i][2], b_regs[i][3]);
       }
     };
 
     float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
-    // The first kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so
-    // that wait_group counts tiles.
+    // The j-th of this rank's K tiles is tile k_begin + j in buffer j % kStages. The first
+    // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
+    // wait_group counts tiles.
 #pragma unroll
-    for (int t = 0; t < kStages - 1; ++t) {
-      if (t < k_tiles) {
-        issue_tile(t, t);
-        store_tile(t);
+    for (int j = 0; j < kStages - 1; ++j) {
+      if (j < k_tiles) {
+        issue_tile(k_begin + j, j);
+        store_tile(j);
       }
       cp_async_commit();
     }
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int stage = kt % kStages;
-      // Tile kt's copies have landed (this thread's), and after the barrier every thread's have,
-      // and every warp is past tile kt - 1's MMAs, whose buffer the next copies refill.
+    for (int j = 0; j < k_tiles; ++j) {
+      const int stage = j % kStages;
+      // Tile j's copies have landed (this thread's), and after the barrier every thread's have,
+      // and every warp is past tile j - 1's MMAs, whose buffer the next copies refill.
       cp_async_wait<kStages - 2>();
       __syncthreads();
-      const int next = kt + kStages - 1, next_stage = next % kStages;
-      if (next < k_tiles) issue_tile(next, next_stage);
+      const int next = j + kStages - 1, next_stage = next % kStages;
+      if (next < k_tiles) issue_tile(k_begin + next, next_stage);
       cp_async_commit();
 #pragma unroll
       for (int kk = 0; kk < K; kk += 16) {
@@ -385,14 +420,14 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
 #pragma unroll
         for (int i = 0; i < Shape::kMmaM; ++i) {
           const int row = warp_m * Shape::kWarpTileM + i * 16 + (lane & 15);
-          ldmatrix_x4(a_frag[i], &s.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
+          ldmatrix_x4(a_frag[i], &s.stages.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
         }
 #pragma unroll
         for (int j = 0; j < Shape::kMmaN; j += 2) {
           const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
           const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
           uint32_t r[4];
-          ldmatrix_x4_trans(r, &s.b[stage][k_row * Shape::kPitchB + col]);
+          ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
           b_frag[j][0] = r[0];
           b_frag[j][1] = r[1];
           b_frag[j + 1][0] = r[2];
@@ -405,36 +440,71 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         }
       }
       // The register-held chunks of tile `next` (its buffer was freed by the barrier above); tile
-      // kt + kStages's K rows into tile kt's slot, which only tile kt's copies read.
+      // j + kStages's K rows into tile j's slot, which only tile j's copies read.
       if (next < k_tiles) store_tile(next_stage);
-      if (kt + kStages < k_tiles && tid < K) decode_k_row(p, (kt + kStages) * K + tid, s.k_rows[stage], tid);
+      if (j + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + j + kStages) * K + tid, s.k_rows[stage], tid);
     }
     cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
+    __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
 
-    // Epilogue: bias, ReLU, one rounding, y through its strides.
-    uint16_t* y_group = y + n * p.y.n + int64_t{group} * p.out_per_group * p.y.c;
+    // The accumulators (this rank's partial sums) into the f32 tile.
 #pragma unroll
     for (int i = 0; i < Shape::kMmaM; ++i) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int co = co0 + warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
-        if (co >= p.out_per_group) continue;
-        const float shift = bias ? bits_to_float<T>(bias[int64_t{group} * p.out_per_group + co]) : 0.0f;
-        uint16_t* y_channel = y_group + int64_t{co} * p.y.c;
+        const int row = warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
 #pragma unroll
         for (int j = 0; j < Shape::kMmaN; ++j) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int local = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2 + e;
-            if (pixel0 + local >= p.out_plane) continue;
-            float v = acc[i][j][half * 2 + e] + shift;
-            // relu(NaN) is NaN: the comparison is false for it.
-            if (p.relu && v < 0.0f) v = 0.0f;
-            y_channel[s.y_offset[local]] = float_to_bits<T>(v);
-          }
+          const int column = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
+          *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
+              make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
         }
       }
     }
+    cg::cluster_group::sync();  // every rank's partial tile is written (one rank: a block barrier)
+
+    // Epilogue: this rank's band of rows in runs of 8 pixels; the ranks' sums added in rank
+    // order, bias, ReLU, one rounding; a 16-byte store where the run is one aligned run of y, else
+    // through y's strides.
+    uint16_t* y_group = y + n * p.y.n + int64_t{group} * p.out_per_group * p.y.c;
+    constexpr int kRuns = N / 8;
+    const int band = M / splits;  // splits divides M (launch)
+    for (int index = tid; index < band * kRuns; index += Shape::kThreads) {
+      const int row = rank * band + index / kRuns, column = index % kRuns * 8;
+      const int co = co0 + row;
+      if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
+      float v[8] = {};
+      for (int q = 0; q < splits; ++q) {
+        const float* part = cg::this_cluster().map_shared_rank(&s.c[row * Shape::kPitchC + column], q);
+        const float4 low = *reinterpret_cast<const float4*>(part), high = *reinterpret_cast<const float4*>(part + 4);
+        v[0] += low.x, v[1] += low.y, v[2] += low.z, v[3] += low.w;
+        v[4] += high.x, v[5] += high.y, v[6] += high.z, v[7] += high.w;
+      }
+      const float shift = bias ? bits_to_float<T>(bias[int64_t{group} * p.out_per_group + co]) : 0.0f;
+      uint32_t packed[4];
+#pragma unroll
+      for (int e = 0; e < 8; e += 2) {
+        float v0 = v[e] + shift, v1 = v[e + 1] + shift;
+        // relu(NaN) is NaN: the comparison is false for it.
+        if (p.relu && v0 < 0.0f) v0 = 0.0f;
+        if (p.relu && v1 < 0.0f) v1 = 0.0f;
+        packed[e / 2] = float_to_bits<T>(v0) | uint32_t{float_to_bits<T>(v1)} << 16;
+      }
+      uint16_t* y_channel = y_group + int64_t{co} * p.y.c;
+      // With unit W stride, offsets 7 apart over 8 pixels are one run: y's validated layouts
+      // (contiguous, channels_last) never step back between its rows or planes.
+      uint16_t* run = y_channel + s.y_offset[column];
+      if (layout.y_unit_w && pixel0 + column + 8 <= p.out_plane && s.y_offset[column + 7] - s.y_offset[column] == 7 &&
+          aligned_16(run)) {
+        *reinterpret_cast<uint4*>(run) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      } else {
+        for (int e = 0; e < 8 && pixel0 + column + e < p.out_plane; ++e) {
+          y_channel[s.y_offset[column + e]] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));
+        }
+      }
+    }
+    // No rank's tile is rewritten (next item) while another reads it.
+    if (splits > 1) cg::cluster_group::sync();
   }
 }
 
@@ -447,28 +517,60 @@ inline Layout layout_of(const ConvProblem& p) {
   layout.weight_k_contiguous = (p.kernel_w == 1 || w.w == 1) && (p.kernel_h == 1 || w.h == p.kernel_w) &&
                                (p.kernel_d == 1 || w.d == plane_taps) && (p.in_per_group == 1 || w.c == p.taps);
   layout.unit_w = p.stride_w == 1 && p.x.w == 1;
+  layout.y_unit_w = p.y.w == 1;
   layout.plane_contiguous = p.taps == 1 && p.stride_d == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_d == 0 &&
                             p.pad_h == 0 && p.pad_w == 0 && p.x.w == 1 && (p.in_h == 1 || p.x.h == p.in_w) &&
                             (p.in_d == 1 || p.x.d == int64_t{p.in_h} * p.in_w);
   return layout;
 }
 
+// K is split over a cluster of 2 or 4 CTAs while the tiles alone would leave at least half of the
+// resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
+// pipeline): the rows of few tiles and long K (stage-down, classifier, late-stage, encodec-deep,
+// ASPP).
+constexpr int kMostSplits = 4, kMinSplitKTiles = 4;
+
+template <class Shape>
+int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
+  const int64_t resident = int64_t{multiprocessors} * Shape::kBlocksPerSm;
+  const int k_tiles = (p.reduction + Shape::K - 1) / Shape::K;
+  int splits = 1;
+  while (splits < kMostSplits && tiles * splits * 2 <= resident && k_tiles >= kMinSplitKTiles * splits * 2) splits *= 2;
+  return splits;
+}
+
 template <class T, class Shape>
-void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, cudaStream_t stream) {
+void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, int multiprocessors,
+            cudaStream_t stream) {
+  static_assert(Shape::M % kMostSplits == 0, "a split's ranks finish equal bands of rows");
   const int64_t co_tiles = ceil_div(p.out_per_group, Shape::M);
   const int64_t pixel_tiles = ceil_div(p.out_plane, Shape::N);
   const int64_t items = p.batch * p.groups * co_tiles * pixel_tiles;
+  const int splits = split_count<Shape>(p, items, multiprocessors);
   constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>);
   const auto kernel = implicit_gemm<T, Shape>;
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
   if constexpr (kSharedBytes > 48 * 1024) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)), "conv",
-               "cudaFuncSetAttribute");
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)),
+               "conv", "cudaFuncSetAttribute");
   }
-  kernel<<<grid_for(items), Shape::kThreads, kSharedBytes, stream>>>(
-      static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight), static_cast<const uint16_t*>(bias),
-      static_cast<uint16_t*>(y), p, layout_of(p), co_tiles, pixel_tiles, items);
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(items, INT_MAX / kMostSplits) * splits));
+  config.blockDim = dim3(Shape::kThreads);
+  config.dynamicSmemBytes = kSharedBytes;
+  config.stream = stream;
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = static_cast<unsigned>(splits);
+  cluster.val.clusterDim.y = 1;
+  cluster.val.clusterDim.z = 1;
+  config.attrs = &cluster;
+  config.numAttrs = 1;
+  check_cuda(cudaLaunchKernelEx(&config, kernel, static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight),
+                                static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of(p),
+                                co_tiles, pixel_tiles, items),
+             "conv", "cudaLaunchKernelEx");
 }
 
 // 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
@@ -482,12 +584,12 @@ void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, c
                       cudaStream_t stream) {
   int device = 0;
   check_cuda(cudaGetDevice(&device), "conv", "cudaGetDevice");
+  const int multiprocessors = multiprocessor_count(device);
   const int64_t large_tiles =
       p.batch * p.groups * ceil_div(p.out_per_group, LargeTile::M) * ceil_div(p.out_plane, LargeTile::N);
-  const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N &&
-                     large_tiles >= multiprocessor_count(device);
-  if (large) launch<T, LargeTile>(p, x, weight, bias, y, stream);
-  else launch<T, SmallTile>(p, x, weight, bias, y, stream);
+  const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N && large_tiles >= multiprocessors;
+  if (large) launch<T, LargeTile>(p, x, weight, bias, y, multiprocessors, stream);
+  else launch<T, SmallTile>(p, x, weight, bias, y, multiprocessors, stream);
 }
 
 }  // namespace solops::detail::conv_gemm
