@@ -101,7 +101,7 @@ struct SharedTiles {
     StageBuffers<Shape> stages;  // the main loop's
     alignas(16) float c[Shape::M * Shape::kPitchC];  // the epilogue's sums (a split's partial sums)
   };
-  KRows<Shape::K> k_rows[Shape::kStages];  // the j-th tile's rows in slot j % kStages, as its buffers
+  KRows<Shape::K> k_rows[Shape::kStages];  // the t-th tile's rows in slot t % kStages, as its buffers
   // Each pixel of the item's tile: its offset in y (relative to the channel plane) and the origin
   // of its window in x (before the taps' offsets).
   int64_t y_offset[Shape::N], origin_offset[Shape::N];
@@ -270,8 +270,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       s.y_offset[tid] = y_offset;
     }
     if (tid < kStages * K) {
-      const int j = tid / K, row = tid % K;
-      if (j < k_tiles) decode_k_row(p, (k_begin + j) * K + row, s.k_rows[j], row);
+      const int t = tid / K, row = tid % K;
+      if (t < k_tiles) decode_k_row(p, (k_begin + t) * K + row, s.k_rows[t], row);
     }
     __syncthreads();
 
@@ -295,7 +295,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     uint32_t a_regs[Shape::kChunksA][4], b_regs[Shape::kChunksB][4];
     unsigned a_in_regs = 0, b_in_regs = 0;  // bit i: chunk i is in registers
 
-    // Element j of B chunk row r (0 outside x and for pixels past the plane).
+    // B row r at the tile's pixel `column` (0 outside x and for pixels past the plane).
     const auto b_element = [&](const KRows<K>& rows, int r, int column) -> uint32_t {
       if (pixel0 + column >= p.out_plane) return 0;
       const int z = s.origin_z[column] + rows.dz[r], yy = s.origin_y[column] + rows.dy[r],
@@ -393,24 +393,24 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     };
 
     float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
-    // The j-th of this rank's K tiles is tile k_begin + j in buffer j % kStages. The first
+    // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
     // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
     // wait_group counts tiles.
 #pragma unroll
-    for (int j = 0; j < kStages - 1; ++j) {
-      if (j < k_tiles) {
-        issue_tile(k_begin + j, j);
-        store_tile(j);
+    for (int t = 0; t < kStages - 1; ++t) {
+      if (t < k_tiles) {
+        issue_tile(k_begin + t, t);
+        store_tile(t);
       }
       cp_async_commit();
     }
-    for (int j = 0; j < k_tiles; ++j) {
-      const int stage = j % kStages;
-      // Tile j's copies have landed (this thread's), and after the barrier every thread's have,
-      // and every warp is past tile j - 1's MMAs, whose buffer the next copies refill.
+    for (int t = 0; t < k_tiles; ++t) {
+      const int stage = t % kStages;
+      // Tile t's copies have landed (this thread's), and after the barrier every thread's have,
+      // and every warp is past tile t - 1's MMAs, whose buffer the next copies refill.
       cp_async_wait<kStages - 2>();
       __syncthreads();
-      const int next = j + kStages - 1, next_stage = next % kStages;
+      const int next = t + kStages - 1, next_stage = next % kStages;
       if (next < k_tiles) issue_tile(k_begin + next, next_stage);
       cp_async_commit();
 #pragma unroll
@@ -440,9 +440,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         }
       }
       // The register-held chunks of tile `next` (its buffer was freed by the barrier above); tile
-      // j + kStages's K rows into tile j's slot, which only tile j's copies read.
+      // t + kStages's K rows into tile t's slot, which only tile t's copies read.
       if (next < k_tiles) store_tile(next_stage);
-      if (j + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + j + kStages) * K + tid, s.k_rows[stage], tid);
+      if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
     }
     cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
     __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
