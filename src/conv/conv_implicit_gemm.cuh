@@ -48,6 +48,7 @@
 #include <type_traits>
 
 #include "conv/conv.hpp"
+#include "core/cluster_launch.cuh"
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
 #include "core/integer.hpp"
@@ -220,7 +221,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
                   const Layout layout, const int64_t co_tiles, const int64_t pixel_tiles, const int64_t items) {
-  static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape>), "the f32 tile fits the stages");
+  static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape>),
+                "the f32 tile fits in the stage buffers");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
   SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(shared_bytes);
@@ -461,7 +463,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         }
       }
     }
-    cg::cluster_group::sync();  // every rank's partial tile is written (one rank: a block barrier)
+    // Every rank's partial tile is written (unsplit: this block's).
+    if (splits > 1) cg::cluster_group::sync();
+    else __syncthreads();
 
     // Epilogue: this rank's band of rows in runs of 8 pixels; the ranks' sums added in rank
     // order, bias, ReLU, one rounding; a 16-byte store where the run is one aligned run of y, else
@@ -475,7 +479,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
       float v[8] = {};
       for (int q = 0; q < splits; ++q) {
-        const float* part = cg::this_cluster().map_shared_rank(&s.c[row * Shape::kPitchC + column], q);
+        const float* own = &s.c[row * Shape::kPitchC + column];
+        const float* part = splits > 1 ? cg::this_cluster().map_shared_rank(own, q) : own;
         const float4 low = *reinterpret_cast<const float4*>(part), high = *reinterpret_cast<const float4*>(part + 4);
         v[0] += low.x, v[1] += low.y, v[2] += low.z, v[3] += low.w;
         v[4] += high.x, v[5] += high.y, v[6] += high.z, v[7] += high.w;
@@ -552,25 +557,16 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
   if constexpr (kSharedBytes > 48 * 1024) {
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)),
-               "conv", "cudaFuncSetAttribute");
+    check_cuda(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)),
+        "conv", "cudaFuncSetAttribute");
   }
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(static_cast<unsigned>(std::min<int64_t>(items, INT_MAX / kMostSplits) * splits));
-  config.blockDim = dim3(Shape::kThreads);
-  config.dynamicSmemBytes = kSharedBytes;
-  config.stream = stream;
-  cudaLaunchAttribute cluster{};
-  cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = static_cast<unsigned>(splits);
-  cluster.val.clusterDim.y = 1;
-  cluster.val.clusterDim.z = 1;
-  config.attrs = &cluster;
-  config.numAttrs = 1;
-  check_cuda(cudaLaunchKernelEx(&config, kernel, static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight),
-                                static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of(p),
-                                co_tiles, pixel_tiles, items),
-             "conv", "cudaLaunchKernelEx");
+  // Unsplit calls launch without clusters (each CTA its own implicit cluster of one).
+  launch_clustered(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(items, INT_MAX / kMostSplits) * splits)),
+                   dim3(Shape::kThreads), static_cast<unsigned>(splits), kSharedBytes, stream,
+                   static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight),
+                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of(p), co_tiles,
+                   pixel_tiles, items);
 }
 
 // 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
