@@ -178,8 +178,8 @@ __device__ __forceinline__ void for_each_held(const Pack<T, kVec> (&bits)[kHeld]
 // Launches `kernel` on `blocks` blocks of kThreads, `cluster` of them a cluster (1: a plain launch).
 template <class... Params, class... Args>
 void launch(void (*kernel)(Params...), int64_t blocks, int cluster, cudaStream_t stream, const Args&... args) {
-  launch_clustered(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), static_cast<unsigned>(cluster), 0,
-                   stream, args...);
+  row_norm::launch_clustered(kernel, dim3(static_cast<unsigned>(blocks)), dim3(kThreads),
+                             static_cast<unsigned>(cluster), 0, stream, args...);
 }
 
 // The launcher's choice for a call on x of `dtype`: without values (an empty batch or empty planes)

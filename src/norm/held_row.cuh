@@ -623,6 +623,9 @@ dim3 resident_grid(std::string_view op, Kernel kernel, dim3 grid, dim3 block, in
   return grid;
 }
 
+// The norms' kernels launch through row_norm::launch_clustered.
+using detail::launch_clustered;
+
 inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false, int groups = 1) {
   return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset,
           groups, modulation};
