@@ -12,10 +12,11 @@
 // a B chunk 8 consecutive pixels of one K row. A chunk that is one aligned 16-byte run of global
 // memory is copied by cp.async; a B chunk that is a run of 8 input positions of one row at any
 // 2-byte alignment (unit stride along W, a W-contiguous x, the 8 pixels in one output row, no
-// padding among them) is two aligned 16-byte loads and a funnel shift; a chunk wholly in the
-// padding or past K is zero; anything else (strides > 1, channels_last x, chunks that cross an
-// output row or the padding's edge, K rows not contiguous in the weight) is gathered element by
-// element. A 1x1 unit-stride unpadded conv of a contiguous plane is a plain GEMM: every B row is
+// padding among them) is two aligned 16-byte loads and a funnel shift; with stride 2 along W, the
+// 8 pixels read every other element of 15, two or three aligned loads, a shift and a byte permute;
+// a chunk wholly in the padding or past K is zero; anything else (strides > 2, channels_last x,
+// chunks that cross an output row or the padding's edge, K rows not contiguous in the weight) is
+// gathered element by element. A 1x1 unit-stride unpadded conv of a contiguous plane is a plain GEMM: every B row is
 // a contiguous run of the plane. The K rows of each tile are decoded once into shared memory
 // (channel, tap offsets, x and weight offsets), kStages tiles ahead.
 //
@@ -112,7 +113,8 @@ struct SharedTiles {
 // Which chunks of a call can be whole runs of memory (decided once a call, on the host).
 struct Layout {
   bool weight_k_contiguous;  // weight row element k at offset k: A chunks are runs of the weight
-  bool unit_w;               // stride 1 along W and x contiguous along W: a B chunk of one output row is a run of x
+  int run_stride;            // x contiguous along W and stride 1 or 2 along W (else 0): a B chunk of one
+                             // output row is a run of x, every element (1) or every other (2)
   bool plane_contiguous;     // 1x1, unit stride, no padding, x planes contiguous: every B chunk is a run
   bool y_unit_w;             // y contiguous along W: 8 pixels of one output row are a run of y
 };
@@ -216,6 +218,31 @@ __device__ __forceinline__ void load_shifted_run(const uint16_t* src, uint32_t (
   for (int i = 0; i < 4; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
 }
 
+// src[0], src[2], ..., src[14] (src 2-byte aligned, src[0, 15) inside one row of x) as four words:
+// the two or three aligned 16-byte blocks that hold src[0, 15) (each holds one of them), shifted
+// down by src's misalignment, then the even elements picked.
+__device__ __forceinline__ void load_stride2_run(const uint16_t* src, uint32_t (&out)[4]) {
+  const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 0..7 elements
+  const uint4* block = reinterpret_cast<const uint4*>(src - shift);
+  const uint4 b0 = __ldg(block), b1 = __ldg(block + 1);
+  const uint4 b2 = shift >= 2 ? __ldg(block + 2) : make_uint4(0, 0, 0, 0);
+  uint32_t w[12] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w, b2.x, b2.y, b2.z, b2.w};
+  if (shift & 4) {
+#pragma unroll
+    for (int i = 0; i < 10; ++i) w[i] = w[i + 2];
+  }
+  if (shift & 2) {
+#pragma unroll
+    for (int i = 0; i < 11; ++i) w[i] = w[i + 1];
+  }
+  // Word i of `pairs` holds elements 2i and 2i + 1; out word i elements 4i and 4i + 2.
+  uint32_t pairs[8];
+#pragma unroll
+  for (int i = 0; i < 8; ++i) pairs[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
+}
+
 template <class T, class Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
@@ -282,7 +309,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     const int64_t chunk_pixel = pixel0 + chunk_column;
     const bool chunk_run =
         chunk_pixel + 8 <= p.out_plane &&
-        (layout.plane_contiguous || (layout.unit_w && static_cast<int>(chunk_pixel % p.out_w) + 8 <= p.out_w));
+        (layout.plane_contiguous || (layout.run_stride && static_cast<int>(chunk_pixel % p.out_w) + 8 <= p.out_w));
 
     int run_z = 0, run_y = 0, run_x = 0;
     int64_t run_offset = 0;
@@ -355,14 +382,18 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
               static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) {
             continue;  // the whole run's row is padding
           }
-          if (layout.plane_contiguous || (xx >= 0 && xx <= p.in_w - 8)) {
-            const uint16_t* src = x_group + run_offset + rows.x_offset[r];
+          const uint16_t* src = x_group + run_offset + rows.x_offset[r];
+          if (layout.plane_contiguous || (layout.run_stride == 1 && xx >= 0 && xx <= p.in_w - 8)) {
             if (aligned_16(src)) {
               cp_async_16(to, src);
               b_in_regs &= ~(1u << i);
             } else {
               load_shifted_run(src, b_regs[i]);
             }
+            continue;
+          }
+          if (layout.run_stride == 2 && xx >= 0 && xx <= p.in_w - 15) {
+            load_stride2_run(src, b_regs[i]);
             continue;
           }
         }
@@ -521,7 +552,7 @@ inline Layout layout_of(const ConvProblem& p) {
   // An axis of extent 1 adds no offset, whatever its stride.
   layout.weight_k_contiguous = (p.kernel_w == 1 || w.w == 1) && (p.kernel_h == 1 || w.h == p.kernel_w) &&
                                (p.kernel_d == 1 || w.d == plane_taps) && (p.in_per_group == 1 || w.c == p.taps);
-  layout.unit_w = p.stride_w == 1 && p.x.w == 1;
+  layout.run_stride = p.x.w == 1 && (p.stride_w == 1 || p.stride_w == 2) ? p.stride_w : 0;
   layout.y_unit_w = p.y.w == 1;
   layout.plane_contiguous = p.taps == 1 && p.stride_d == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_d == 0 &&
                             p.pad_h == 0 && p.pad_w == 0 && p.x.w == 1 && (p.in_h == 1 || p.x.h == p.in_w) &&

@@ -354,8 +354,8 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 // The implicit GEMM's paths (conv_implicit_gemm.cuh): aligned runs of x (cp.async), runs at every
 // 2-byte misalignment (x offset 1..7 elements, K rows shifted by the taps), runs cut by the padding
 // on either side or by the end of an output row (W not a multiple of 8), rows wholly in the
-// padding, whole-plane runs of 1x1 convs (planes not a multiple of 8: runs across rows), strided
-// and dilated taps (the element gather), weight rows that are runs at any alignment or not (K not a
+// padding, whole-plane runs of 1x1 convs (planes not a multiple of 8: runs across rows), stride-2
+// runs (every other element of 15) at every alignment, dilated taps, weight rows that are runs at any alignment or not (K not a
 // multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
 // stages do not divide), split K over 2 and 4 ranks with K tiles the ranks do not divide evenly (on
 // a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
@@ -374,14 +374,21 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
   strided.padding = {1, 1, 0};
   strided.stride = {2, 2, 1};
   pad_d.padding = {1, 1, 1};
-  Conv pad_1d;
+  Conv pad_1d, strided_1d, strided_5x5;
   pad_1d.padding = {1, 0, 0};
+  strided_1d.padding = {1, 0, 0};
+  strided_1d.stride = {2, 1, 1};
+  strided_5x5.padding = {2, 2, 0};
+  strided_5x5.stride = {2, 2, 1};
   const Case cases[] = {
       {ConvOp::conv2d, {2, 24, 16, 56}, {32, 24, 3, 3}, pad1},              // W a multiple of 8
       {ConvOp::conv2d, {1, 20, 13, 57}, {48, 20, 3, 3}, pad1},              // W = 57: runs cut by row ends
       {ConvOp::conv2d, {2, 16, 14, 14}, {16, 16, 3, 3}, pad1},              // W = 14
       {ConvOp::conv2d, {1, 8, 21, 40}, {24, 8, 5, 5}, pad2_dilated},        // dilation 2, padding 2
-      {ConvOp::conv2d, {1, 32, 30, 34}, {40, 32, 3, 3}, strided},           // stride 2: the element gather
+      {ConvOp::conv2d, {1, 32, 30, 34}, {40, 32, 3, 3}, strided},           // stride 2: out_w 17
+      {ConvOp::conv2d, {1, 24, 28, 56}, {32, 24, 3, 3}, strided},           // stride 2: out_w 28
+      {ConvOp::conv2d, {1, 8, 20, 57}, {16, 8, 5, 5}, strided_5x5},         // stride 2, 5x5, W odd
+      {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, strided_1d},              // 1-D stride 2
       {ConvOp::conv2d, {1, 3, 33, 48}, {32, 3, 3, 3}, pad1},                // K = 27: weight rows misaligned
       {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},     // 1x1, plane 196
       {ConvOp::pointwise_conv2d, {1, 72, 7, 7}, {64, 72, 1, 1}, none},       // 1x1, plane 49

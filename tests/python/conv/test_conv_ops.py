@@ -174,12 +174,13 @@ def offset_view(t, offset):
 @pytest.mark.parametrize("offset", [1, 4, 7])
 def test_implicit_gemm_misaligned_views_equal_pytorch(dtype, offset):
     # The implicit GEMM's runs of x and of the weight at every misalignment: 3x3 with W a multiple of
-    # 8 and not, 1x1 over planes of 49 and 196, 1-D of odd length, K = 27.
+    # 8 and not, 1x1 over planes of 49 and 196, 1-D of odd length, stride 2, K = 27.
     for op, x_shape, w_shape, params in (("conv2d", (2, 24, 16, 56), (32, 24, 3, 3), dict(padding=1)),
                                          ("conv2d", (1, 20, 13, 57), (48, 20, 3, 3), dict(padding=1)),
                                          ("pointwise_conv2d", (2, 64, 14, 14), (96, 64, 1, 1), {}),
                                          ("pointwise_conv2d", (1, 72, 7, 7), (64, 72, 1, 1), {}),
                                          ("conv1d", (2, 40, 301), (64, 40, 3), dict(padding=1)),
+                                         ("conv2d", (1, 24, 28, 56), (32, 24, 3, 3), dict(stride=2, padding=1)),
                                          ("conv2d_bias_relu", (1, 3, 33, 48), (32, 3, 3, 3), dict(padding=1))):
         x = offset_view(random_tensor(x_shape, dtype, 10), offset)
         w = offset_view(random_tensor(w_shape, dtype, 11), offset % 4)
