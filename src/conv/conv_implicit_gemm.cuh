@@ -197,6 +197,24 @@ __device__ __forceinline__ bool aligned_16(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
 }
 
+// Elements [shift, shift + 2 kOut) of the words w (element j in half j % 2 of word j / 2), shift
+// 0..7, as kOut words: whole words dropped first (by 2, then by 1: constant indices keep w in
+// registers), then half a word.
+template <int kOut, int kWords>
+__device__ __forceinline__ void shift_down(uint32_t (&w)[kWords], int shift, uint32_t (&out)[kOut]) {
+  static_assert(kWords >= kOut + 4, "the words hold every shift's elements");
+  if (shift & 4) {
+#pragma unroll
+    for (int i = 0; i < kWords - 2; ++i) w[i] = w[i + 2];
+  }
+  if (shift & 2) {
+#pragma unroll
+    for (int i = 0; i < kWords - 1; ++i) w[i] = w[i + 1];
+  }
+#pragma unroll
+  for (int i = 0; i < kOut; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
+}
+
 // The 8 elements from src, which is 2-byte aligned but not 16-byte aligned, as four words: the two
 // aligned 16-byte blocks that hold them (each holds at least one of them, so neither reaches past
 // the memory the run lies in), shifted down by the run's misalignment.
@@ -205,17 +223,7 @@ __device__ __forceinline__ void load_shifted_run(const uint16_t* src, uint32_t (
   const uint4* block = reinterpret_cast<const uint4*>(src - shift);
   const uint4 low = __ldg(block), high = __ldg(block + 1);
   uint32_t w[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
-  // Whole words first (by 2, then by 1: constant indices keep w in registers), then half a word.
-  if (shift & 4) {
-#pragma unroll
-    for (int i = 0; i < 6; ++i) w[i] = w[i + 2];
-  }
-  if (shift & 2) {
-#pragma unroll
-    for (int i = 0; i < 7; ++i) w[i] = w[i + 1];
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
+  shift_down(w, shift, out);
 }
 
 // src[0], src[2], ..., src[14] (src 2-byte aligned, src[0, 15) inside one row of x) as four words:
@@ -227,18 +235,9 @@ __device__ __forceinline__ void load_stride2_run(const uint16_t* src, uint32_t (
   const uint4 b0 = __ldg(block), b1 = __ldg(block + 1);
   const uint4 b2 = shift >= 2 ? __ldg(block + 2) : make_uint4(0, 0, 0, 0);
   uint32_t w[12] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w, b2.x, b2.y, b2.z, b2.w};
-  if (shift & 4) {
-#pragma unroll
-    for (int i = 0; i < 10; ++i) w[i] = w[i + 2];
-  }
-  if (shift & 2) {
-#pragma unroll
-    for (int i = 0; i < 11; ++i) w[i] = w[i + 1];
-  }
   // Word i of `pairs` holds elements 2i and 2i + 1; out word i elements 4i and 4i + 2.
   uint32_t pairs[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) pairs[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
+  shift_down(w, shift, pairs);
 #pragma unroll
   for (int i = 0; i < 4; ++i) out[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
 }
