@@ -7,35 +7,61 @@
 // no layout change, and the bias is one value per row of D (per output channel), added in the
 // epilogue with the ReLU of conv2d_bias_relu before the single rounding.
 //
-// K is ordered (c_in, tap), the order of a contiguous OIHW weight row, so the A tile (weights) is a
-// contiguous copy of the weight; the B tile (activations) is gathered element by element, each
-// thread holding one pixel column of the tile and reading K rows of it, with zero where a tap falls
-// in the padding or past K. The K rows of each tile are decoded once per tile into shared memory
-// (channel, tap offsets, x and weight offsets). Loads go global -> registers -> shared memory, one
-// tile ahead of the MMAs (two shared buffers, one barrier a tile); the MMAs are mma.sync m16n8k16
-// fed by ldmatrix (B with .trans: it is stored pixel-major). Every tensor is addressed through its
-// strides, so the same kernel serves channels_last x, weight and y.
+// K is ordered (c_in, tap), the order of a contiguous OIHW weight row. Both tiles are filled in
+// chunks of 8 elements (16 bytes of shared memory): an A chunk is 8 consecutive K of one weight row,
+// a B chunk 8 consecutive pixels of one K row. A chunk that is one aligned 16-byte run of global
+// memory is copied by cp.async; a B chunk that is a run of 8 input positions of one row at any
+// 2-byte alignment (unit stride along W, a W-contiguous x, the 8 pixels in one output row, no
+// padding among them) is two aligned 16-byte loads and a funnel shift; with stride 2 along W, the
+// 8 pixels read every other element of 15, two or three aligned loads, a shift and a byte permute;
+// a chunk wholly in the padding or past K is zero; anything else (strides > 2, channels_last x,
+// chunks that cross an output row or the padding's edge, K rows not contiguous in the weight) is
+// gathered element by element. A 1x1 unit-stride unpadded conv of a contiguous plane is a plain GEMM: every B row is
+// a contiguous run of the plane. The K rows of each tile are decoded once into shared memory
+// (channel, tap offsets, x and weight offsets), kStages tiles ahead.
 //
-// Work items are (image, group, C_out tile, pixel tile), walked grid-stride by the blocks, pixel
-// tiles fastest (neighbouring blocks share a weight tile).
+// kStages shared buffers: the copies of tile kt + kStages - 1 are issued while tile kt is
+// multiplied (cp.async groups; the register-held chunks are stored to shared memory after the
+// MMAs of tile kt), one barrier a tile. The MMAs are mma.sync m16n8k16 fed by ldmatrix (B with
+// .trans: it is stored pixel-major). Every tensor is addressed through its strides, so the same
+// kernel serves channels_last x, weight and y (through the element gather).
+//
+// After the main loop the f32 sums go through shared memory (the stage buffers), so that each
+// thread finishes runs of 8 pixels of one output channel: bias, ReLU, one rounding, and one 16-byte
+// store where the run is an aligned run of y.
+//
+// Split K: where the tiles are too few to fill the GPU, a cluster of 2 or 4 CTAs shares each tile,
+// each rank summing an equal run of the K tiles; the ranks then finish a band of the tile's rows
+// each, adding all ranks' partial sums (read over distributed shared memory) in rank order. No
+// workspace, no atomics, one launch, and the same sums in the same order on every call.
+//
+// Work items are (image, group, C_out tile, pixel tile), walked grid-stride by the clusters, pixel
+// tiles fastest (neighbouring clusters share a weight tile).
 #pragma once
 
+#include <cooperative_groups.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <type_traits>
 
 #include "conv/conv.hpp"
+#include "core/cluster_launch.cuh"
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
 #include "core/integer.hpp"
 
 namespace solops::detail::conv_gemm {
 
-template <int kTileM, int kTileN, int kWarpsM, int kWarpsN>
+namespace cg = cooperative_groups;
+
+template <int kTileM, int kTileN, int kWarpsM, int kWarpsN, int kStageCount, int kMinBlocks>
 struct Tile {
-  static constexpr int M = kTileM, N = kTileN, K = 32;
+  static constexpr int M = kTileM, N = kTileN, K = 32, kStages = kStageCount;
+  static constexpr int kBlocksPerSm = kMinBlocks;  // the register budget: 64K / (threads * blocks) a thread
   static constexpr int kWarpsAlongN = kWarpsN;
   static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
   static constexpr int kWarpTileM = M / kWarpsM, kWarpTileN = N / kWarpsN;
@@ -43,10 +69,17 @@ struct Tile {
   // Shared rows padded by 8 elements (16 bytes): the eight rows an ldmatrix reads fall in distinct
   // banks, and every row stays 16-byte aligned.
   static constexpr int kPitchA = K + 8, kPitchB = N + 8;
-  static constexpr int kLoadsA = M * K / kThreads, kLoadsB = K * N / kThreads;
+  // The f32 tile of sums after the main loop, in the stage buffers: rows padded by 8 floats, so that
+  // the accumulators' 8-byte stores of a half warp (4 rows of 8 columns) fall in distinct banks.
+  static constexpr int kPitchC = N + 8;
+  // Chunks of 8 elements a thread fills per tile. A B thread keeps one chunk column (8 pixels) and
+  // steps down the K rows by kChunkRowStep.
+  static constexpr int kChunkColumns = N / 8, kChunkRowStep = kThreads / kChunkColumns;
+  static constexpr int kChunksA = M * K / 8 / kThreads, kChunksB = K / kChunkRowStep;
   static_assert(kMmaM >= 1 && kMmaN % 2 == 0, "a warp tile is whole m16 rows and pairs of n8 columns");
-  static_assert(kThreads % N == 0 && kThreads >= K, "each thread gathers one fixed pixel column of B");
-  static_assert(M * K % kThreads == 0 && K * N % kThreads == 0, "whole loads a thread");
+  static_assert(kThreads % kChunkColumns == 0 && K % kChunkRowStep == 0, "each thread fills one chunk column of B");
+  static_assert(M * K / 8 % kThreads == 0, "whole A chunks a thread");
+  static_assert(kStages >= 2 && kThreads >= kStages * K, "the first kStages tiles' K rows decode in one step");
 };
 
 // The decoded K rows of one tile: where row k reads x (relative to the pixel's window origin) and
@@ -59,11 +92,31 @@ struct KRows {
 };
 
 template <class Shape>
+struct StageBuffers {
+  alignas(16) uint16_t a[Shape::kStages][Shape::M * Shape::kPitchA];
+  alignas(16) uint16_t b[Shape::kStages][Shape::K * Shape::kPitchB];
+};
+
+template <class Shape>
 struct SharedTiles {
-  uint16_t a[2][Shape::M * Shape::kPitchA];
-  uint16_t b[2][Shape::K * Shape::kPitchB];
-  KRows<Shape::K> k_rows[2];
-  int64_t y_offset[Shape::N];  // each pixel of the item's tile in y, relative to the channel plane
+  union {
+    StageBuffers<Shape> stages;  // the main loop's
+    alignas(16) float c[Shape::M * Shape::kPitchC];  // the epilogue's sums (a split's partial sums)
+  };
+  KRows<Shape::K> k_rows[Shape::kStages];  // the t-th tile's rows in slot t % kStages, as its buffers
+  // Each pixel of the item's tile: its offset in y (relative to the channel plane) and the origin
+  // of its window in x (before the taps' offsets).
+  int64_t y_offset[Shape::N], origin_offset[Shape::N];
+  int origin_z[Shape::N], origin_y[Shape::N], origin_x[Shape::N];
+};
+
+// Which chunks of a call can be whole runs of memory (decided once a call, on the host).
+struct Layout {
+  bool weight_k_contiguous;  // weight row element k at offset k: A chunks are runs of the weight
+  int run_stride;            // x contiguous along W and stride 1 or 2 along W (else 0): a B chunk of one
+                             // output row is a run of x, every element (1) or every other (2)
+  bool plane_contiguous;     // 1x1, unit stride, no padding, x planes contiguous: every B chunk is a run
+  bool y_unit_w;             // y contiguous along W: 8 pixels of one output row are a run of y
 };
 
 template <int kK>
@@ -129,22 +182,91 @@ __device__ __forceinline__ uint16_t float_to_bits(float v) {
   else return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
+__device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global) : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+__device__ __forceinline__ bool aligned_16(const void* pointer) {
+  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
+}
+
+// Elements [shift, shift + 2 kOut) of the words w (element j in half j % 2 of word j / 2), shift
+// 0..7, as kOut words: whole words dropped first (by 2, then by 1: constant indices keep w in
+// registers), then half a word.
+template <int kOut, int kWords>
+__device__ __forceinline__ void shift_down(uint32_t (&w)[kWords], int shift, uint32_t (&out)[kOut]) {
+  static_assert(kWords >= kOut + 4, "the words hold every shift's elements");
+  if (shift & 4) {
+#pragma unroll
+    for (int i = 0; i < kWords - 2; ++i) w[i] = w[i + 2];
+  }
+  if (shift & 2) {
+#pragma unroll
+    for (int i = 0; i < kWords - 1; ++i) w[i] = w[i + 1];
+  }
+#pragma unroll
+  for (int i = 0; i < kOut; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
+}
+
+// The 8 elements from src, which is 2-byte aligned but not 16-byte aligned, as four words: the two
+// aligned 16-byte blocks that hold them (each holds at least one of them, so neither reaches past
+// the memory the run lies in), shifted down by the run's misalignment.
+__device__ __forceinline__ void load_shifted_run(const uint16_t* src, uint32_t (&out)[4]) {
+  const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 1..7 elements
+  const uint4* block = reinterpret_cast<const uint4*>(src - shift);
+  const uint4 low = __ldg(block), high = __ldg(block + 1);
+  uint32_t w[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
+  shift_down(w, shift, out);
+}
+
+// src[0], src[2], ..., src[14] (src 2-byte aligned, src[0, 15) inside one row of x) as four words:
+// the two or three aligned 16-byte blocks that hold src[0, 15) (each holds one of them), shifted
+// down by src's misalignment, then the even elements picked.
+__device__ __forceinline__ void load_stride2_run(const uint16_t* src, uint32_t (&out)[4]) {
+  const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 0..7 elements
+  const uint4* block = reinterpret_cast<const uint4*>(src - shift);
+  const uint4 b0 = __ldg(block), b1 = __ldg(block + 1);
+  const uint4 b2 = shift >= 2 ? __ldg(block + 2) : make_uint4(0, 0, 0, 0);
+  uint32_t w[12] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w, b2.x, b2.y, b2.z, b2.w};
+  // Word i of `pairs` holds elements 2i and 2i + 1; out word i elements 4i and 4i + 2.
+  uint32_t pairs[8];
+  shift_down(w, shift, pairs);
+#pragma unroll
+  for (int i = 0; i < 4; ++i) out[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
+}
+
 template <class T, class Shape>
-__global__ void __launch_bounds__(Shape::kThreads)
+__global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
-                  const int64_t co_tiles, const int64_t pixel_tiles, const int64_t items) {
-  constexpr int M = Shape::M, N = Shape::N, K = Shape::K;
-  __shared__ __align__(16) SharedTiles<Shape> s;
+                  const Layout layout, const int64_t co_tiles, const int64_t pixel_tiles, const int64_t items) {
+  static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape>),
+                "the f32 tile fits in the stage buffers");
+  constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
+  extern __shared__ __align__(16) unsigned char shared_bytes[];
+  SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(shared_bytes);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
-  // This thread's B column and its first K row; its rows step by kRowStep.
-  const int column = tid % N, first_row = tid / N;
-  constexpr int kRowStep = Shape::kThreads / N;
-  const int k_tiles = (p.reduction + K - 1) / K;
+  // This thread's B chunk column (8 pixels of the tile) and its first K row.
+  const int chunk_column = tid % Shape::kChunkColumns * 8, first_row = tid / Shape::kChunkColumns;
   const int plane_hw = p.out_h * p.out_w;
+  // The CTAs of a cluster (launch's split count, 1 unsplit) share each item: rank r sums the r-th of
+  // `splits` equal runs of its K tiles, then finishes the r-th of `splits` bands of its rows, adding
+  // the ranks' partial sums in rank order (over distributed shared memory): deterministic.
+  const int splits = static_cast<int>(cg::cluster_group::num_blocks());
+  const int rank = static_cast<int>(cg::cluster_group::block_rank());
+  const int all_k_tiles = (p.reduction + K - 1) / K;
+  const int k_begin = static_cast<int>(int64_t{all_k_tiles} * rank / splits);
+  const int k_tiles = static_cast<int>(int64_t{all_k_tiles} * (rank + 1) / splits) - k_begin;
 
-  for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
+  for (int64_t item = blockIdx.x / splits; item < items; item += gridDim.x / splits) {
     const int64_t pixel_tile = item % pixel_tiles;
     const int64_t rest = item / pixel_tiles;
     const int64_t co_tile = rest % co_tiles;
@@ -157,85 +279,172 @@ __global__ void __launch_bounds__(Shape::kThreads)
     const uint16_t* x_group = x + n * p.x.n + int64_t{group} * p.in_per_group * p.x.c;
     const uint16_t* w_group = weight + int64_t{group} * p.out_per_group * p.weight.n;
 
-    // This thread's pixel: the origin of its window in x (before the taps' offsets).
-    const bool pixel_valid = pixel0 + column < p.out_plane;
-    int origin_z = 0, origin_y = 0, origin_x = 0;
-    int64_t origin_offset = 0;
-    if (pixel_valid) {
-      const int pixel = static_cast<int>(pixel0 + column);
-      const int od = pixel / plane_hw, in_plane = pixel - od * plane_hw;
-      const int oh = in_plane / p.out_w, ow = in_plane - oh * p.out_w;
-      origin_z = od * p.stride_d - p.pad_d;
-      origin_y = oh * p.stride_h - p.pad_h;
-      origin_x = ow * p.stride_w - p.pad_w;
-      origin_offset = origin_z * p.x.d + origin_y * p.x.h + origin_x * p.x.w;
-    }
-
-    uint16_t a_regs[Shape::kLoadsA], b_regs[Shape::kLoadsB];
-    // Reads tile kt's elements into registers, zero outside the weight, K and the input.
-    const auto load_tile = [&](int kt) {
-      const KRows<K>& rows = s.k_rows[kt & 1];
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsA; ++i) {
-        const int e = tid + i * Shape::kThreads;
-        const int m = e / K, r = e % K;
-        const int co = co0 + m;
-        const int w_offset = rows.w_offset[r];
-        a_regs[i] = co < p.out_per_group && w_offset >= 0 ? w_group[int64_t{co} * p.weight.n + w_offset] : 0;
-      }
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsB; ++i) {
-        const int r = first_row + i * kRowStep;
-        uint16_t value = 0;
-        if (pixel_valid && rows.w_offset[r] >= 0) {
-          const int z = origin_z + rows.dz[r], yy = origin_y + rows.dy[r], xx = origin_x + rows.dx[r];
-          // One unsigned compare an axis: negative positions wrap past the size.
-          if (static_cast<unsigned>(z) < static_cast<unsigned>(p.in_d) &&
-              static_cast<unsigned>(yy) < static_cast<unsigned>(p.in_h) &&
-              static_cast<unsigned>(xx) < static_cast<unsigned>(p.in_w)) {
-            value = x_group[origin_offset + rows.x_offset[r]];
-          }
-        }
-        b_regs[i] = value;
-      }
-    };
-    const auto store_tile = [&](int buffer) {
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsA; ++i) {
-        const int e = tid + i * Shape::kThreads;
-        s.a[buffer][(e / K) * Shape::kPitchA + e % K] = a_regs[i];
-      }
-#pragma unroll
-      for (int i = 0; i < Shape::kLoadsB; ++i) {
-        s.b[buffer][(first_row + i * kRowStep) * Shape::kPitchB + column] = b_regs[i];
-      }
-    };
-    const auto decode_rows = [&](int kt) {
-      if (tid < K) decode_k_row(p, kt * K + tid, s.k_rows[kt & 1], tid);
-    };
-
-    float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
-    // Every warp is past the previous item's epilogue, which read y_offset, before it is rewritten.
+    // Every warp is past the previous item's MMAs and epilogue, which read the buffers and
+    // y_offset, before they are rewritten.
     __syncthreads();
     if (tid < N) {
-      int64_t offset = 0;
+      int64_t y_offset = 0;
       if (pixel0 + tid < p.out_plane) {
         const int q = static_cast<int>(pixel0 + tid);
         const int od = q / plane_hw, in_plane = q - od * plane_hw;
         const int oh = in_plane / p.out_w, ow = in_plane - oh * p.out_w;
-        offset = od * p.y.d + oh * p.y.h + ow * p.y.w;
+        y_offset = od * p.y.d + oh * p.y.h + ow * p.y.w;
+        const int z = od * p.stride_d - p.pad_d, yy = oh * p.stride_h - p.pad_h, xx = ow * p.stride_w - p.pad_w;
+        s.origin_z[tid] = z;
+        s.origin_y[tid] = yy;
+        s.origin_x[tid] = xx;
+        s.origin_offset[tid] = z * p.x.d + yy * p.x.h + xx * p.x.w;
       }
-      s.y_offset[tid] = offset;
+      s.y_offset[tid] = y_offset;
     }
-    decode_rows(0);
+    if (tid < kStages * K) {
+      const int t = tid / K, row = tid % K;
+      if (t < k_tiles) decode_k_row(p, (k_begin + t) * K + row, s.k_rows[t], row);
+    }
     __syncthreads();
-    load_tile(0);
-    store_tile(0);
-    if (k_tiles > 1) decode_rows(1);
-    __syncthreads();
-    for (int kt = 0; kt < k_tiles; ++kt) {
-      const int buffer = kt & 1;
-      if (kt + 1 < k_tiles) load_tile(kt + 1);
+
+    // This thread's B chunk is a run of x along W for the rows whose taps keep it inside x: its 8
+    // pixels exist and lie in one output row (or the plane is one run).
+    const int64_t chunk_pixel = pixel0 + chunk_column;
+    const bool chunk_run =
+        chunk_pixel + 8 <= p.out_plane &&
+        (layout.plane_contiguous || (layout.run_stride && static_cast<int>(chunk_pixel % p.out_w) + 8 <= p.out_w));
+
+    int run_z = 0, run_y = 0, run_x = 0;
+    int64_t run_offset = 0;
+    if (chunk_run) {
+      run_z = s.origin_z[chunk_column];
+      run_y = s.origin_y[chunk_column];
+      run_x = s.origin_x[chunk_column];
+      run_offset = s.origin_offset[chunk_column];
+    }
+
+    // Chunks that go through registers (elements, shifted runs, zeros): stored after the MMAs.
+    uint32_t a_regs[Shape::kChunksA][4], b_regs[Shape::kChunksB][4];
+    unsigned a_in_regs = 0, b_in_regs = 0;  // bit i: chunk i is in registers
+
+    // B row r at the tile's pixel `column` (0 outside x and for pixels past the plane).
+    const auto b_element = [&](const KRows<K>& rows, int r, int column) -> uint32_t {
+      if (pixel0 + column >= p.out_plane) return 0;
+      const int z = s.origin_z[column] + rows.dz[r], yy = s.origin_y[column] + rows.dy[r],
+                xx = s.origin_x[column] + rows.dx[r];
+      // One unsigned compare an axis: negative positions wrap past the size.
+      if (static_cast<unsigned>(z) < static_cast<unsigned>(p.in_d) &&
+          static_cast<unsigned>(yy) < static_cast<unsigned>(p.in_h) &&
+          static_cast<unsigned>(xx) < static_cast<unsigned>(p.in_w)) {
+        return x_group[s.origin_offset[column] + rows.x_offset[r]];
+      }
+      return 0;
+    };
+
+    // Issues K tile kt's copies into buffer `stage` (the slot of its K rows).
+    const auto issue_tile = [&](int kt, int stage) {
+      const KRows<K>& rows = s.k_rows[stage];
+      a_in_regs = 0;
+      b_in_regs = 0;
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksA; ++i) {
+        const int chunk = tid + i * Shape::kThreads;
+        const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
+        const int co = co0 + m, k0 = kt * K + kc;
+        uint16_t* to = &s.stages.a[stage][m * Shape::kPitchA + kc];
+        const uint16_t* w_row = w_group + int64_t{co} * p.weight.n;
+        if (co < p.out_per_group && layout.weight_k_contiguous && k0 + 8 <= p.reduction && aligned_16(w_row + k0)) {
+          cp_async_16(to, w_row + k0);
+        } else {
+          // The element gather, shifted in as B's below.
+          a_in_regs |= 1u << i;
+#pragma unroll
+          for (int j = 0; j < 4; ++j) a_regs[i][j] = 0;
+          if (co >= p.out_per_group) continue;
+#pragma unroll 1
+          for (int e = 0; e < 8; ++e) {
+            const int w_offset = rows.w_offset[kc + e];
+            const uint32_t value = w_offset >= 0 ? w_row[w_offset] : 0;
+#pragma unroll
+            for (int j = 0; j < 3; ++j) a_regs[i][j] = __funnelshift_r(a_regs[i][j], a_regs[i][j + 1], 16);
+            a_regs[i][3] = __funnelshift_r(a_regs[i][3], value, 16);
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksB; ++i) {
+        const int r = first_row + i * Shape::kChunkRowStep;
+        uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
+        b_in_regs |= 1u << i;
+#pragma unroll
+        for (int j = 0; j < 4; ++j) b_regs[i][j] = 0;
+        if (rows.w_offset[r] < 0) continue;  // past K
+        if (chunk_run) {
+          const int z = run_z + rows.dz[r], yy = run_y + rows.dy[r], xx = run_x + rows.dx[r];
+          if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d) ||
+              static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) {
+            continue;  // the whole run's row is padding
+          }
+          const uint16_t* src = x_group + run_offset + rows.x_offset[r];
+          if (layout.plane_contiguous || (layout.run_stride == 1 && xx >= 0 && xx <= p.in_w - 8)) {
+            if (aligned_16(src)) {
+              cp_async_16(to, src);
+              b_in_regs &= ~(1u << i);
+            } else {
+              load_shifted_run(src, b_regs[i]);
+            }
+            continue;
+          }
+          if (layout.run_stride == 2 && xx >= 0 && xx <= p.in_w - 15) {
+            load_stride2_run(src, b_regs[i]);
+            continue;
+          }
+        }
+        // The element gather, not unrolled (its addresses would otherwise take registers the MMAs
+        // need): each element shifts in at the chunk's top; 8 steps leave element 0 at the bottom.
+#pragma unroll 1
+        for (int e = 0; e < 8; ++e) {
+          const uint32_t value = b_element(rows, r, chunk_column + e);
+#pragma unroll
+          for (int j = 0; j < 3; ++j) b_regs[i][j] = __funnelshift_r(b_regs[i][j], b_regs[i][j + 1], 16);
+          b_regs[i][3] = __funnelshift_r(b_regs[i][3], value, 16);
+        }
+      }
+    };
+    const auto store_tile = [&](int stage) {
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksA; ++i) {
+        if (!(a_in_regs >> i & 1)) continue;
+        const int chunk = tid + i * Shape::kThreads;
+        *reinterpret_cast<uint4*>(&s.stages.a[stage][chunk / (K / 8) * Shape::kPitchA + chunk % (K / 8) * 8]) =
+            make_uint4(a_regs[i][0], a_regs[i][1], a_regs[i][2], a_regs[i][3]);
+      }
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksB; ++i) {
+        if (!(b_in_regs >> i & 1)) continue;
+        const int r = first_row + i * Shape::kChunkRowStep;
+        *reinterpret_cast<uint4*>(&s.stages.b[stage][r * Shape::kPitchB + chunk_column]) =
+            make_uint4(b_regs[i][0], b_regs[i][1], b_regs[i][2], b_regs[i][3]);
+      }
+    };
+
+    float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
+    // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
+    // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
+    // wait_group counts tiles.
+#pragma unroll
+    for (int t = 0; t < kStages - 1; ++t) {
+      if (t < k_tiles) {
+        issue_tile(k_begin + t, t);
+        store_tile(t);
+      }
+      cp_async_commit();
+    }
+    for (int t = 0; t < k_tiles; ++t) {
+      const int stage = t % kStages;
+      // Tile t's copies have landed (this thread's), and after the barrier every thread's have,
+      // and every warp is past tile t - 1's MMAs, whose buffer the next copies refill.
+      cp_async_wait<kStages - 2>();
+      __syncthreads();
+      const int next = t + kStages - 1, next_stage = next % kStages;
+      if (next < k_tiles) issue_tile(k_begin + next, next_stage);
+      cp_async_commit();
 #pragma unroll
       for (int kk = 0; kk < K; kk += 16) {
         uint32_t a_frag[Shape::kMmaM][4];
@@ -243,14 +452,14 @@ __global__ void __launch_bounds__(Shape::kThreads)
 #pragma unroll
         for (int i = 0; i < Shape::kMmaM; ++i) {
           const int row = warp_m * Shape::kWarpTileM + i * 16 + (lane & 15);
-          ldmatrix_x4(a_frag[i], &s.a[buffer][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
+          ldmatrix_x4(a_frag[i], &s.stages.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
         }
 #pragma unroll
         for (int j = 0; j < Shape::kMmaN; j += 2) {
           const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
           const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
           uint32_t r[4];
-          ldmatrix_x4_trans(r, &s.b[buffer][k_row * Shape::kPitchB + col]);
+          ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
           b_frag[j][0] = r[0];
           b_frag[j][1] = r[1];
           b_frag[j + 1][0] = r[2];
@@ -262,66 +471,151 @@ __global__ void __launch_bounds__(Shape::kThreads)
           for (int j = 0; j < Shape::kMmaN; ++j) mma_m16n8k16<T>(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
         }
       }
-      // The other buffer was last read by tile kt - 1's MMAs, which every warp finished before the
-      // barrier that ended that tile; likewise tile kt's decoded rows, read by the load above.
-      if (kt + 1 < k_tiles) store_tile(buffer ^ 1);
-      if (kt + 2 < k_tiles) decode_rows(kt + 2);
-      __syncthreads();
+      // The register-held chunks of tile `next` (its buffer was freed by the barrier above); tile
+      // t + kStages's K rows into tile t's slot, which only tile t's copies read.
+      if (next < k_tiles) store_tile(next_stage);
+      if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
     }
+    cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
+    __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
 
-    // Epilogue: bias, ReLU, one rounding, y through its strides.
-    uint16_t* y_group = y + n * p.y.n + int64_t{group} * p.out_per_group * p.y.c;
+    // The accumulators (this rank's partial sums) into the f32 tile.
 #pragma unroll
     for (int i = 0; i < Shape::kMmaM; ++i) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int co = co0 + warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
-        if (co >= p.out_per_group) continue;
-        const float shift = bias ? bits_to_float<T>(bias[int64_t{group} * p.out_per_group + co]) : 0.0f;
-        uint16_t* y_channel = y_group + int64_t{co} * p.y.c;
+        const int row = warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
 #pragma unroll
         for (int j = 0; j < Shape::kMmaN; ++j) {
-#pragma unroll
-          for (int e = 0; e < 2; ++e) {
-            const int local = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2 + e;
-            if (pixel0 + local >= p.out_plane) continue;
-            float v = acc[i][j][half * 2 + e] + shift;
-            // relu(NaN) is NaN: the comparison is false for it.
-            if (p.relu && v < 0.0f) v = 0.0f;
-            y_channel[s.y_offset[local]] = float_to_bits<T>(v);
-          }
+          const int column = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
+          *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
+              make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
         }
       }
     }
+    // Every rank's partial tile is written (unsplit: this block's).
+    if (splits > 1) cg::cluster_group::sync();
+    else __syncthreads();
+
+    // Epilogue: this rank's band of rows in runs of 8 pixels; the ranks' sums added in rank
+    // order, bias, ReLU, one rounding; a 16-byte store where the run is one aligned run of y, else
+    // through y's strides.
+    uint16_t* y_group = y + n * p.y.n + int64_t{group} * p.out_per_group * p.y.c;
+    constexpr int kRuns = N / 8;
+    const int band = M / splits;  // splits divides M (launch)
+    for (int index = tid; index < band * kRuns; index += Shape::kThreads) {
+      const int row = rank * band + index / kRuns, column = index % kRuns * 8;
+      const int co = co0 + row;
+      if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
+      float v[8] = {};
+      for (int q = 0; q < splits; ++q) {
+        const float* own = &s.c[row * Shape::kPitchC + column];
+        const float* part = splits > 1 ? cg::this_cluster().map_shared_rank(own, q) : own;
+        const float4 low = *reinterpret_cast<const float4*>(part), high = *reinterpret_cast<const float4*>(part + 4);
+        v[0] += low.x, v[1] += low.y, v[2] += low.z, v[3] += low.w;
+        v[4] += high.x, v[5] += high.y, v[6] += high.z, v[7] += high.w;
+      }
+      const float shift = bias ? bits_to_float<T>(bias[int64_t{group} * p.out_per_group + co]) : 0.0f;
+      uint32_t packed[4];
+#pragma unroll
+      for (int e = 0; e < 8; e += 2) {
+        float v0 = v[e] + shift, v1 = v[e + 1] + shift;
+        // relu(NaN) is NaN: the comparison is false for it.
+        if (p.relu && v0 < 0.0f) v0 = 0.0f;
+        if (p.relu && v1 < 0.0f) v1 = 0.0f;
+        packed[e / 2] = float_to_bits<T>(v0) | uint32_t{float_to_bits<T>(v1)} << 16;
+      }
+      uint16_t* y_channel = y_group + int64_t{co} * p.y.c;
+      // With unit W stride, offsets 7 apart over 8 pixels are one run: y's validated layouts
+      // (contiguous, channels_last) never step back between its rows or planes.
+      uint16_t* run = y_channel + s.y_offset[column];
+      if (layout.y_unit_w && pixel0 + column + 8 <= p.out_plane && s.y_offset[column + 7] - s.y_offset[column] == 7 &&
+          aligned_16(run)) {
+        *reinterpret_cast<uint4*>(run) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+      } else {
+        for (int e = 0; e < 8 && pixel0 + column + e < p.out_plane; ++e) {
+          y_channel[s.y_offset[column + e]] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));
+        }
+      }
+    }
+    // No rank's tile is rewritten (next item) while another reads it.
+    if (splits > 1) cg::cluster_group::sync();
   }
 }
 
+// Whether a call's K rows are runs of the weight and its B chunks runs of x (Layout).
+inline Layout layout_of(const ConvProblem& p) {
+  const ConvStrides& w = p.weight;
+  const int plane_taps = p.kernel_h * p.kernel_w;
+  Layout layout{};
+  // An axis of extent 1 adds no offset, whatever its stride.
+  layout.weight_k_contiguous = (p.kernel_w == 1 || w.w == 1) && (p.kernel_h == 1 || w.h == p.kernel_w) &&
+                               (p.kernel_d == 1 || w.d == plane_taps) && (p.in_per_group == 1 || w.c == p.taps);
+  layout.run_stride = p.x.w == 1 && (p.stride_w == 1 || p.stride_w == 2) ? p.stride_w : 0;
+  layout.y_unit_w = p.y.w == 1;
+  layout.plane_contiguous = p.taps == 1 && p.stride_d == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_d == 0 &&
+                            p.pad_h == 0 && p.pad_w == 0 && p.x.w == 1 && (p.in_h == 1 || p.x.h == p.in_w) &&
+                            (p.in_d == 1 || p.x.d == int64_t{p.in_h} * p.in_w);
+  return layout;
+}
+
+// K is split over a cluster of 2 or 4 CTAs while the tiles alone would leave at least half of the
+// resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
+// pipeline): the rows of few tiles and long K (stage-down, classifier, late-stage, encodec-deep,
+// ASPP).
+constexpr int kMostSplits = 4, kMinSplitKTiles = 4;
+
+template <class Shape>
+int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
+  const int64_t resident = int64_t{multiprocessors} * Shape::kBlocksPerSm;
+  const int k_tiles = (p.reduction + Shape::K - 1) / Shape::K;
+  int splits = 1;
+  while (splits < kMostSplits && tiles * splits * 2 <= resident && k_tiles >= kMinSplitKTiles * splits * 2) splits *= 2;
+  return splits;
+}
+
 template <class T, class Shape>
-void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, cudaStream_t stream) {
+void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, int multiprocessors,
+            cudaStream_t stream) {
+  static_assert(Shape::M % kMostSplits == 0, "a split's ranks finish equal bands of rows");
   const int64_t co_tiles = ceil_div(p.out_per_group, Shape::M);
   const int64_t pixel_tiles = ceil_div(p.out_plane, Shape::N);
   const int64_t items = p.batch * p.groups * co_tiles * pixel_tiles;
-  implicit_gemm<T, Shape><<<grid_for(items), Shape::kThreads, 0, stream>>>(
-      static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight), static_cast<const uint16_t*>(bias),
-      static_cast<uint16_t*>(y), p, co_tiles, pixel_tiles, items);
+  const int splits = split_count<Shape>(p, items, multiprocessors);
+  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>);
+  const auto kernel = implicit_gemm<T, Shape>;
+  // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
+  // operation: fine under graph capture).
+  if constexpr (kSharedBytes > 48 * 1024) {
+    check_cuda(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)),
+        "conv", "cudaFuncSetAttribute");
+  }
+  // Unsplit calls launch without clusters (each CTA its own implicit cluster of one).
+  launch_clustered(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(items, INT_MAX / kMostSplits) * splits)),
+                   dim3(Shape::kThreads), static_cast<unsigned>(splits), kSharedBytes, stream,
+                   static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight),
+                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of(p), co_tiles,
+                   pixel_tiles, items);
 }
 
-// 64x64 tiles of four warps, for every shape; 128x128 tiles of eight warps where the channels fill
-// them and the tiles still make a full wave.
-using SmallTile = Tile<64, 64, 2, 2>;
-using LargeTile = Tile<128, 128, 2, 4>;
+// 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
+// 128x128 tiles of eight warps, one block an SM (its 64x32 warp tiles need more than 128
+// registers), where the channels fill them and the tiles still make a full wave. Four stages each.
+using SmallTile = Tile<64, 64, 2, 2, 4, 4>;
+using LargeTile = Tile<128, 128, 2, 4, 4, 1>;
 
 template <class T>
 void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
                       cudaStream_t stream) {
   int device = 0;
   check_cuda(cudaGetDevice(&device), "conv", "cudaGetDevice");
+  const int multiprocessors = multiprocessor_count(device);
   const int64_t large_tiles =
       p.batch * p.groups * ceil_div(p.out_per_group, LargeTile::M) * ceil_div(p.out_plane, LargeTile::N);
-  const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N &&
-                     large_tiles >= multiprocessor_count(device);
-  if (large) launch<T, LargeTile>(p, x, weight, bias, y, stream);
-  else launch<T, SmallTile>(p, x, weight, bias, y, stream);
+  const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N && large_tiles >= multiprocessors;
+  if (large) launch<T, LargeTile>(p, x, weight, bias, y, multiprocessors, stream);
+  else launch<T, SmallTile>(p, x, weight, bias, y, multiprocessors, stream);
 }
 
 }  // namespace solops::detail::conv_gemm

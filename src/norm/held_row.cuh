@@ -16,6 +16,7 @@
 #include <cooperative_groups.h>
 
 #include "core/check.hpp"
+#include "core/cluster_launch.cuh"
 #include "core/dispatch.cuh"
 #include "core/evict_first.cuh"
 #include "core/integer.hpp"
@@ -622,23 +623,8 @@ dim3 resident_grid(std::string_view op, Kernel kernel, dim3 grid, dim3 block, in
   return grid;
 }
 
-// kernel<<<grid, block, shared, stream>>>(args...) in clusters of `cluster` blocks along x. A failed
-// launch is left to check_launch, as the <<<>>> launches' are.
-template <class... Params, class... Args>
-void launch_clustered(void (*kernel)(Params...), dim3 grid, dim3 block, unsigned cluster, size_t shared,
-                      cudaStream_t stream, const Args&... args) {
-  if (cluster == 1) {
-    kernel<<<grid, block, shared, stream>>>(args...);
-    return;
-  }
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = cluster;
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  const cudaLaunchConfig_t config{grid, block, shared, stream, &attribute, 1};
-  static_cast<void>(cudaLaunchKernelEx(&config, kernel, args...));
-}
+// The norms' kernels launch through row_norm::launch_clustered.
+using detail::launch_clustered;
 
 inline RowShape row_shape(const RowGeometry& g, const NormMath& math, bool modulation = false, int groups = 1) {
   return {g.rows, g.row_len, 1.0f / static_cast<float>(g.row_len), static_cast<float>(math.eps), math.weight_offset,

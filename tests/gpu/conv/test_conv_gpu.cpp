@@ -125,9 +125,10 @@ std::unique_ptr<DeviceBuffer> upload(const std::vector<unsigned char>& bytes, si
   return buffer;
 }
 
-// The op on the device (x and y `offset` elements into their allocations, y poisoned; replayed from
-// a CUDA graph where `graph`) against the reference: the first disagreement, or "".
-std::string compare(ConvInputs& in, size_t offset = 0, bool graph = false) {
+// The op on the device (x and y `offset` elements into their allocations, the weight
+// `weight_offset`, y poisoned; replayed from a CUDA graph where `graph`) against the reference: the
+// first disagreement, or "".
+std::string compare(ConvInputs& in, size_t offset = 0, bool graph = false, size_t weight_offset = 0) {
   const Shape y_shape = in.output_shape();
   const DType dtype = in.x.dtype;
   HostTensor expected(y_shape, dtype), actual(y_shape, dtype);
@@ -137,7 +138,8 @@ std::string compare(ConvInputs& in, size_t offset = 0, bool graph = false) {
 
   const size_t shift = offset * dtype_size(dtype);
   const auto x = upload(in.x_channels_last ? to_channels_last(in.x) : in.x.bytes, shift);
-  const auto weight = upload(in.weight_channels_last ? to_channels_last(in.weight) : in.weight.bytes, 0);
+  const auto weight = upload(in.weight_channels_last ? to_channels_last(in.weight) : in.weight.bytes,
+                             weight_offset * dtype_size(dtype));
   const auto bias = in.bias ? upload(in.bias->bytes, 0) : nullptr;
   DeviceBuffer y(expected.bytes.size(), shift);
   y.poison();
@@ -347,6 +349,93 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
       }
     }
   }
+}
+
+// The implicit GEMM's paths (conv_implicit_gemm.cuh): aligned runs of x (cp.async), runs at every
+// 2-byte misalignment (x offset 1..7 elements, K rows shifted by the taps), runs cut by the padding
+// on either side or by the end of an output row (W not a multiple of 8), rows wholly in the
+// padding, whole-plane runs of 1x1 convs (planes not a multiple of 8: runs across rows), stride-2
+// runs (every other element of 15) at every alignment, dilated taps, weight rows that are runs at any alignment or not (K not a
+// multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
+// stages do not divide), split K over 2 and 4 ranks with K tiles the ranks do not divide evenly (on
+// a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
+// f16 and bf16.
+TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
+  std::mt19937_64 rng(77);
+  struct Case {
+    ConvOp op;
+    Shape x, weight;
+    Conv p;
+  };
+  Conv none, pad1, pad2_dilated, strided, pad_d;
+  pad1.padding = {1, 1, 0};
+  pad2_dilated.padding = {2, 2, 0};
+  pad2_dilated.dilation = {2, 2, 1};
+  strided.padding = {1, 1, 0};
+  strided.stride = {2, 2, 1};
+  pad_d.padding = {1, 1, 1};
+  Conv pad_1d, strided_1d, strided_5x5;
+  pad_1d.padding = {1, 0, 0};
+  strided_1d.padding = {1, 0, 0};
+  strided_1d.stride = {2, 1, 1};
+  strided_5x5.padding = {2, 2, 0};
+  strided_5x5.stride = {2, 2, 1};
+  const Case cases[] = {
+      {ConvOp::conv2d, {2, 24, 16, 56}, {32, 24, 3, 3}, pad1},              // W a multiple of 8
+      {ConvOp::conv2d, {1, 20, 13, 57}, {48, 20, 3, 3}, pad1},              // W = 57: runs cut by row ends
+      {ConvOp::conv2d, {2, 16, 14, 14}, {16, 16, 3, 3}, pad1},              // W = 14
+      {ConvOp::conv2d, {1, 8, 21, 40}, {24, 8, 5, 5}, pad2_dilated},        // dilation 2, padding 2
+      {ConvOp::conv2d, {1, 32, 30, 34}, {40, 32, 3, 3}, strided},           // stride 2: out_w 17
+      {ConvOp::conv2d, {1, 24, 28, 56}, {32, 24, 3, 3}, strided},           // stride 2: out_w 28
+      {ConvOp::conv2d, {1, 8, 20, 57}, {16, 8, 5, 5}, strided_5x5},         // stride 2, 5x5, W odd
+      {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, strided_1d},              // 1-D stride 2
+      {ConvOp::conv2d, {1, 3, 33, 48}, {32, 3, 3, 3}, pad1},                // K = 27: weight rows misaligned
+      {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},     // 1x1, plane 196
+      {ConvOp::pointwise_conv2d, {1, 72, 7, 7}, {64, 72, 1, 1}, none},       // 1x1, plane 49
+      {ConvOp::pointwise_conv2d, {1, 16, 8, 16}, {16, 16, 1, 1}, none},      // 1x1, one K tile of 16
+      {ConvOp::conv2d, {1, 40, 9, 11}, {32, 40, 1, 1}, pad1},                // 1x1 padded: not a plane run
+      {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, pad_1d},                   // 1-D, L odd
+      {ConvOp::conv1d, {1, 48, 256}, {32, 48, 3}, pad_1d},                   // 1-D, L a multiple of 8
+      {ConvOp::conv3d, {1, 8, 5, 9, 24}, {16, 8, 3, 3, 3}, pad_d},           // 3-D, rows padded in z and y
+      {ConvOp::conv2d, {4, 32, 64, 72}, {128, 32, 3, 3}, pad1},              // the 128x128 tile (144 tiles)
+      {ConvOp::conv2d, {2, 96, 28, 28}, {160, 96, 3, 3}, pad1},              // 27 K tiles split 4 ways
+      {ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, pad1},               // 57 K tiles split 4 ways
+      {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles split 2 ways, C_out 40
+      {ConvOp::pointwise_conv2d, {1, 512, 7, 7}, {256, 512, 1, 1}, none},    // 1x1 of 16 K tiles, split
+  };
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::f16, DType::bf16}) {
+      ConvInputs in = make_inputs(c.op, c.x, c.weight, true, c.p, dtype, rng);
+      for (size_t offset : {0, 1, 4, 7}) {
+        EXPECT_EQ(compare(in, offset, false, offset == 7 ? 3 : 0), "") << in.describe() << " offset " << offset;
+      }
+    }
+  }
+}
+
+TEST_F(ConvGpu, SplitKIsBitwiseRepeatable) {
+  // 57 K tiles over a cluster of 4 (on a 132-SM GPU): the ranks' partial sums are added in rank
+  // order, so two calls agree to the bit.
+  std::mt19937_64 rng(78);
+  Conv p;
+  p.padding = {1, 1, 0};
+  ConvInputs in = make_inputs(ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, true, p, DType::bf16, rng);
+  const auto x = upload(in.x.bytes, 0), weight = upload(in.weight.bytes, 0), bias = upload(in.bias->bytes, 0);
+  const Shape y_shape = in.output_shape();
+  const size_t y_bytes = static_cast<size_t>(HostTensor(y_shape, DType::bf16).bytes.size());
+  std::vector<unsigned char> first(y_bytes), second(y_bytes);
+  for (std::vector<unsigned char>* out : {&first, &second}) {
+    DeviceBuffer y(y_bytes);
+    y.poison();
+    const TensorRef bias_ref = device_ref(bias->data(), DType::bf16, in.bias->shape, false);
+    solops::conv(in.op, device_ref(x->data(), DType::bf16, in.x.shape, false),
+                 device_ref(weight->data(), DType::bf16, in.weight.shape, false), &bias_ref,
+                 device_ref(y.data(), DType::bf16, y_shape, false), in.p);
+    cuda_ok(cudaDeviceSynchronize(), "synchronize");
+    y.download(out->data());
+  }
+  EXPECT_TRUE(first == second);
+  EXPECT_EQ(compare(in), "") << in.describe();
 }
 
 TEST_F(ConvGpu, ChannelsLastEveryKernelClass) {

@@ -165,6 +165,29 @@ def test_channels_last_equals_pytorch(dtype, weight_layout):
         check("conv2d_bias_relu", x, w, b, params)
 
 
+def offset_view(t, offset):
+    """t's values in a tensor `offset` elements into its storage: its rows lose their alignment."""
+    return torch.empty(t.numel() + offset, dtype=t.dtype, device="cuda")[offset:].view(t.shape).copy_(t)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("offset", [1, 4, 7])
+def test_implicit_gemm_misaligned_views_equal_pytorch(dtype, offset):
+    # The implicit GEMM's runs of x and of the weight at every misalignment: 3x3 with W a multiple of
+    # 8 and not, 1x1 over planes of 49 and 196, 1-D of odd length, stride 2, K = 27.
+    for op, x_shape, w_shape, params in (("conv2d", (2, 24, 16, 56), (32, 24, 3, 3), dict(padding=1)),
+                                         ("conv2d", (1, 20, 13, 57), (48, 20, 3, 3), dict(padding=1)),
+                                         ("pointwise_conv2d", (2, 64, 14, 14), (96, 64, 1, 1), {}),
+                                         ("pointwise_conv2d", (1, 72, 7, 7), (64, 72, 1, 1), {}),
+                                         ("conv1d", (2, 40, 301), (64, 40, 3), dict(padding=1)),
+                                         ("conv2d", (1, 24, 28, 56), (32, 24, 3, 3), dict(stride=2, padding=1)),
+                                         ("conv2d_bias_relu", (1, 3, 33, 48), (32, 3, 3, 3), dict(padding=1))):
+        x = offset_view(random_tensor(x_shape, dtype, 10), offset)
+        w = offset_view(random_tensor(w_shape, dtype, 11), offset % 4)
+        b = random_tensor(w_shape[:1], dtype, 12)
+        check(op, x, w, b, params)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("taps", [1, 2, 3, 4])
 def test_depthwise_causal_equals_pytorch(dtype, taps):
@@ -175,8 +198,7 @@ def test_depthwise_causal_equals_pytorch(dtype, taps):
         b = random_tensor((channels,), dtype, 9)
         check("conv1d_causal", x, w, b, dict(groups=channels))
         # An odd offset: the rows no longer start on 16-byte boundaries.
-        offset = torch.empty(x.numel() + 1, dtype=dtype, device="cuda")[1:].view(shape).copy_(x)
-        check("conv1d_causal", offset, w, None, dict(groups=channels))
+        check("conv1d_causal", offset_view(x, 1), w, None, dict(groups=channels))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
