@@ -82,10 +82,10 @@ struct BatchNormPlan {
 
 constexpr int kBatchNormThreads = 256;
 
-// The plan of a call whose values move in vectors of `vec` elements; `multiprocessors` (the device's
-// SMs) sets how far a cluster spreads a channel. With vec = 1 and no device (multiprocessors 0) it is
-// the plan that needs the most workspace, which the *_workspace_elements functions report.
-BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec, int multiprocessors);
+// The plan of a call whose values move in vectors of `vec` elements: a channel in the fewest blocks
+// that hold it. With vec = 1 it is the plan that needs the most workspace, which the
+// *_workspace_elements functions report.
+BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec);
 
 // The f32 workspace elements a plan needs: the forward's per-chunk (count, mean, M2) partials, the
 // backward's per-chunk sums and per-channel totals. 0 for a clustered plan.

@@ -114,7 +114,7 @@ int BatchNormPlan::team() const { return kBatchNormThreads >> channel_bits; }
 int BatchNormPlan::chunk_vectors() const { return team() * held; }
 int64_t BatchNormPlan::groups() const { return ceil_div(planes.channels, int64_t{1} << channel_bits); }
 
-BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec, int multiprocessors) {
+BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec) {
   BatchNormPlan plan{.planes = planes, .vec = vec};
   plan.plane_vectors = static_cast<int>(planes.plane / vec);
   plan.channel_vectors = static_cast<int>(planes.batch * planes.plane / vec);
@@ -131,14 +131,10 @@ BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec, int multip
     return plan;
   }
   plan.clustered = true;
+  // The fewest blocks that hold the channel, never more to fill the SMs: a cluster's launch and its
+  // barriers cost more than one SM takes to read a block's chunk (at most 32 KiB).
   int blocks = 1;
   while (int64_t{blocks} * team * kMaxHeld < n) blocks *= 2;
-  // Spread a channel over more blocks while the launch fills fewer than two blocks an SM and each
-  // thread keeps at least two vectors: more SMs then issue the loads of the one round trip.
-  while (blocks < kMaxClusterBlocks && plan.groups() * blocks < 2 * int64_t{multiprocessors} &&
-         n >= 4 * blocks * team) {
-    blocks *= 2;
-  }
   plan.chunks = blocks;
   plan.held = std::max(2, static_cast<int>(std::bit_ceil(static_cast<unsigned>(ceil_div(n, int64_t{blocks} * team)))));
   return plan;
@@ -159,12 +155,12 @@ int64_t batch_norm_backward_workspace(const BatchNormPlan& plan) {
 // The workspace functions name the op in their errors: the PyTorch binding meets the shape rule there first.
 int64_t batch_norm_training_workspace_elements(std::span<const int64_t> x_shape, const BatchNormTraining& p) {
   const detail::BatchNormPlanes planes = detail::resolve_batch_norm_training("batch_norm_training", x_shape, p);
-  return detail::batch_norm_training_workspace(detail::plan_batch_norm(planes, 1, 0));
+  return detail::batch_norm_training_workspace(detail::plan_batch_norm(planes, 1));
 }
 
 int64_t batch_norm_backward_workspace_elements(std::span<const int64_t> x_shape) {
   const detail::BatchNormPlanes planes = detail::resolve_batch_norm_backward("batch_norm_backward", x_shape);
-  return detail::batch_norm_backward_workspace(detail::plan_batch_norm(planes, 1, 0));
+  return detail::batch_norm_backward_workspace(detail::plan_batch_norm(planes, 1));
 }
 
 Cost batch_norm_training_cost(std::span<const int64_t> x_shape, DType dtype, const BatchNormTraining& p) {

@@ -222,7 +222,8 @@ TEST_F(BatchNormTrainingGpu, EdgeShapes) {
       {{2, 300000}, DType::f16},      // many channels of one value an image
       {{5, 37, 3}, DType::bf16},      // planes of three, 37 channels: a partial last group
       {{17, 5, 4097}, DType::f16},    // planes one element past a vector multiple
-      {{1, 3, 16, 1024}, DType::f32}, // a full cluster of 8 blocks a channel
+      {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
+      {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
   };
   for (const auto& [shape, dtype] : cases) {
     const TrainingInputs in = training_inputs(shape, dtype, rng);
@@ -440,7 +441,8 @@ TEST_F(BatchNormBackwardGpu, EdgeShapes) {
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes
       {{2, 300000}, DType::f16},      // many channels
       {{5, 37, 3}, DType::bf16},      // planes of three, a partial last group of channels
-      {{1, 3, 16, 1024}, DType::f32}, // a full cluster a channel
+      {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
+      {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
   };
   for (const auto& [shape, dtype] : cases) {
     const BackwardInputs in = backward_inputs(shape, dtype, rng);
