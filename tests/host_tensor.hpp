@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -86,6 +87,55 @@ inline TensorRef unholdable_tensor(const std::vector<int64_t>& shape, DType dtyp
   std::copy(shape.begin(), shape.end(), t.shape.begin());  // strides stay 0
   return t;
 }
+
+// The strides of a [N, C, H, W] tensor stored channels_last (torch.channels_last: C innermost, then W, H, N).
+inline std::array<int64_t, 4> channels_last_strides(const std::vector<int64_t>& s) {
+  return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]};
+}
+
+// Element i (logical order) of a 4-D tensor at its channels_last position.
+inline int64_t channels_last_index(const std::vector<int64_t>& s, int64_t i) {
+  const int64_t w = i % s[3], h = i / s[3] % s[2], c = i / (s[2] * s[3]) % s[1], n = i / (s[1] * s[2] * s[3]);
+  const auto strides = channels_last_strides(s);
+  return n * strides[0] + c * strides[1] + h * strides[2] + w * strides[3];
+}
+
+// `t`'s bytes in channels_last storage.
+inline std::vector<unsigned char> to_channels_last(const HostTensor& t) {
+  std::vector<unsigned char> bytes(t.bytes.size());
+  const int64_t size = dtype_size(t.dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    std::copy_n(t.bytes.data() + i * size, size, bytes.data() + channels_last_index(t.shape, i) * size);
+  }
+  return bytes;
+}
+
+// The inverse: channels_last storage `bytes` of `t`'s shape back into `t` (logical order).
+inline void from_channels_last(const std::vector<unsigned char>& bytes, HostTensor& t) {
+  const int64_t size = dtype_size(t.dtype);
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    std::copy_n(bytes.data() + channels_last_index(t.shape, i) * size, size, t.bytes.data() + i * size);
+  }
+}
+
+// A 4-D tensor's values held in channels_last storage: ref() views them with channels_last strides,
+// logical() copies them back in contiguous order.
+struct ChannelsLastTensor {
+  HostTensor storage;
+
+  explicit ChannelsLastTensor(const HostTensor& t) : storage(t) { storage.bytes = to_channels_last(t); }
+  TensorRef ref() {
+    TensorRef r = storage.ref();
+    const auto strides = channels_last_strides(storage.shape);
+    std::copy(strides.begin(), strides.end(), r.strides.begin());
+    return r;
+  }
+  HostTensor logical() const {
+    HostTensor t(storage.shape, storage.dtype);
+    from_channels_last(storage.bytes, t);
+    return t;
+  }
+};
 
 // Both NaN, or the same value: what exact results must be.
 inline bool same_value(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }

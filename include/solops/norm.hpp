@@ -208,9 +208,11 @@ std::vector<int64_t> batch_norm_inference_output_shape(std::span<const int64_t> 
 // and grad_x have x's shape, the saved statistics and the parameters' gradients [C]. They check the
 // shape rule: x of rank >= 2, fewer than 2^31 values a channel; the forward's eps finite and >= 0,
 // momentum finite, and more than one value a channel (L > 1, as F.batch_norm in training) unless x
-// is empty.
-int64_t batch_norm_training_workspace_elements(std::span<const int64_t> x_shape, const BatchNormTraining& p);
-int64_t batch_norm_backward_workspace_elements(std::span<const int64_t> x_shape);
+// is empty. channels_last: x is a 4-D channels_last tensor (not also contiguous), whose channels the
+// kernels walk as rows of C values, so its plan and workspace differ from a contiguous x's.
+int64_t batch_norm_training_workspace_elements(std::span<const int64_t> x_shape, const BatchNormTraining& p,
+                                               bool channels_last = false);
+int64_t batch_norm_backward_workspace_elements(std::span<const int64_t> x_shape, bool channels_last = false);
 // Either of q and k: the shape rule applies to each on its own, and each output has its input's shape.
 std::vector<int64_t> qk_norm_output_shape(std::span<const int64_t> x_shape, const QKNorm& p);
 // The shape of the saved statistics (mean, rstd): x's leading dims, one f32 per row.
@@ -325,18 +327,20 @@ void spectral_norm_power_iter(const TensorRef& x, const TensorRef& u, const Tens
                               const SpectralNormPowerIter& p, cudaStream_t stream = nullptr);
 
 // BatchNormInference, the spec's argument order (x, weight, bias, running_mean, running_var; not
-// F.batch_norm's): x a contiguous CUDA tensor [B, C, *spatial] of f32, f16 or bf16; weight, bias,
-// running_mean and running_var contiguous CUDA tensors [C], each f32 or x's dtype, weight and bias may be
-// null (scale 1, shift 0, as F.batch_norm's None); y of x's shape and dtype, overlapping no input.
+// F.batch_norm's): x a CUDA tensor [B, C, *spatial] of f32, f16 or bf16, contiguous or (4-D)
+// channels_last; weight, bias, running_mean and running_var contiguous CUDA tensors [C], each f32 or x's
+// dtype, weight and bias may be null (scale 1, shift 0, as F.batch_norm's None); y of x's shape, dtype
+// and memory format, overlapping no input.
 void batch_norm_inference(const TensorRef& x, const TensorRef* weight, const TensorRef* bias,
                           const TensorRef& running_mean, const TensorRef& running_var, const TensorRef& y,
                           const BatchNormInference& p, cudaStream_t stream = nullptr);
 
 // BatchNormTraining, the spec's argument order (x, running_mean, running_var, weight, bias, as
-// F.batch_norm): x a contiguous CUDA tensor [B, C, *spatial] of f32, f16 or bf16; running_mean,
-// running_var, weight and bias contiguous CUDA tensors [C], each f32 or x's dtype, any of them null
-// (running statistics both or neither: not updated; weight 1, bias 0); y of x's shape and dtype;
-// save_mean and save_invstd f32 [C]; workspace as batch_norm_training_workspace_elements says. The
+// F.batch_norm): x a CUDA tensor [B, C, *spatial] of f32, f16 or bf16, contiguous or (4-D)
+// channels_last; running_mean, running_var, weight and bias contiguous CUDA tensors [C], each f32 or
+// x's dtype, any of them null (running statistics both or neither: not updated; weight 1, bias 0); y of
+// x's shape, dtype and memory format; save_mean and save_invstd f32 [C]; workspace as
+// batch_norm_training_workspace_elements says for x's layout. The
 // running statistics are written last, by one thread a channel, after every check has passed: a
 // rejected call leaves them as they were. Deterministic: every sum in a fixed order, no float atomics.
 // No tensor the call writes (the running statistics among them) may overlap another of the call.
@@ -348,7 +352,8 @@ void batch_norm_training(const TensorRef& x, const TensorRef* running_mean, cons
 // BatchNormBwd (spec §2.8): the gradients of training-mode batch norm from the forward's saved mean
 // and invstd (f32 [C]): grad_bias = sum(grad_out), grad_weight = invstd * sum(grad_out * (x - mean))
 // over each channel's L values, grad_x = weight * invstd * (grad_out - grad_bias / L - (x - mean) *
-// invstd * grad_weight / L), all in f32. grad_out, x and grad_x share x's shape and dtype; weight
+// invstd * grad_weight / L), all in f32. grad_out, x and grad_x share x's shape, dtype and memory format
+// (contiguous, or 4-D channels_last; workspace as batch_norm_backward_workspace_elements says for it); weight
 // (null: 1) [C] of f32 or x's dtype; grad_weight and grad_bias [C], each f32 or x's dtype, either may
 // be null (not computed). Deterministic, as the forward. Outputs overlap no tensor of the call.
 void batch_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,

@@ -36,11 +36,22 @@ def dtype_name(dtype):
     return DTYPE_NAMES.get(dtype, str(dtype).removeprefix("torch."))
 
 
-def check_tensor(op, name, t):
-    """A tensor the op's kernel reads or writes: contiguous, and on a CUDA device (meta tensors stand
-    for them)."""
-    require(t.is_contiguous(), op, name, " must be contiguous (row-major, e.g. NCHW); strided and channels-last",
-            " tensors are not supported, make them contiguous first")
+def is_strictly_channels_last(t):
+    """channels_last (torch.channels_last, 4-D) and not also contiguous: as is_strictly_channels_last in
+    src/core/check.cpp, where a tensor that is both is read as contiguous."""
+    return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
+
+
+def check_tensor(op, name, t, channels_last=False):
+    """A tensor the op's kernel reads or writes: contiguous (or channels_last, where the op allows it),
+    and on a CUDA device (meta tensors stand for them)."""
+    if channels_last:
+        require(t.is_contiguous() or (t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)), op, name,
+                " must be contiguous (row-major, e.g. NCHW) or channels_last; other strided tensors are not ",
+                "supported, make them contiguous first")
+    else:
+        require(t.is_contiguous(), op, name, " must be contiguous (row-major, e.g. NCHW); strided and channels-last",
+                " tensors are not supported, make them contiguous first")
     require(t.device.type in ("cuda", "meta"), op, name, " must be a CUDA tensor, got a ", t.device.type.upper(),
             " tensor")
 

@@ -11,8 +11,8 @@ torch.compile the outputs, on symbolic sizes too, and apply the library's rules 
 
 import torch
 
-from ._rules import (INT_MAX, check_float_dtype, check_known_dtype, check_product, dtype_name, per_axis, require,
-                     shape_string)
+from ._rules import (INT_MAX, check_float_dtype, check_known_dtype, check_product, check_tensor, dtype_name,
+                     is_strictly_channels_last, per_axis, require, shape_string)
 
 # The public functions; solops/__init__.py exports every family's.
 __all__ = ["conv1d", "conv1d_causal", "conv2d", "conv2d_bias_relu", "conv3d", "depthwise_conv2d", "dilated_conv2d",
@@ -110,24 +110,6 @@ _AXIS_NAMES = {1: ("L",), 2: ("H", "W"), 3: ("D", "H", "W")}
 
 def _device_name(t):
     return "cpu" if t.device.type == "cpu" else f"{t.device.type}:{t.device.index or 0}"
-
-
-def _is_strictly_channels_last(t):
-    return t.dim() == 4 and not t.is_contiguous() and t.is_contiguous(memory_format=torch.channels_last)
-
-
-def _check_tensor(op, name, t, channels_last):
-    """check_tensor: the layout (contiguous; channels_last too where allowed), then a CUDA device (meta
-    tensors stand for them)."""
-    if channels_last:
-        require(t.is_contiguous() or (t.dim() == 4 and t.is_contiguous(memory_format=torch.channels_last)), op, name,
-                " must be contiguous (row-major, e.g. NCHW) or channels_last; other strided tensors are not ",
-                "supported, make them contiguous first")
-    else:
-        require(t.is_contiguous(), op, name, " must be contiguous (row-major, e.g. NCHW); strided and channels-last",
-                " tensors are not supported, make them contiguous first")
-    require(t.device.type in ("cuda", "meta"), op, name, " must be a CUDA tensor, got a ", t.device.type.upper(),
-            " tensor")
 
 
 def _restriction(op, input_channels, groups, kernel, dilation, weight):
@@ -229,7 +211,7 @@ def _check_call(op, x, weight, bias):
     """validate_conv's tensor checks, in its order: the input, then the weight and bias (one device,
     the input's dtype, their layouts)."""
     channels_last = _SPATIAL.get(op, 2) == 2
-    _check_tensor(op, "input", x, channels_last)
+    check_tensor(op, "input", x, channels_last)
     check_float_dtype(op, "input", x)
     for name, t in (("weight", weight), ("bias", bias)):
         if t is None:
@@ -238,7 +220,7 @@ def _check_call(op, x, weight, bias):
                 ": every tensor of the call must be on one device")
         require(t.dtype == x.dtype, op, name, ": dtype ", dtype_name(t.dtype), " must be the input's, ",
                 dtype_name(x.dtype))
-        _check_tensor(op, name, t, channels_last and name == "weight")
+        check_tensor(op, name, t, channels_last and name == "weight")
 
 
 def _fake(op, x, weight, bias, stride, padding, dilation, groups, mode):
@@ -258,7 +240,7 @@ def _fake(op, x, weight, bias, stride, padding, dilation, groups, mode):
     if bias is not None:
         check_known_dtype(op, "bias", bias)
     _check_call(op, x, weight, bias)
-    if spatial == 2 and _is_strictly_channels_last(x):
+    if spatial == 2 and is_strictly_channels_last(x):
         return torch.empty(shape, dtype=x.dtype, device=x.device, memory_format=torch.channels_last)
     return x.new_empty(shape)
 

@@ -26,7 +26,8 @@ import math
 
 import torch
 
-from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_shape, check_tensor, require,
+from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_shape, check_tensor,
+                     is_strictly_channels_last, require,
                      shape_string)
 
 # The public functions; solops/__init__.py exports every family's.
@@ -278,6 +279,12 @@ torch.library.register_autograd("solops::layer_norm_with_stats", _layer_norm_gra
 # ---- autograd of batch_norm in training --------------------------------------------------------
 
 
+def _memory_format(x):
+    """x's memory format as the BatchNorm ops read it: channels_last where x is that and not also
+    contiguous (is_strictly_channels_last), else contiguous."""
+    return torch.channels_last if is_strictly_channels_last(x) else torch.contiguous_format
+
+
 def _batch_norm_setup_context(ctx, inputs, output):
     x, weight, bias, *_ = inputs
     ctx.mark_non_differentiable(output[1], output[2])
@@ -287,7 +294,9 @@ def _batch_norm_setup_context(ctx, inputs, output):
 
 def _batch_norm_grad(ctx, grad_y, _grad_mean, _grad_invstd):
     x, weight, save_mean, save_invstd = ctx.saved_tensors
-    grad_x, grad_weight, grad_bias = _batch_norm_backward(grad_y.contiguous(), x, weight, save_mean, save_invstd)
+    # The op takes grad_out in x's memory format (channels_last x: channels_last grad_out).
+    grad_y = grad_y.contiguous(memory_format=_memory_format(x))
+    grad_x, grad_weight, grad_bias = _batch_norm_backward(grad_y, x, weight, save_mean, save_invstd)
     if ctx.bias_dtype is None:
         grad_bias = None
     elif grad_bias.dtype != ctx.bias_dtype:  # the op gives weight's dtype (f32 without one)
@@ -546,11 +555,11 @@ def _(x, weight, bias, running_mean, running_var, eps=1e-5):
     require(x.dim() >= 2, op, "x ", shape_string(x.shape),
             " must have rank >= 2: [B, C, *spatial], the channels in dim 1 (as F.batch_norm)")
     _eps(op, eps)
-    check_tensor(op, "x", x)
+    check_tensor(op, "x", x, channels_last=True)
     check_float_dtype(op, "x", x)
     for name, t in (("weight", weight), ("bias", bias), ("running_mean", running_mean), ("running_var", running_var)):
         _check_channel(op, name, t, x)
-    return x.new_empty(x.shape)
+    return _like_x(x)
 
 
 # The [C] tensors' dtypes in batch_norm's messages.
@@ -575,6 +584,11 @@ def _batch_norm_channels(rule, x, eps, momentum=None):
                 "(B · prod(spatial) = 1): training needs more than one, as F.batch_norm")
 
 
+def _like_x(x):
+    """y or grad_x: x's shape and dtype in x's memory format, as the binding allocates them."""
+    return torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=_memory_format(x))
+
+
 def _check_channel(op, name, t, x):
     """A [C] tensor of float32 or x's dtype, where given."""
     if t is not None:
@@ -594,13 +608,13 @@ def _batch_norm_training_fake(op, x, weight, bias, running_mean, running_var, mo
     for name, t in parameters:
         if t is not None:
             check_known_dtype(op, name, t)
-    check_tensor(rule, "x", x)
+    check_tensor(rule, "x", x, channels_last=True)
     check_float_dtype(rule, "x", x)
     require((running_mean is None) == (running_var is None), rule,
             "running_mean and running_var must be given together (or neither)")
     for name, t in parameters[2:] + parameters[:2]:
         _check_channel(rule, name, t, x)
-    return x.new_empty(x.shape)
+    return _like_x(x)
 
 
 @torch.library.register_fake("solops::batch_norm_training")
@@ -623,14 +637,19 @@ def _(grad_out, x, weight, save_mean, save_invstd):
     for name, t in (("weight", weight), ("grad_out", grad_out), ("save_mean", save_mean), ("save_invstd", save_invstd)):
         if t is not None:
             check_known_dtype(op, name, t)
-    check_tensor(op, "x", x)
+    check_tensor(op, "x", x, channels_last=True)
     check_float_dtype(op, "x", x)
-    _check_optional(op, "grad_out", grad_out, x.dtype, x.shape)
+    check_tensor(op, "grad_out", grad_out, channels_last=True)
+    check_dtype(op, "grad_out", grad_out, x.dtype)
+    check_shape(op, "grad_out", grad_out, x.shape)
+    channels_last = is_strictly_channels_last(x)
+    require(grad_out.is_contiguous(memory_format=_memory_format(x)), op, "grad_out must be in x's memory format (",
+            "channels_last" if channels_last else "contiguous", "): the kernels walk both with x's offsets")
     _check_channel(op, "weight", weight, x)
     for name, t in (("save_mean", save_mean), ("save_invstd", save_invstd)):
         _check_optional(op, name, t, torch.float32, x.shape[1:2])
     parameter_dtype = torch.float32 if weight is None else weight.dtype
-    return (x.new_empty(x.shape), x.new_empty(x.shape[1:2], dtype=parameter_dtype),
+    return (_like_x(x), x.new_empty(x.shape[1:2], dtype=parameter_dtype),
             x.new_empty(x.shape[1:2], dtype=parameter_dtype))
 
 

@@ -1159,9 +1159,15 @@ solops_status solops_instance_norm_backward_cost(int32_t x_rank, const int64_t* 
 }
 
 solops_status solops_batch_norm_training_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                            int32_t channels_last,
                                                             const solops_batch_norm_training_params* p,
                                                             int64_t* elements) {
-  return workspace_elements(__func__, solops::batch_norm_training_workspace_elements, x_rank, x_shape, p, elements);
+  const char* function = __func__;
+  return guarded(function, [&] {
+    require_pointer(elements, function, "elements");
+    *elements = solops::batch_norm_training_workspace_elements(to_shape(x_rank, x_shape, function),
+                                                               to_params(p, function), channels_last != 0);
+  });
 }
 
 solops_status solops_batch_norm_training(const solops_tensor* x, const solops_tensor* running_mean,
@@ -1189,11 +1195,12 @@ solops_status solops_batch_norm_training_cost(int32_t x_rank, const int64_t* x_s
 }
 
 solops_status solops_batch_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
-                                                            int64_t* elements) {
+                                                            int32_t channels_last, int64_t* elements) {
   const char* function = __func__;
   return guarded(function, [&] {
     require_pointer(elements, function, "elements");
-    *elements = solops::batch_norm_backward_workspace_elements(to_shape(x_rank, x_shape, function));
+    *elements =
+        solops::batch_norm_backward_workspace_elements(to_shape(x_rank, x_shape, function), channels_last != 0);
   });
 }
 

@@ -53,10 +53,6 @@ int spatial_rank(ConvOp op);
 ConvGeometry resolve_conv(ConvOp op, std::span<const int64_t> x_shape, std::span<const int64_t> weight_shape,
                           std::optional<std::span<const int64_t>> bias_shape, const Conv& p);
 
-// Channels_last and not contiguous: a tensor that is both is read as contiguous (its addresses are
-// the same either way).
-bool is_strictly_channels_last(const TensorRef& t);
-
 // Every check of a call: the shape rule, then x, weight, bias (if any) and y on the placement's
 // memory, of one float dtype and device, in the op's layouts (contiguous; channels_last too for a
 // 2-D op's x and weight, y's layout x's), y of the output shape, apart from every input.

@@ -203,8 +203,6 @@ std::vector<int64_t> ConvGeometry::output_shape() const {
   return shape;
 }
 
-bool is_strictly_channels_last(const TensorRef& t) { return !t.is_contiguous() && is_channels_last(t); }
-
 ConvGeometry validate_conv(ConvOp op, Placement placement, const TensorRef& x, const TensorRef& weight,
                            const TensorRef* bias, const TensorRef& y, const Conv& p) {
   const std::string_view name = conv_op_name(op);

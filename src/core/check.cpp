@@ -86,6 +86,8 @@ bool is_channels_last(const TensorRef& t) {
   return true;
 }
 
+bool is_strictly_channels_last(const TensorRef& t) { return !t.is_contiguous() && is_channels_last(t); }
+
 void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t, Layouts layouts) {
   check_layout(op, name, t, layouts);
   require(t.device >= 0, op, name, " must be a CUDA tensor, got a CPU tensor");

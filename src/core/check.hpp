@@ -61,6 +61,9 @@ enum class Layouts { contiguous, contiguous_or_channels_last };
 // Whether a 4-D tensor's strides are channels_last's, as PyTorch's
 // is_contiguous(memory_format=torch.channels_last) reads them (size-1 dims may carry any stride).
 bool is_channels_last(const TensorRef& t);
+// channels_last and not also contiguous: where both hold (C = 1, H = W = 1, ...) the two layouts are
+// the same memory, and the contiguous reading of it is the one to take.
+bool is_strictly_channels_last(const TensorRef& t);
 
 // A tensor the kernel reads or writes: non-null data (unless empty) in device memory of the
 // current device, in one of `layouts`.

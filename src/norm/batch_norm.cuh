@@ -15,9 +15,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
-#include <string_view>
 
-#include "core/device.hpp"
 #include "core/dispatch.cuh"
 #include "core/integer.hpp"
 #include "norm/batch_norm.hpp"
@@ -185,23 +183,20 @@ void launch(void (*kernel)(Params...), int64_t blocks, int cluster, cudaStream_t
 // The launcher's choice for a call on x of `dtype`: without values (an empty batch or empty planes)
 // no_values.template operator()<T>(walk), a walk of no chunks; else launch.template operator()<T,
 // kVec>(plan) with 16-byte vectors where the planes and every pointer of `tensors` allow them, single
-// elements elsewhere, the plan made for the device's SMs.
+// elements elsewhere.
 template <class NoValues, class Launch>
-void dispatch_batch_norm(std::string_view op, const BatchNormPlanes& planes, DType dtype,
+void dispatch_batch_norm(const BatchNormPlanes& planes, DType dtype,
                          std::initializer_list<const void*> tensors, NoValues no_values, Launch launch) {
-  int device = 0;
-  check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
-  const int multiprocessors = multiprocessor_count(device);
   dispatch_float(dtype, [&]<class T>() {
     constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
     if (planes.batch * planes.plane == 0) {
-      Walk w = walk_of(plan_batch_norm(planes, 1, multiprocessors));
+      Walk w = walk_of(plan_batch_norm(planes, 1));
       w.chunks = 0;
       no_values.template operator()<T>(w);
     } else if (planes.plane % kVec == 0 && std::ranges::all_of(tensors, row_norm::aligned_to_vector)) {
-      launch.template operator()<T, kVec>(plan_batch_norm(planes, kVec, multiprocessors));
+      launch.template operator()<T, kVec>(plan_batch_norm(planes, kVec));
     } else {
-      launch.template operator()<T, 1>(plan_batch_norm(planes, 1, multiprocessors));
+      launch.template operator()<T, 1>(plan_batch_norm(planes, 1));
     }
   });
 }

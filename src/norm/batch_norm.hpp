@@ -47,10 +47,13 @@ struct BatchNormBackwardTensors {
 BatchNormPlanes resolve_batch_norm_training(std::string_view op, std::span<const int64_t> x_shape,
                                             const BatchNormTraining& p);
 BatchNormPlanes resolve_batch_norm_backward(std::string_view op, std::span<const int64_t> x_shape);
+// The workspace functions' channels_last flag describes a 4-D x only.
+void check_channels_last_rank(std::string_view op, std::span<const int64_t> x_shape, bool channels_last);
 
-// Every check of a call, in this order: the shape rule, x a float tensor, the [C] tensors (f32 or
-// x's dtype; the saved statistics f32), the outputs' shapes and dtypes, no overlap, the workspace
-// (on the device). Nothing is written before all have passed.
+// Every check of a call, in this order: the shape rule, x a float tensor (contiguous or channels_last),
+// the [C] tensors (f32 or x's dtype; the saved statistics f32), the outputs' shapes, dtypes and memory
+// format (x's; grad_out's too), no overlap, the workspace (on the device). Nothing is written before
+// all have passed. The planes returned are x's memory_planes: the kernels and references walk those.
 BatchNormPlanes validate_batch_norm_training(std::string_view op, Placement placement,
                                              const BatchNormTrainingTensors& t, const BatchNormTraining& p);
 BatchNormPlanes validate_batch_norm_backward(std::string_view op, Placement placement,
@@ -82,10 +85,10 @@ struct BatchNormPlan {
 
 constexpr int kBatchNormThreads = 256;
 
-// The plan of a call whose values move in vectors of `vec` elements; `multiprocessors` (the device's
-// SMs) sets how far a cluster spreads a channel. With vec = 1 and no device (multiprocessors 0) it is
-// the plan that needs the most workspace, which the *_workspace_elements functions report.
-BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec, int multiprocessors);
+// The plan of a call whose values move in vectors of `vec` elements: a channel in the fewest blocks
+// that hold it. With vec = 1 it is the plan that needs the most workspace, which the
+// *_workspace_elements functions report.
+BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec);
 
 // The f32 workspace elements a plan needs: the forward's per-chunk (count, mean, M2) partials, the
 // backward's per-chunk sums and per-channel totals. 0 for a clustered plan.

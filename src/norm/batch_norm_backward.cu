@@ -11,6 +11,7 @@
 // x and grad_out again and writes grad_x, in reverse block order as the forward's second pass.
 #include <cooperative_groups.h>
 
+#include "core/device.hpp"
 #include "norm/batch_norm.cuh"
 
 namespace solops::detail::batch_norm_kernels {
@@ -55,10 +56,10 @@ __device__ void store_parameter_gradients(const BackwardChannels& b, int64_t c, 
 // grad_x of the vectors this thread holds, from its channel's sums.
 template <class T, int kVec, int kHeld>
 __device__ __forceinline__ void store_grad_x(const Pack<T, kVec> (&dy_bits)[kHeld],
-                                             const Pack<T, kVec> (&x_bits)[kHeld], T* grad_x, const BackwardChannels& b,
-                                             const Walk& w, const Place& p, float mean, float invstd, float2 sums) {
+                                             const Pack<T, kVec> (&x_bits)[kHeld], T* grad_x, const Walk& w,
+                                             const Place& p, float mean, float invstd, float weight, float2 sums) {
   const float grad_mean = sums.x / w.count, projection = sums.y / w.count * invstd * invstd;
-  const float scale = load_channel<T>(b.weight, p.channel, 1.0f) * invstd;
+  const float scale = weight * invstd;
   auto* out = reinterpret_cast<Pack<T, kVec>*>(grad_x);
   for_each_held<T, kVec, kHeld>(dy_bits, w, p, [&](int i, float (&dy)[kVec]) {
     float x[kVec];
@@ -80,7 +81,11 @@ __global__ void __launch_bounds__(kThreads)
   const unsigned blocks = cluster.num_blocks();
   if (blocks > 1) cluster.barrier_arrive();  // exchange_in_cluster waits
   const Place p = place_of(w, blockIdx.x);
+  // The [C] values are loaded with x and grad_out, not after the reductions (a DRAM round trip each
+  // at the end of the kernel's critical path).
   const float mean = p.active ? b.save_mean[p.channel] : 0.0f;
+  const float invstd = p.active ? b.save_invstd[p.channel] : 0.0f;
+  const float weight = p.active ? load_channel<T>(b.weight, p.channel, 1.0f) : 0.0f;
   Pack<T, kVec> dy_bits[kHeld], x_bits[kHeld];
   load_held<T, kVec, kHeld>(grad_out, w, p, dy_bits);
   load_held<T, kVec, kHeld>(x, w, p, x_bits);
@@ -94,9 +99,8 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (!p.active) return;
-  const float invstd = b.save_invstd[p.channel];
   if (p.chunk == 0 && p.rank == 0) store_parameter_gradients<T>(b, p.channel, invstd, sums);
-  store_grad_x<T, kVec, kHeld>(dy_bits, x_bits, grad_x, b, w, p, mean, invstd, sums);
+  store_grad_x<T, kVec, kHeld>(dy_bits, x_bits, grad_x, w, p, mean, invstd, weight, sums);
 }
 
 // Two passes, the first: each chunk's sums to the workspace.
@@ -148,8 +152,8 @@ __global__ void __launch_bounds__(kThreads)
   Pack<T, kVec> dy_bits[kPassHeld], x_bits[kPassHeld];
   load_held<T, kVec, kPassHeld>(grad_out, w, p, dy_bits);
   load_held<T, kVec, kPassHeld>(x, w, p, x_bits);
-  store_grad_x<T, kVec, kPassHeld>(dy_bits, x_bits, grad_x, b, w, p, b.save_mean[p.channel],
-                                   b.save_invstd[p.channel], b.totals[p.channel]);
+  store_grad_x<T, kVec, kPassHeld>(dy_bits, x_bits, grad_x, w, p, b.save_mean[p.channel], b.save_invstd[p.channel],
+                                   load_channel<T>(b.weight, p.channel, 1.0f), b.totals[p.channel]);
 }
 
 template <class T, int kVec>
@@ -190,7 +194,7 @@ void launch_batch_norm_backward(std::string_view op, const BatchNormPlanes& plan
                            nullptr,
                            nullptr};
   dispatch_batch_norm(
-      op, planes, t.x.dtype, {t.grad_out.data, t.x.data, t.grad_x.data},
+      planes, t.x.dtype, {t.grad_out.data, t.x.data, t.grad_x.data},
       // No values: only the parameters' gradients (0) are written.
       [&]<class T>(const Walk& w) { launch(backward_finish<T>, ceil_div(planes.channels, kWarps), 1, stream, b, w); },
       [&]<class T, int kVec>(const BatchNormPlan& plan) { launch_backward<T, kVec>(plan, t, b, stream); });

@@ -19,6 +19,7 @@
 // In both, one thread a channel writes the saved and running statistics.
 #include <cooperative_groups.h>
 
+#include "core/device.hpp"
 #include "norm/batch_norm.cuh"
 
 namespace solops::detail::batch_norm_kernels {
@@ -74,8 +75,21 @@ __device__ Moments chunk_moments(const Pack<T, kVec> (&bits)[kHeld], const Walk&
 // The per-channel results of the channel's moments (one thread a channel): the saved mean and invstd
 // and the running statistics' update (with the unbiased variance). A channel without values saves
 // NaN (0 / 0) and leaves the running statistics alone.
+// A channel's running statistics as the finishing thread read them, before they are updated.
+struct Running {
+  float mean = 0.0f, var = 0.0f;
+};
+
 template <class T>
-__device__ void finish_channel(const ForwardChannels& f, const Walk& w, int64_t c, const Moments& m) {
+__device__ __forceinline__ Running load_running(const ForwardChannels& f, int64_t c) {
+  return {load_channel<T>(f.running_mean, c, 0.0f), load_channel<T>(f.running_var, c, 0.0f)};
+}
+
+// `running`: the channel's running statistics, loaded by the caller (the clustered kernel loads them
+// with x, so that their round trip is not one more after the reductions).
+template <class T>
+__device__ void finish_channel(const ForwardChannels& f, const Walk& w, int64_t c, const Moments& m,
+                               const Running& running) {
   if (w.count == 0.0f) {
     f.save_mean[c] = __int_as_float(0x7fffffff);
     f.save_invstd[c] = __int_as_float(0x7fffffff);
@@ -85,9 +99,8 @@ __device__ void finish_channel(const ForwardChannels& f, const Walk& w, int64_t 
   f.save_invstd[c] = 1.0f / sqrtf(m.m2 / w.count + f.eps);
   if (f.running_mean.data) {
     const float keep = 1.0f - f.momentum;
-    store_channel<T>(f.running_mean, c, keep * load_channel<T>(f.running_mean, c, 0.0f) + f.momentum * m.mean);
-    store_channel<T>(f.running_var, c,
-                     keep * load_channel<T>(f.running_var, c, 0.0f) + f.momentum * (m.m2 / (w.count - 1.0f)));
+    store_channel<T>(f.running_mean, c, keep * running.mean + f.momentum * m.mean);
+    store_channel<T>(f.running_var, c, keep * running.var + f.momentum * (m.m2 / (w.count - 1.0f)));
   }
 }
 
@@ -113,6 +126,12 @@ __global__ void __launch_bounds__(kThreads)
   const unsigned blocks = cluster.num_blocks();
   if (blocks > 1) cluster.barrier_arrive();  // exchange_in_cluster waits
   const Place p = place_of(w, blockIdx.x);
+  // The [C] values are loaded with x, not after the reductions: each would be a DRAM round trip of
+  // its own at the end of the kernel's critical path.
+  const bool finishes = p.active && p.chunk == 0 && p.rank == 0;
+  const Running running = finishes ? load_running<T>(f, p.channel) : Running{};
+  const float weight = p.active ? load_channel<T>(f.weight, p.channel, 1.0f) : 0.0f;
+  const float bias = p.active ? load_channel<T>(f.bias, p.channel, 0.0f) : 0.0f;
   Pack<T, kVec> bits[kHeld];
   load_held<T, kVec, kHeld>(x, w, p, bits);
   Moments m = chunk_moments<T, kVec, kHeld>(bits, w, p, partials);
@@ -125,10 +144,9 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   if (!p.active) return;
-  if (p.chunk == 0 && p.rank == 0) finish_channel<T>(f, w, p.channel, m);
+  if (finishes) finish_channel<T>(f, w, p.channel, m, running);
   const float invstd = 1.0f / sqrtf(m.m2 / w.count + f.eps);
-  store_normalized<T, kVec, kHeld>(bits, y, w, p, m.mean, invstd * load_channel<T>(f.weight, p.channel, 1.0f),
-                                   load_channel<T>(f.bias, p.channel, 0.0f));
+  store_normalized<T, kVec, kHeld>(bits, y, w, p, m.mean, invstd * weight, bias);
 }
 
 // Two passes, the first: each chunk's moments to the workspace.
@@ -162,7 +180,7 @@ __global__ void __launch_bounds__(kThreads) forward_finish(const ForwardChannels
                         __shfl_down_sync(0xffffffffu, m.m2, offset)};
     if (lane < offset) m = merge(m, other);
   }
-  if (lane == 0) finish_channel<T>(f, w, c, m);
+  if (lane == 0) finish_channel<T>(f, w, c, m, load_running<T>(f, c));
 }
 
 // Two passes, the second: y from x and the saved statistics, kPassHeld loads in flight a thread.
@@ -215,7 +233,7 @@ void launch_batch_norm_training(std::string_view op, const BatchNormPlanes& plan
                           static_cast<float>(p.momentum),
                           static_cast<float>(p.eps)};
   dispatch_batch_norm(
-      op, planes, t.x.dtype, {t.x.data, t.y.data},
+      planes, t.x.dtype, {t.x.data, t.y.data},
       // No values: only the saved statistics (NaN) are written.
       [&]<class T>(const Walk& w) { launch(forward_finish<T>, ceil_div(planes.channels, kWarps), 1, stream, f, w); },
       [&]<class T, int kVec>(const BatchNormPlan& plan) { launch_forward<T, kVec>(plan, t, f, stream); });

@@ -6,8 +6,8 @@
 // The launch shape. x is B * C planes, each one channel's S contiguous elements
 // (batch_norm_inference.hpp). A block is lanes x channels x images threads: threadIdx.x walks a
 // plane, threadIdx.y picks one of a group of consecutive channels and threadIdx.z one of a group of
-// images, so that each thread computes its channel's scale and shift once, from four loads, and no
-// element needs an index division. grid.x covers the groups of channels times the chunks of a plane,
+// images, so that each thread computes its channel's scale and shift from four loads, issued with
+// x's, and no element needs an index division. grid.x covers the groups of channels times the chunks of a plane,
 // a chunk being one round of the block's loads (kUnroll vectors a thread, all issued before any
 // result is stored); grid.y covers the groups of images, walked grid-stride beyond a grid's 65535.
 // Long planes take a block a chunk: each plane of [4, 128, 1024, 1024] f16 is 128 chunks of 256
@@ -58,12 +58,9 @@ __global__ void __launch_bounds__(kThreads)
   const unsigned chunk = blockIdx.x - group * s.chunks;
   const int64_t c = int64_t{group} * blockDim.y + threadIdx.y;
   if (c >= s.channels) return;
-  // A correctly rounded square root and division, once a thread: an error in scale (rsqrtf's is up to
-  // two ulps) grows, relative to y, where x * scale and shift nearly cancel.
-  const float scale =
-      load_channel<T>(channels.weight, c, 1.0f) / sqrtf(load_channel<T>(channels.running_var, c, 0.0f) + s.eps);
-  const float shift =
-      load_channel<T>(channels.bias, c, 0.0f) - load_channel<T>(channels.running_mean, c, 0.0f) * scale;
+  const float weight = load_channel<T>(channels.weight, c, 1.0f), bias = load_channel<T>(channels.bias, c, 0.0f);
+  const float running_mean = load_channel<T>(channels.running_mean, c, 0.0f);
+  const float running_var = load_channel<T>(channels.running_var, c, 0.0f);
   const int64_t first = int64_t{chunk} * kUnroll * blockDim.x + threadIdx.x;
   const int64_t images = int64_t{gridDim.y} * blockDim.z;
   for (int64_t b = int64_t{blockIdx.y} * blockDim.z + threadIdx.z; b < s.batch; b += images) {
@@ -76,6 +73,12 @@ __global__ void __launch_bounds__(kThreads)
       const int64_t v = first + k * int64_t{blockDim.x};
       if (v < s.plane_vectors) bits[k] = __ldg(in + v);
     }
+    // scale and shift after x's loads are issued: computed before them (the square root and division
+    // wait for their four loads), they would put a DRAM round trip ahead of x's. A correctly rounded
+    // square root and division: an error in scale (rsqrtf's is up to two ulps) grows, relative to y,
+    // where x * scale and shift nearly cancel.
+    const float scale = weight / sqrtf(running_var + s.eps);
+    const float shift = bias - running_mean * scale;
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
       const int64_t v = first + k * int64_t{blockDim.x};

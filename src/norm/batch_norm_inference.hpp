@@ -24,6 +24,19 @@ struct BatchNormPlanes {
 // finite and >= 0.
 BatchNormPlanes resolve_batch_norm_planes(std::string_view op, std::span<const int64_t> x_shape, double eps);
 
+// The planes of x [B, C, *spatial] as its memory holds them. Contiguous x: `planes` as the shape gives
+// them. channels_last x [B, C, H, W] (torch.channels_last and not also contiguous): B·H·W planes of
+// one element, a row of C channels each, i.e. the memory of a rank-2 [B·H·W, C] x: element (b, c, h, w)
+// is at ((b·H + h)·W + w)·C + c, the start of plane (b·H + h)·W + w of channel c. Every kernel and
+// reference walks these planes, so none of them reads strides.
+BatchNormPlanes memory_planes(const BatchNormPlanes& planes, bool channels_last);
+
+// x (the layout check of check_tensor, contiguous or channels_last) and a tensor of x's shape and dtype
+// that the kernels walk with x's offsets (y, grad_out, grad_x): it must be in x's memory format.
+void check_batch_norm_x(std::string_view op, Placement placement, const TensorRef& x);
+void check_like_x(std::string_view op, Placement placement, std::string_view name, const TensorRef& t,
+                  const TensorRef& x);
+
 // A [C] tensor of a batch norm (weight, bias, a running statistic), where given: on the placement's
 // side, f32 or x's dtype (spec §6.3), of shape `channels`.
 void check_batch_norm_channel_tensor(std::string_view op, Placement placement, std::string_view name,
@@ -39,8 +52,9 @@ struct BatchNormInferenceTensors {
   const TensorRef& y;
 };
 
-// Every check of a call: the shape rule; x a float tensor; weight and bias (where given), running_mean
-// and running_var [C] of f32 or x's dtype; y of x's shape and dtype, overlapping no input.
+// Every check of a call: the shape rule; x a float tensor, contiguous or channels_last; weight and bias
+// (where given), running_mean and running_var [C] of f32 or x's dtype; y of x's shape, dtype and memory
+// format, overlapping no input. The planes returned are x's memory_planes.
 BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement placement,
                                               const BatchNormInferenceTensors& t, const BatchNormInference& p);
 

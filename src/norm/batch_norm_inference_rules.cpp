@@ -16,6 +16,26 @@ BatchNormPlanes resolve_batch_norm_planes(std::string_view op, std::span<const i
   return planes;
 }
 
+BatchNormPlanes memory_planes(const BatchNormPlanes& planes, bool channels_last) {
+  if (!channels_last) return planes;
+  return {.batch = planes.batch * planes.plane, .channels = planes.channels, .plane = 1};
+}
+
+void check_batch_norm_x(std::string_view op, Placement placement, const TensorRef& x) {
+  check_tensor(placement, op, "x", x, Layouts::contiguous_or_channels_last);
+  check_float_dtype(op, "x", x);
+}
+
+void check_like_x(std::string_view op, Placement placement, std::string_view name, const TensorRef& t,
+                  const TensorRef& x) {
+  check_tensor(placement, op, name, t, Layouts::contiguous_or_channels_last);
+  check_dtype(op, name, t, x.dtype);
+  check_shape(op, name, t, x.sizes());
+  const bool channels_last = is_strictly_channels_last(x);
+  require(channels_last ? is_channels_last(t) : t.is_contiguous(), op, name, " must be in x's memory format (",
+          channels_last ? "channels_last" : "contiguous", "): the kernels walk both with x's offsets");
+}
+
 void check_batch_norm_channel_tensor(std::string_view op, Placement placement, std::string_view name,
                                      const TensorRef* t, DType x_dtype, std::span<const int64_t> channels) {
   if (!t) return;
@@ -27,8 +47,7 @@ void check_batch_norm_channel_tensor(std::string_view op, Placement placement, s
 
 BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement placement,
                                               const BatchNormInferenceTensors& t, const BatchNormInference& p) {
-  check_tensor(placement, op, "x", t.x);
-  check_float_dtype(op, "x", t.x);
+  check_batch_norm_x(op, placement, t.x);
   const BatchNormPlanes planes = resolve_batch_norm_planes(op, t.x.sizes(), p.eps);
   const NamedTensor inputs[] = {{"x", &t.x},
                                 {"weight", t.weight},
@@ -39,12 +58,10 @@ BatchNormPlanes validate_batch_norm_inference(std::string_view op, Placement pla
   for (const auto& [name, parameter] : std::span(inputs).subspan(1)) {
     check_batch_norm_channel_tensor(op, placement, name, parameter, t.x.dtype, channels);
   }
-  check_tensor(placement, op, "output", t.y);
-  check_dtype(op, "output", t.y, t.x.dtype);
-  check_shape(op, "output", t.y, t.x.sizes());
+  check_like_x(op, placement, "output", t.y, t.x);
   const NamedTensor output[] = {{"output", &t.y}};
   check_outputs_apart(op, output, inputs);
-  return planes;
+  return memory_planes(planes, is_strictly_channels_last(t.x));
 }
 
 }  // namespace detail

@@ -36,6 +36,11 @@ void check_stats_tensor(std::string_view op, Placement placement, std::string_vi
 
 }  // namespace
 
+void check_channels_last_rank(std::string_view op, std::span<const int64_t> x_shape, bool channels_last) {
+  require(!channels_last || x_shape.size() == 4, op, "x ", shape_string(x_shape),
+          ": channels_last applies to a 4-D x [B, C, H, W] only (torch.channels_last)");
+}
+
 BatchNormPlanes resolve_batch_norm_training(std::string_view op, std::span<const int64_t> x_shape,
                                             const BatchNormTraining& p) {
   const BatchNormPlanes planes = resolve_channels(op, x_shape, p.eps);
@@ -52,8 +57,7 @@ BatchNormPlanes resolve_batch_norm_backward(std::string_view op, std::span<const
 
 BatchNormPlanes validate_batch_norm_training(std::string_view op, Placement placement,
                                              const BatchNormTrainingTensors& t, const BatchNormTraining& p) {
-  check_tensor(placement, op, "x", t.x);
-  check_float_dtype(op, "x", t.x);
+  check_batch_norm_x(op, placement, t.x);
   const BatchNormPlanes planes = resolve_batch_norm_training(op, t.x.sizes(), p);
   const int64_t channels[] = {planes.channels};
   require((t.running_mean == nullptr) == (t.running_var == nullptr), op,
@@ -62,9 +66,7 @@ BatchNormPlanes validate_batch_norm_training(std::string_view op, Placement plac
   check_batch_norm_channel_tensor(op, placement, "running_var", t.running_var, t.x.dtype, channels);
   check_batch_norm_channel_tensor(op, placement, "weight", t.weight, t.x.dtype, channels);
   check_batch_norm_channel_tensor(op, placement, "bias", t.bias, t.x.dtype, channels);
-  check_tensor(placement, op, "output", t.y);
-  check_dtype(op, "output", t.y, t.x.dtype);
-  check_shape(op, "output", t.y, t.x.sizes());
+  check_like_x(op, placement, "output", t.y, t.x);
   check_stats_tensor(op, placement, "save_mean", t.save_mean, channels);
   check_stats_tensor(op, placement, "save_invstd", t.save_invstd, channels);
   const NamedTensor tensors[] = {{"x", &t.x},
@@ -78,26 +80,22 @@ BatchNormPlanes validate_batch_norm_training(std::string_view op, Placement plac
   // The running statistics are written too: nothing may share a byte with them either.
   check_outputs_apart(op, std::span(tensors).subspan(1, 2), tensors);
   check_outputs_apart(op, std::span(tensors).subspan(5), tensors);
-  check_workspace(op, placement, batch_norm_training_workspace_elements(t.x.sizes(), p), t.workspace, tensors,
-                  "batch_norm_training_workspace_elements");
-  return planes;
+  const bool channels_last = is_strictly_channels_last(t.x);
+  check_workspace(op, placement, batch_norm_training_workspace_elements(t.x.sizes(), p, channels_last), t.workspace,
+                  tensors, "batch_norm_training_workspace_elements");
+  return memory_planes(planes, channels_last);
 }
 
 BatchNormPlanes validate_batch_norm_backward(std::string_view op, Placement placement,
                                              const BatchNormBackwardTensors& t) {
-  check_tensor(placement, op, "x", t.x);
-  check_float_dtype(op, "x", t.x);
+  check_batch_norm_x(op, placement, t.x);
   const BatchNormPlanes planes = resolve_batch_norm_backward(op, t.x.sizes());
   const int64_t channels[] = {planes.channels};
-  check_tensor(placement, op, "grad_out", t.grad_out);
-  check_dtype(op, "grad_out", t.grad_out, t.x.dtype);
-  check_shape(op, "grad_out", t.grad_out, t.x.sizes());
+  check_like_x(op, placement, "grad_out", t.grad_out, t.x);
   check_batch_norm_channel_tensor(op, placement, "weight", t.weight, t.x.dtype, channels);
   check_stats_tensor(op, placement, "save_mean", t.save_mean, channels);
   check_stats_tensor(op, placement, "save_invstd", t.save_invstd, channels);
-  check_tensor(placement, op, "grad_x", t.grad_x);
-  check_dtype(op, "grad_x", t.grad_x, t.x.dtype);
-  check_shape(op, "grad_x", t.grad_x, t.x.sizes());
+  check_like_x(op, placement, "grad_x", t.grad_x, t.x);
   check_batch_norm_channel_tensor(op, placement, "grad_weight", t.grad_weight, t.x.dtype, channels);
   check_batch_norm_channel_tensor(op, placement, "grad_bias", t.grad_bias, t.x.dtype, channels);
   const NamedTensor tensors[] = {{"grad_out", &t.grad_out},      {"x", &t.x},
@@ -105,16 +103,17 @@ BatchNormPlanes validate_batch_norm_backward(std::string_view op, Placement plac
                                  {"save_invstd", &t.save_invstd}, {"grad_x", &t.grad_x},
                                  {"grad_weight", t.grad_weight},  {"grad_bias", t.grad_bias}};
   check_outputs_apart(op, std::span(tensors).subspan(5), tensors);
-  check_workspace(op, placement, batch_norm_backward_workspace_elements(t.x.sizes()), t.workspace, tensors,
-                  "batch_norm_backward_workspace_elements");
-  return planes;
+  const bool channels_last = is_strictly_channels_last(t.x);
+  check_workspace(op, placement, batch_norm_backward_workspace_elements(t.x.sizes(), channels_last), t.workspace,
+                  tensors, "batch_norm_backward_workspace_elements");
+  return memory_planes(planes, channels_last);
 }
 
 int BatchNormPlan::team() const { return kBatchNormThreads >> channel_bits; }
 int BatchNormPlan::chunk_vectors() const { return team() * held; }
 int64_t BatchNormPlan::groups() const { return ceil_div(planes.channels, int64_t{1} << channel_bits); }
 
-BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec, int multiprocessors) {
+BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec) {
   BatchNormPlan plan{.planes = planes, .vec = vec};
   plan.plane_vectors = static_cast<int>(planes.plane / vec);
   plan.channel_vectors = static_cast<int>(planes.batch * planes.plane / vec);
@@ -131,14 +130,10 @@ BatchNormPlan plan_batch_norm(const BatchNormPlanes& planes, int vec, int multip
     return plan;
   }
   plan.clustered = true;
+  // The fewest blocks that hold the channel, never more to fill the SMs: a cluster's launch and its
+  // barriers cost more than one SM takes to read a block's chunk (at most 32 KiB).
   int blocks = 1;
   while (int64_t{blocks} * team * kMaxHeld < n) blocks *= 2;
-  // Spread a channel over more blocks while the launch fills fewer than two blocks an SM and each
-  // thread keeps at least two vectors: more SMs then issue the loads of the one round trip.
-  while (blocks < kMaxClusterBlocks && plan.groups() * blocks < 2 * int64_t{multiprocessors} &&
-         n >= 4 * blocks * team) {
-    blocks *= 2;
-  }
   plan.chunks = blocks;
   plan.held = std::max(2, static_cast<int>(std::bit_ceil(static_cast<unsigned>(ceil_div(n, int64_t{blocks} * team)))));
   return plan;
@@ -157,14 +152,21 @@ int64_t batch_norm_backward_workspace(const BatchNormPlan& plan) {
 }  // namespace detail
 
 // The workspace functions name the op in their errors: the PyTorch binding meets the shape rule there first.
-int64_t batch_norm_training_workspace_elements(std::span<const int64_t> x_shape, const BatchNormTraining& p) {
-  const detail::BatchNormPlanes planes = detail::resolve_batch_norm_training("batch_norm_training", x_shape, p);
-  return detail::batch_norm_training_workspace(detail::plan_batch_norm(planes, 1, 0));
+int64_t batch_norm_training_workspace_elements(std::span<const int64_t> x_shape, const BatchNormTraining& p,
+                                               bool channels_last) {
+  constexpr std::string_view kOp = "batch_norm_training";
+  const detail::BatchNormPlanes planes = detail::resolve_batch_norm_training(kOp, x_shape, p);
+  detail::check_channels_last_rank(kOp, x_shape, channels_last);
+  return detail::batch_norm_training_workspace(
+      detail::plan_batch_norm(detail::memory_planes(planes, channels_last), 1));
 }
 
-int64_t batch_norm_backward_workspace_elements(std::span<const int64_t> x_shape) {
-  const detail::BatchNormPlanes planes = detail::resolve_batch_norm_backward("batch_norm_backward", x_shape);
-  return detail::batch_norm_backward_workspace(detail::plan_batch_norm(planes, 1, 0));
+int64_t batch_norm_backward_workspace_elements(std::span<const int64_t> x_shape, bool channels_last) {
+  constexpr std::string_view kOp = "batch_norm_backward";
+  const detail::BatchNormPlanes planes = detail::resolve_batch_norm_backward(kOp, x_shape);
+  detail::check_channels_last_rank(kOp, x_shape, channels_last);
+  return detail::batch_norm_backward_workspace(
+      detail::plan_batch_norm(detail::memory_planes(planes, channels_last), 1));
 }
 
 Cost batch_norm_training_cost(std::span<const int64_t> x_shape, DType dtype, const BatchNormTraining& p) {

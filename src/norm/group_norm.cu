@@ -19,12 +19,15 @@
 //
 // Backward (group_gradients): the parameter gradients and the group's means of h = grad_out * w and
 // h * x_hat all come from each plane's two sums, of grad_out * x_hat and of grad_out. A warp takes a
-// plane at a time (the group's planes strided over the block's warps, so each plane's channel and
-// weight are fixed), sums it with shuffles, and writes its two sums to the workspace; the warps'
-// weighted shares then give the group's means (added in warp order), and the same warp reads its
-// planes again (from L1) for grad_x. The parameter gradients sum each channel over the batch, held by
-// other blocks: add_channel_partials adds the workspace's sums in batch order, a second small kernel
-// for the same reason as the update's.
+// plane (the group's planes strided over the block's warps, so each plane's channel and weight are
+// fixed), holds it in registers where it has at most 8 vectors a lane (all its loads in one round),
+// else reads it in rounds and again (from L1) for grad_x; it sums it with shuffles, and the warps'
+// weighted shares give the group's means (added in warp order). The parameter gradients sum each
+// channel over the batch. Where a group's planes over the whole batch fit a block's 16 warps (every
+// InstanceNorm row of the catalogue: B <= 16), one block takes them all and adds its planes' sums in
+// batch order itself: one kernel, as many warps as the per-sample launch. Otherwise blocks are
+// per-sample and each plane's sums go to the workspace, which add_channel_partials adds in batch
+// order, a second small kernel for the same reason as the update's.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -42,6 +45,8 @@ namespace solops::detail::group_norm_kernels {
 
 using row_norm::kWarp;
 constexpr int kMaxThreads = 512;
+// The forward's preferred most threads a group (four warps).
+constexpr int kCompactThreads = 128;
 // Vectors of a thread loaded before any is used, where a group is read again each pass.
 constexpr int kInFlight = 4;
 // Blocks of groups no longer than a warp's vectors: a warp a group.
@@ -81,8 +86,12 @@ __device__ __forceinline__ float block_sum(float value, float* partials) {
   if (warps == 1) return value;
   if (threadIdx.x % kWarp == 0) partials[threadIdx.x / kWarp] = value;
   __syncthreads();
+  // Unrolled to the most warps, so that every partial's load issues before the adds (still in warp order).
   float total = 0;
-  for (int w = 0; w < warps; ++w) total += partials[w];
+#pragma unroll
+  for (int w = 0; w < kMaxThreads / kWarp; ++w) {
+    if (w < warps) total += partials[w];
+  }
   __syncthreads();  // the next sum overwrites partials
   return total;
 }
@@ -124,15 +133,29 @@ __global__ void __launch_bounds__(kMaxThreads) normalize_groups(const ForwardPoi
        group += int64_t{gridDim.x} * blockDim.y) {
     const int64_t first = group * s.group_vectors;
     const int64_t first_channel = group % s.num_groups * s.channels_per_group;
+    // The weight and bias of a vector's channel; null tensors give 1 and 0.
+    const auto affine_of = [&](int u) {
+      const int64_t channel = first_channel + s.plane_vectors.divide(u);
+      return make_float2(p.weight ? to_float(p.weight[channel]) : 1.0f, p.bias ? to_float(p.bias[channel]) : 0.0f);
+    };
     [[maybe_unused]] B held[kItems > 0 ? kItems : 1];
+    // Held vectors' weights and biases are loaded with x: after the reductions they would be one more
+    // DRAM round trip on the kernel's critical path.
+    [[maybe_unused]] float2 held_affine[kItems > 0 ? kItems : 1];
     if constexpr (kItems > 0) {
 #pragma unroll
       for (int i = 0; i < kItems; ++i) {
         const int u = threadIdx.x + i * threads;
         if (u < s.group_vectors) held[i] = x[first + u];
       }
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        const int u = threadIdx.x + i * threads;
+        if (u < s.group_vectors) held_affine[i] = affine_of(u);
+      }
     }
-    // f(u, values) for each vector u of this thread's share of the group, with its values.
+    // f(i, u, values) for each vector u of this thread's share of the group, with its values; i: its
+    // register when held.
     const auto for_each_vector = [&](auto f) {
       if constexpr (kItems > 0) {
 #pragma unroll
@@ -141,7 +164,7 @@ __global__ void __launch_bounds__(kMaxThreads) normalize_groups(const ForwardPoi
           if (u >= s.group_vectors) continue;
           float values[kVec];
           unpack<T, kVec>(held[i], values);
-          f(u, values);
+          f(i, u, values);
         }
       } else {
         for (int64_t base = threadIdx.x; base < s.group_vectors; base += int64_t{kInFlight} * threads) {
@@ -157,7 +180,7 @@ __global__ void __launch_bounds__(kMaxThreads) normalize_groups(const ForwardPoi
             if (u >= s.group_vectors) continue;
             float values[kVec];
             unpack<T, kVec>(bits[k], values);
-            f(static_cast<int>(u), values);
+            f(k, static_cast<int>(u), values);
           }
         }
       }
@@ -165,13 +188,13 @@ __global__ void __launch_bounds__(kMaxThreads) normalize_groups(const ForwardPoi
     float mean, rstd;
     if (s.input_stats) {
       float sum = 0;
-      for_each_vector([&](int, float(&values)[kVec]) {
+      for_each_vector([&](int, int, float(&values)[kVec]) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) sum += values[e];
       });
       mean = block_sum(sum, partials) * s.inv_len;
       float squares = 0;
-      for_each_vector([&](int, float(&values)[kVec]) {
+      for_each_vector([&](int, int, float(&values)[kVec]) {
 #pragma unroll
         for (int e = 0; e < kVec; ++e) squares += (values[e] - mean) * (values[e] - mean);
       });
@@ -191,12 +214,13 @@ __global__ void __launch_bounds__(kMaxThreads) normalize_groups(const ForwardPoi
       if (p.mean) p.mean[group] = mean;
       if (p.rstd) p.rstd[group] = rstd;
     }
-    for_each_vector([&](int u, float(&values)[kVec]) {
-      const int64_t channel = first_channel + s.plane_vectors.divide(u);
-      const float scale = (p.weight ? to_float(p.weight[channel]) : 1.0f) * rstd;
-      const float shift = p.bias ? to_float(p.bias[channel]) : 0.0f;
+    for_each_vector([&](int i, int u, float(&values)[kVec]) {
+      float2 affine;
+      if constexpr (kItems > 0) affine = held_affine[i];
+      else affine = affine_of(u);
+      const float scale = affine.x * rstd;
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) values[e] = fmaf(values[e] - mean, scale, shift);
+      for (int e = 0; e < kVec; ++e) values[e] = fmaf(values[e] - mean, scale, affine.y);
       y[first + u] = pack<T, kVec>(values);
     });
   }
@@ -230,6 +254,8 @@ struct BackwardPointers {
   const float* rstd;
   T* grad_x;
   float* partials;  // [2][B * C]: each plane's sums of grad_out * x_hat and of grad_out; null: not needed
+  T* grad_weight;   // written by a whole batch's kernel (null: not asked for)
+  T* grad_bias;
 };
 
 struct BackwardShape {
@@ -242,45 +268,84 @@ struct BackwardShape {
   bool centred;       // the gradient of statistics taken from x, else of fixed ones
 };
 
-template <class T, int kVec>
+// Each warp takes planes of the block's groups: kWholeBatch, the block is group g of every sample,
+// warp w plane (b, c) = (w / (C / G), w % (C / G)) (the launcher's B * C / G <= 16); otherwise each
+// block row is one group (b, g), its planes strided over the row's warps. kItems > 0: a warp has one
+// plane and holds its vectors lane + i * 32 in registers, loaded in one round; 0: planes are read in
+// rounds of kInFlight vectors and read again (from L1) for grad_x.
+template <class T, int kVec, int kItems, bool kWholeBatch>
 __global__ void __launch_bounds__(kMaxThreads) group_gradients(const BackwardPointers<T> p, const BackwardShape s) {
   using B = Bits<T, kVec>;
-  __shared__ float2 warp_shares[kMaxThreads / kWarp];
+  static_assert(!kWholeBatch || kItems > 0, "a whole batch's warps hold their planes");
+  constexpr int kMaxWarps = kMaxThreads / kWarp;
+  __shared__ float2 warp_shares[kMaxWarps];
+  // kWholeBatch: each warp's plane's sums of grad_out * x_hat and of grad_out, for the parameter gradients.
+  __shared__ float2 plane_sums[kWholeBatch ? kMaxWarps : 1];
   const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp, warps = blockDim.x / kWarp;
-  for (int64_t group = int64_t{blockIdx.x} * blockDim.y + threadIdx.y; group < s.groups;
-       group += int64_t{gridDim.x} * blockDim.y) {
+  const int cpg = s.channels_per_group;
+  // kWholeBatch: this warp's sample, and the first of its sample's warps.
+  const int sample = kWholeBatch ? warp / cpg : 0, sample_warps = kWholeBatch ? sample * cpg : 0;
+  const int first_c = kWholeBatch ? warp - sample_warps : warp, c_step = kWholeBatch ? cpg : warps;
+  const int64_t units = kWholeBatch ? s.num_groups : s.groups;
+  for (int64_t unit = int64_t{blockIdx.x} * blockDim.y + threadIdx.y; unit < units;
+       unit += int64_t{gridDim.x} * blockDim.y) {
+    const int64_t group = kWholeBatch ? sample * s.num_groups + unit : unit;
     const float mean = p.mean[group], rstd = p.rstd[group];
-    const int64_t first_channel = group % s.num_groups * s.channels_per_group;
-    const int64_t first_plane = group * s.channels_per_group;  // b * C + first_channel
-    // f(u, x, grad_out) for each vector u of this lane's share of `plane`, kInFlight of each tensor
-    // loaded before any is used.
-    const auto for_each_vector = [&](int64_t plane, auto f) {
-      const B* const x = reinterpret_cast<const B*>(p.x) + plane * s.plane_vectors;
-      const B* const dy = reinterpret_cast<const B*>(p.grad_out) + plane * s.plane_vectors;
-      for (int64_t base = lane; base < s.plane_vectors; base += kInFlight * kWarp) {
-        B x_bits[kInFlight], dy_bits[kInFlight];
+    const int64_t first_channel = group % s.num_groups * cpg;
+    const int64_t first_plane = group * cpg;  // b * C + first_channel
+    [[maybe_unused]] B x_held[kItems > 0 ? kItems : 1], dy_held[kItems > 0 ? kItems : 1];
+    if constexpr (kItems > 0) {
+      const int64_t at = (first_plane + first_c) * s.plane_vectors;
 #pragma unroll
-        for (int k = 0; k < kInFlight; ++k) {
-          const int64_t u = base + k * kWarp;
-          if (u < s.plane_vectors) {
-            x_bits[k] = x[u];
-            dy_bits[k] = dy[u];
-          }
+      for (int i = 0; i < kItems; ++i) {
+        const int u = lane + i * kWarp;
+        if (first_c < cpg && u < s.plane_vectors) {
+          x_held[i] = reinterpret_cast<const B*>(p.x)[at + u];
+          dy_held[i] = reinterpret_cast<const B*>(p.grad_out)[at + u];
         }
+      }
+    }
+    // f(u, x, grad_out) for each vector u of this lane's share of `plane`: the held ones, or kInFlight
+    // of each tensor loaded before any is used.
+    const auto for_each_vector = [&](int64_t plane, auto f) {
+      if constexpr (kItems > 0) {
 #pragma unroll
-        for (int k = 0; k < kInFlight; ++k) {
-          const int64_t u = base + k * kWarp;
+        for (int i = 0; i < kItems; ++i) {
+          const int u = lane + i * kWarp;
           if (u >= s.plane_vectors) continue;
           float x_values[kVec], dy_values[kVec];
-          unpack<T, kVec>(x_bits[k], x_values);
-          unpack<T, kVec>(dy_bits[k], dy_values);
-          f(static_cast<int>(u), x_values, dy_values);
+          unpack<T, kVec>(x_held[i], x_values);
+          unpack<T, kVec>(dy_held[i], dy_values);
+          f(u, x_values, dy_values);
+        }
+      } else {
+        const B* const x = reinterpret_cast<const B*>(p.x) + plane * s.plane_vectors;
+        const B* const dy = reinterpret_cast<const B*>(p.grad_out) + plane * s.plane_vectors;
+        for (int64_t base = lane; base < s.plane_vectors; base += kInFlight * kWarp) {
+          B x_bits[kInFlight], dy_bits[kInFlight];
+#pragma unroll
+          for (int k = 0; k < kInFlight; ++k) {
+            const int64_t u = base + k * kWarp;
+            if (u < s.plane_vectors) {
+              x_bits[k] = x[u];
+              dy_bits[k] = dy[u];
+            }
+          }
+#pragma unroll
+          for (int k = 0; k < kInFlight; ++k) {
+            const int64_t u = base + k * kWarp;
+            if (u >= s.plane_vectors) continue;
+            float x_values[kVec], dy_values[kVec];
+            unpack<T, kVec>(x_bits[k], x_values);
+            unpack<T, kVec>(dy_bits[k], dy_values);
+            f(static_cast<int>(u), x_values, dy_values);
+          }
         }
       }
     };
     // This warp's share of the group's sums of h and h * x_hat, its planes in order.
     float h_sum = 0, hx_sum = 0;
-    for (int c = warp; c < s.channels_per_group; c += warps) {
+    for (int c = first_c; c < cpg; c += c_step) {
       const int64_t plane = first_plane + c;
       const float scale = p.weight ? to_float(p.weight[first_channel + c]) : 1.0f;
       float dy_x_hat = 0, dy_sum = 0;
@@ -293,25 +358,44 @@ __global__ void __launch_bounds__(kMaxThreads) group_gradients(const BackwardPoi
       });
       dy_x_hat = row_norm::warp_reduce(dy_x_hat, plus);
       dy_sum = row_norm::warp_reduce(dy_sum, plus);
-      if (p.partials && lane == 0) {
-        p.partials[plane] = dy_x_hat;
-        p.partials[s.planes + plane] = dy_sum;
+      if (lane == 0) {
+        if constexpr (kWholeBatch) {
+          plane_sums[warp] = make_float2(dy_x_hat, dy_sum);
+        } else if (p.partials) {
+          p.partials[plane] = dy_x_hat;
+          p.partials[s.planes + plane] = dy_sum;
+        }
       }
       h_sum += scale * dy_sum;
       hx_sum += scale * dy_x_hat;
     }
-    if (warps > 1) {
+    if (kWholeBatch || warps > 1) {
+      // The group's sums: its warps' shares in warp order (kWholeBatch: the sample's warps').
       if (lane == 0) warp_shares[warp] = make_float2(h_sum, hx_sum);
       __syncthreads();
+      const int group_warps = kWholeBatch ? cpg : warps;
       h_sum = hx_sum = 0;
-      for (int w = 0; w < warps; ++w) {
-        h_sum += warp_shares[w].x;
-        hx_sum += warp_shares[w].y;
+      for (int w = 0; w < group_warps; ++w) {
+        h_sum += warp_shares[sample_warps + w].x;
+        hx_sum += warp_shares[sample_warps + w].y;
       }
-      __syncthreads();  // the next group overwrites warp_shares
+      if constexpr (kWholeBatch) {
+        // The first sample's warps write their channels' gradients: the planes' sums in batch order.
+        if (sample == 0 && lane == 0 && (p.grad_weight || p.grad_bias)) {
+          const int batch = warps / cpg;
+          float weight_sum = 0, bias_sum = 0;
+          for (int b = 0; b < batch; ++b) {
+            weight_sum += plane_sums[b * cpg + warp].x;
+            bias_sum += plane_sums[b * cpg + warp].y;
+          }
+          if (p.grad_weight) p.grad_weight[first_channel + warp] = from_float<T>(weight_sum);
+          if (p.grad_bias) p.grad_bias[first_channel + warp] = from_float<T>(bias_sum);
+        }
+      }
+      __syncthreads();  // the next group overwrites warp_shares and plane_sums
     }
     const float h_mean = h_sum * s.inv_len, hx_mean = hx_sum * s.inv_len;
-    for (int c = warp; c < s.channels_per_group; c += warps) {
+    for (int c = first_c; c < cpg; c += c_step) {
       const int64_t plane = first_plane + c;
       const float scale = p.weight ? to_float(p.weight[first_channel + c]) : 1.0f;
       B* const grad_x = reinterpret_cast<B*>(p.grad_x) + plane * s.plane_vectors;
@@ -388,15 +472,20 @@ void launch_forward(const SpatialGroups& g, const GroupNormMath& math, const Gro
                              data_of<const float>(t.running_mean),
                              data_of<const float>(t.running_var),
                              math.update_running ? data_of<float>(t.workspace) : nullptr};
-  // The fewest vectors a thread (the most threads) that hold the group in at most kMaxThreads threads.
+  // The fewest vectors a thread that hold the group in at most kCompactThreads threads, else the fewest
+  // that hold it in kMaxThreads: a block sum's barrier and its adds of the warps' partials lengthen
+  // with the block's warps, while a thread's held vectors all load in the same round.
   int items = 0, threads = kMaxThreads;
-  for (int candidate : {1, 2, 4, 8}) {
-    const auto needed = static_cast<int>(ceil_div(ceil_div(group_vectors, candidate), kWarp) * kWarp);
-    if (needed <= kMaxThreads) {
-      items = candidate;
-      threads = std::max(needed, kWarp);
-      break;
+  for (const int most_threads : {kCompactThreads, kMaxThreads}) {
+    for (int candidate : {1, 2, 4, 8}) {
+      const auto needed = static_cast<int>(ceil_div(ceil_div(group_vectors, candidate), kWarp) * kWarp);
+      if (needed <= most_threads) {
+        items = candidate;
+        threads = std::max(needed, kWarp);
+        break;
+      }
     }
+    if (items > 0) break;
   }
   const int rows = threads == kWarp ? kWarpGroupsPerBlock : 1;
   const dim3 grid(grid_for(ceil_div(s.groups, rows))), block(threads, rows);
@@ -409,8 +498,10 @@ void launch_forward(const SpatialGroups& g, const GroupNormMath& math, const Gro
   }
 }
 
+// Launches the backward's kernel; returns whether it wrote the parameter gradients (a whole batch in
+// a block), else the caller adds the workspace's partials.
 template <class T, int kVec>
-void launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwardTensors& t, cudaStream_t stream) {
+bool launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwardTensors& t, cudaStream_t stream) {
   const int64_t len = g.group_len();
   const BackwardShape s{g.group_count(),
                         g.groups,
@@ -426,12 +517,40 @@ void launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwa
                               data_of<const float>(&t.mean),
                               data_of<const float>(&t.rstd),
                               data_of<T>(&t.grad_x),
-                              gradients ? data_of<float>(t.workspace) : nullptr};
-  // A warp a plane: as many warps as the group has planes, at most a block's; one-plane groups
-  // (InstanceNorm) a warp each, several a block.
-  const int warps = static_cast<int>(std::clamp<int64_t>(g.channels_per_group, 1, kMaxThreads / kWarp));
+                              gradients ? data_of<float>(t.workspace) : nullptr,
+                              data_of<T>(t.grad_weight),
+                              data_of<T>(t.grad_bias)};
+  constexpr int kMaxWarps = kMaxThreads / kWarp;
+  // Vectors a lane holds of its plane: 4 or 8, the fewer that hold it; 0 for longer planes.
+  const int items = s.plane_vectors <= 4 * kWarp ? 4 : s.plane_vectors <= 8 * kWarp ? 8 : 0;
+  const auto launch = [&]<bool kWholeBatch>(dim3 grid, dim3 block, int held) {
+    if constexpr (kWholeBatch) {
+      if (held == 4) group_gradients<T, kVec, 4, true><<<grid, block, 0, stream>>>(p, s);
+      else group_gradients<T, kVec, 8, true><<<grid, block, 0, stream>>>(p, s);
+    } else {
+      switch (held) {
+        case 4: group_gradients<T, kVec, 4, false><<<grid, block, 0, stream>>>(p, s); break;
+        case 8: group_gradients<T, kVec, 8, false><<<grid, block, 0, stream>>>(p, s); break;
+        default: group_gradients<T, kVec, 0, false><<<grid, block, 0, stream>>>(p, s); break;
+      }
+    }
+  };
+  // Where every sample's planes of a group fit a block's warps, one plane each, a block takes the
+  // group across the batch: its channels' parameter gradients are then its own, summed in batch order,
+  // with no second kernel and no workspace. The launch has as many warps as the per-sample one.
+  const int64_t batch_planes = g.batch * g.channels_per_group;
+  if (items > 0 && batch_planes <= kMaxWarps) {
+    launch.template operator()<true>(dim3(grid_for(g.groups)), dim3(static_cast<unsigned>(batch_planes) * kWarp),
+                                     items);
+    return true;
+  }
+  // A warp a plane: as many warps as the group has planes, at most a block's (a warp of one plane holds
+  // it); one-plane groups (InstanceNorm) a warp each, several a block.
+  const int warps = static_cast<int>(std::clamp<int64_t>(g.channels_per_group, 1, kMaxWarps));
   const int rows = warps == 1 ? kWarpGroupsPerBlock : 1;
-  group_gradients<T, kVec><<<grid_for(ceil_div(s.groups, rows)), dim3(warps * kWarp, rows), 0, stream>>>(p, s);
+  launch.template operator()<false>(dim3(grid_for(ceil_div(s.groups, rows))), dim3(warps * kWarp, rows),
+                                    warps == g.channels_per_group ? items : 0);
+  return false;
 }
 
 }  // namespace solops::detail::group_norm_kernels
@@ -459,11 +578,13 @@ void launch_group_norm_backward(std::string_view op, const SpatialGroups& g, boo
                                 const GroupNormBackwardTensors& t, cudaStream_t stream) {
   using namespace group_norm_kernels;
   dispatch_float(t.x.dtype, [&]<class T>() {
+    bool parameters_written = false;
     if (g.group_count() > 0) {
-      with_vector_width<T>(g, {t.x.data, t.grad_out.data, t.grad_x.data},
-                           [&]<int kVec>() { launch_backward<T, kVec>(g, centred, t, stream); });
+      with_vector_width<T>(g, {t.x.data, t.grad_out.data, t.grad_x.data}, [&]<int kVec>() {
+        parameters_written = launch_backward<T, kVec>(g, centred, t, stream);
+      });
     }
-    if ((t.grad_weight || t.grad_bias) && g.channels > 0) {
+    if ((t.grad_weight || t.grad_bias) && g.channels > 0 && !parameters_written) {
       add_channel_partials<T><<<channel_blocks(g.channels), kChannelThreads, 0, stream>>>(
           static_cast<const float*>(t.workspace ? t.workspace->data : nullptr), data_of<T>(t.grad_weight),
           data_of<T>(t.grad_bias), g.batch, g.channels);

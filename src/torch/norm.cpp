@@ -377,6 +377,13 @@ auto spectral_norm_power_iter(const Tensor& x, const Tensor& u, const Tensor& v,
   }
 }
 
+// A BatchNorm output of x's dtype in x's memory format (channels_last where x is, and not also
+// contiguous), as PyTorch's batch norm gives it; the ops' validation asks the same of it.
+template <Target kTarget>
+Tensor like_x(const Call<kTarget>& call, const TensorRef& x, std::span<const int64_t> shape) {
+  return detail::is_strictly_channels_last(x) ? call.empty_channels_last(shape, x.dtype) : call.empty(shape, x.dtype);
+}
+
 template <Target kTarget>
 auto batch_norm_inference(const Tensor& x, const std::optional<Tensor>& weight, const std::optional<Tensor>& bias,
                           const Tensor& running_mean, const Tensor& running_var, double eps) {
@@ -386,9 +393,9 @@ auto batch_norm_inference(const Tensor& x, const std::optional<Tensor>& weight, 
     return cost_list(batch_norm_inference_cost(sizes(x), dtype(x, kOp, "x"), p));
   } else {
     const Call<kTarget> call(x);
-    const DType x_dtype = dtype(x, kOp, "x");
-    Tensor y = call.empty(batch_norm_inference_output_shape(sizes(x), p), x_dtype);
-    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const TensorRef x_ref = view(x, kOp, "x");
+    Tensor y = like_x(call, x_ref, batch_norm_inference_output_shape(sizes(x), p));
+    const TensorRef y_ref = view(y, kOp, "output");
     const TensorRef mean_ref = view(running_mean, kOp, "running_mean"), var_ref = view(running_var, kOp, "running_var");
     const auto weight_ref = view(weight, kOp, "weight"), bias_ref = view(bias, kOp, "bias");
     call.run(
@@ -421,13 +428,15 @@ auto batch_norm_training(const Tensor& x, const std::optional<Tensor>& weight, c
     }
   } else {
     const Call<kTarget> call(x);
-    const DType x_dtype = dtype(x, kOp, "x");
-    const int64_t elements = batch_norm_training_workspace_elements(sizes(x), p);  // checks the shape rule
-    Tensor y = call.empty(sizes(x), x_dtype);
+    const TensorRef x_ref = view(x, kOp, "x");
+    // Checks the shape rule.
+    const int64_t elements =
+        batch_norm_training_workspace_elements(sizes(x), p, detail::is_strictly_channels_last(x_ref));
+    Tensor y = like_x(call, x_ref, sizes(x));
     Tensor save_mean = call.empty(sizes(x).subspan(1, 1), DType::f32);
     Tensor save_invstd = call.empty(sizes(x).subspan(1, 1), DType::f32);
     const auto scratch = workspace(call, elements);
-    const TensorRef x_ref = view(x, kOp, "x"), y_ref = view(y, kOp, "output");
+    const TensorRef y_ref = view(y, kOp, "output");
     const TensorRef save_mean_ref = view(save_mean, kOp, "save_mean"),
                     save_invstd_ref = view(save_invstd, kOp, "save_invstd");
     const auto weight_ref = view(weight, kOp, "weight"), bias_ref = view(bias, kOp, "bias");
@@ -458,15 +467,15 @@ auto batch_norm_backward(const Tensor& grad_out, const Tensor& x, const std::opt
     return cost_list(batch_norm_backward_cost(sizes(x), dtype(x, kOp, "x")));
   } else {
     const Call<kTarget> call(x);
-    const DType x_dtype = dtype(x, kOp, "x");
-    const int64_t elements = batch_norm_backward_workspace_elements(sizes(x));  // checks the shape rule
+    const TensorRef x_ref = view(x, kOp, "x");
+    // Checks the shape rule.
+    const int64_t elements = batch_norm_backward_workspace_elements(sizes(x), detail::is_strictly_channels_last(x_ref));
     const DType parameter_dtype = weight ? dtype(*weight, kOp, "weight") : DType::f32;
-    Tensor grad_x = call.empty(sizes(x), x_dtype);
+    Tensor grad_x = like_x(call, x_ref, sizes(x));
     Tensor grad_weight = call.empty(sizes(x).subspan(1, 1), parameter_dtype);
     Tensor grad_bias = call.empty(sizes(x).subspan(1, 1), parameter_dtype);
     const auto scratch = workspace(call, elements);
-    const TensorRef grad_out_ref = view(grad_out, kOp, "grad_out"), x_ref = view(x, kOp, "x"),
-                    save_mean_ref = view(save_mean, kOp, "save_mean"),
+    const TensorRef grad_out_ref = view(grad_out, kOp, "grad_out"), save_mean_ref = view(save_mean, kOp, "save_mean"),
                     save_invstd_ref = view(save_invstd, kOp, "save_invstd"), grad_x_ref = view(grad_x, kOp, "grad_x"),
                     grad_weight_ref = view(grad_weight, kOp, "grad_weight"),
                     grad_bias_ref = view(grad_bias, kOp, "grad_bias");

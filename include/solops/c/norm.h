@@ -308,7 +308,8 @@ solops_status solops_spectral_norm_power_iter_cost(int32_t x_rank, const int64_t
  * y = (x - running_mean) / sqrt(running_var + eps) * weight + bias per channel (dim 1 of x [B, C,
  * *spatial], rank >= 2; SOLOPS_F32, SOLOPS_F16 or SOLOPS_BF16), in f32, rounded once. weight, bias,
  * running_mean and running_var are [C] of SOLOPS_F32 or x's dtype; weight and bias may be NULL (scale 1,
- * shift 0). y has x's shape (the output shape) and dtype and overlaps no input. eps finite and >= 0. */
+ * shift 0). x is contiguous or, 4-D, channels_last (torch.channels_last strides); y has x's shape (the
+ * output shape), dtype and memory format and overlaps no input. eps finite and >= 0. */
 solops_status solops_batch_norm_inference_output_shape(int32_t x_rank, const int64_t* x_shape,
                                                        const solops_batch_norm_inference_params* p, int32_t* out_rank,
                                                        int64_t* out_shape);
@@ -430,11 +431,14 @@ solops_status solops_instance_norm_backward_cost(int32_t x_rank, const int64_t* 
  * SOLOPS_F16 or SOLOPS_BF16), y = (x - mean) / sqrt(var + eps) * weight + bias in f32, rounded once;
  * save_mean and save_invstd (SOLOPS_F32 [C]) for the backward. running_mean and running_var (both or
  * NULL), weight and bias (NULL: 1 and 0) are [C] of SOLOPS_F32 or x's dtype; the running statistics
- * are updated in place with momentum and the unbiased variance, after every check has passed. y has x's
- * shape and dtype. B * prod(spatial) > 1 (or x empty) and below 2^31; eps finite and >= 0; momentum
- * finite. workspace: SOLOPS_F32 of at least solops_batch_norm_training_workspace_elements elements,
- * NULL where that is 0. Deterministic. No tensor overlaps another. */
+ * are updated in place with momentum and the unbiased variance, after every check has passed. x is
+ * contiguous or, 4-D, channels_last; y has x's shape, dtype and memory format. B * prod(spatial) > 1 (or
+ * x empty) and below 2^31; eps finite and >= 0; momentum finite. workspace: SOLOPS_F32 of at least
+ * solops_batch_norm_training_workspace_elements elements (channels_last != 0 for a channels_last x,
+ * whose channels the kernels walk differently), NULL where that is 0. Deterministic. No tensor overlaps
+ * another. */
 solops_status solops_batch_norm_training_workspace_elements(int32_t x_rank, const int64_t* x_shape,
+                                                            int32_t channels_last,
                                                             const solops_batch_norm_training_params* p,
                                                             int64_t* elements);
 solops_status solops_batch_norm_training(const solops_tensor* x, const solops_tensor* running_mean,
@@ -452,12 +456,13 @@ solops_status solops_batch_norm_training_cost(int32_t x_rank, const int64_t* x_s
                                               const solops_batch_norm_training_params* p, solops_cost* cost);
 
 /* BatchNormBwd (spec 2.8): the gradients of training-mode batch norm from the forward's save_mean and
- * save_invstd (SOLOPS_F32 [C]). grad_out, x and grad_x share x's shape and dtype; weight (NULL: 1),
- * grad_weight and grad_bias are [C] of SOLOPS_F32 or x's dtype, grad_weight and grad_bias may be NULL
- * (not computed). workspace: SOLOPS_F32 of at least solops_batch_norm_backward_workspace_elements
- * elements, NULL where that is 0. Deterministic. Outputs overlap no tensor of the call. */
+ * save_invstd (SOLOPS_F32 [C]). grad_out, x and grad_x share x's shape, dtype and memory format
+ * (contiguous, or 4-D channels_last); weight (NULL: 1), grad_weight and grad_bias are [C] of SOLOPS_F32
+ * or x's dtype, grad_weight and grad_bias may be NULL (not computed). workspace: SOLOPS_F32 of at least
+ * solops_batch_norm_backward_workspace_elements elements (channels_last as x), NULL where that is 0.
+ * Deterministic. Outputs overlap no tensor of the call. */
 solops_status solops_batch_norm_backward_workspace_elements(int32_t x_rank, const int64_t* x_shape,
-                                                            int64_t* elements);
+                                                            int32_t channels_last, int64_t* elements);
 solops_status solops_batch_norm_backward(const solops_tensor* grad_out, const solops_tensor* x,
                                          const solops_tensor* weight, const solops_tensor* save_mean,
                                          const solops_tensor* save_invstd, const solops_tensor* grad_x,

@@ -25,6 +25,8 @@ namespace {
 const std::vector<double> kX = {-3, -1, 2, 2, 1, 3, 2, 6};
 
 // One training forward's host tensors: the four [C] tensors in `parameter_dtype`, outputs poisoned.
+// run() on x and y as given; run_channels_last() on the same values in channels_last storage, y read
+// back in contiguous order.
 struct TrainingCall {
   HostTensor x, mean, var, weight, bias, y, save_mean, save_invstd;
 
@@ -46,6 +48,12 @@ struct TrainingCall {
     const TensorRef w = weight.ref(), b = bias.ref(), m = mean.ref(), v = var.ref();
     reference::batch_norm_training(x.ref(), running ? &m : nullptr, running ? &v : nullptr, affine ? &w : nullptr,
                                    affine ? &b : nullptr, y.ref(), save_mean.ref(), save_invstd.ref(), p);
+  }
+  void run_channels_last() {
+    const TensorRef w = weight.ref(), b = bias.ref(), m = mean.ref(), v = var.ref();
+    ChannelsLastTensor x_cl(x), y_cl(y);
+    reference::batch_norm_training(x_cl.ref(), &m, &v, &w, &b, y_cl.ref(), save_mean.ref(), save_invstd.ref(), {});
+    y = y_cl.logical();
   }
 };
 
@@ -116,19 +124,32 @@ TEST(BatchNormTrainingShapeRule, EveryPlanFitsTheReportedWorkspace) {
     const detail::BatchNormPlanes planes{int64_t{1} << log_size(rng) >> 2, (int64_t{1} << log_size(rng) >> 3) + 1,
                                          int64_t{1} << log_size(rng)};
     if (planes.batch * planes.plane > INT_MAX) continue;
-    const detail::BatchNormPlan widest = detail::plan_batch_norm(planes, 1, 0);
+    const detail::BatchNormPlan widest = detail::plan_batch_norm(planes, 1);
     for (int vec : {4, 8}) {
       if (planes.plane % vec != 0) continue;
-      for (int multiprocessors : {0, 132}) {
-        const detail::BatchNormPlan plan = detail::plan_batch_norm(planes, vec, multiprocessors);
-        EXPECT_LE(detail::batch_norm_training_workspace(plan), detail::batch_norm_training_workspace(widest))
-            << planes.batch << " " << planes.channels << " " << planes.plane << " vec " << vec;
-        EXPECT_LE(detail::batch_norm_backward_workspace(plan), detail::batch_norm_backward_workspace(widest));
-        EXPECT_GE(int64_t{plan.chunks} * plan.chunk_vectors(), plan.channel_vectors);
-        EXPECT_TRUE(!plan.clustered || plan.chunks <= 8);
-      }
+      const detail::BatchNormPlan plan = detail::plan_batch_norm(planes, vec);
+      EXPECT_LE(detail::batch_norm_training_workspace(plan), detail::batch_norm_training_workspace(widest))
+          << planes.batch << " " << planes.channels << " " << planes.plane << " vec " << vec;
+      EXPECT_LE(detail::batch_norm_backward_workspace(plan), detail::batch_norm_backward_workspace(widest));
+      EXPECT_GE(int64_t{plan.chunks} * plan.chunk_vectors(), plan.channel_vectors);
+      EXPECT_TRUE(!plan.clustered || plan.chunks <= 8);
+      // The fewest blocks: one block fewer would not hold the channel.
+      EXPECT_TRUE(plan.chunks == 1 || (plan.chunks / 2) * plan.team() * 8 < plan.channel_vectors);
     }
   }
+}
+
+TEST(BatchNormTrainingShapeRule, ChannelsLastWorkspace) {
+  // channels_last [8, 64, 32, 32] is 8192 rows of 64 channels: 32 channels a block of 8 threads each,
+  // 64 values a block and channel, so 128 chunks in two passes.
+  EXPECT_EQ(batch_norm_training_workspace_elements(Shape{8, 64, 32, 32}, {}, true), 64 * 128 * 4);
+  EXPECT_EQ(batch_norm_backward_workspace_elements(Shape{8, 64, 32, 32}, true), 64 * 129 * 2);
+  // The rank-2 plan's: [32, 64] is one block.
+  EXPECT_EQ(batch_norm_training_workspace_elements(Shape{2, 64, 4, 4}, {}, true), 0);
+  expect_error([] { batch_norm_training_workspace_elements(Shape{2, 3, 4}, {}, true); },
+               "batch_norm_training: x [2, 3, 4]: channels_last applies to a 4-D x [B, C, H, W] only");
+  expect_error([] { batch_norm_backward_workspace_elements(Shape{2, 3, 4, 5, 6}, true); },
+               "batch_norm_backward: x [2, 3, 4, 5, 6]: channels_last applies to a 4-D x");
 }
 
 TEST(BatchNormTrainingReference, StatisticsByHand) {
@@ -173,6 +194,21 @@ TEST(BatchNormTrainingReference, RankTwoIsOneValueAnImage) {
   expect_values(call.var, {0.75 * 2 + 0.25 * 7, 0.75 * 0.25 + 0.25 * 3});
 }
 
+TEST(BatchNormTrainingReference, ChannelsLastIsTheSameNormalization) {
+  // x [2, 3, 2, 2] of distinct values: each channel's 8 values sit in other places in channels_last
+  // storage, and every output must come out the same.
+  const std::vector<double> values = {1, -2, 3, 0.5, -1, 2, 4, -3, 0.25, 6, -5, 1.5, 2, -0.75, 3.5, 7,
+                                      -4, 0, 1, -1.25, 2.5, -6, 5, 0.125};
+  TrainingCall contiguous({2, 3, 2, 2}, values), channels_last({2, 3, 2, 2}, values);
+  contiguous.run();
+  channels_last.run_channels_last();
+  for (int64_t i = 0; i < contiguous.y.numel(); ++i) EXPECT_EQ(channels_last.y.at(i), contiguous.y.at(i)) << i;
+  EXPECT_EQ(channels_last.save_mean.bytes, contiguous.save_mean.bytes);
+  EXPECT_EQ(channels_last.save_invstd.bytes, contiguous.save_invstd.bytes);
+  EXPECT_EQ(channels_last.mean.bytes, contiguous.mean.bytes);
+  EXPECT_EQ(channels_last.var.bytes, contiguous.var.bytes);
+}
+
 TEST(BatchNormTrainingReference, NaNPoisonsItsChannelOnly) {
   TrainingCall call({2, 2, 2}, {-3, kNaN, 2, 2, 1, 3, 2, 6});
   call.run();
@@ -213,6 +249,14 @@ struct BackwardCall {
     reference::batch_norm_backward(grad_out.ref(), x.ref(), affine ? &w : nullptr, save_mean.ref(), save_invstd.ref(),
                                    grad_x.ref(), &gw, &gb);
   }
+  // The same on x, grad_out and grad_x in channels_last storage, grad_x read back in contiguous order.
+  void run_channels_last() {
+    const TensorRef w = weight.ref(), gw = grad_weight.ref(), gb = grad_bias.ref();
+    ChannelsLastTensor grad_out_cl(grad_out), x_cl(x), grad_x_cl(grad_x);
+    reference::batch_norm_backward(grad_out_cl.ref(), x_cl.ref(), &w, save_mean.ref(), save_invstd.ref(),
+                                   grad_x_cl.ref(), &gw, &gb);
+    grad_x = grad_x_cl.logical();
+  }
 };
 
 TEST(BatchNormBackwardReference, GradientsByHand) {
@@ -241,6 +285,21 @@ TEST(BatchNormBackwardReference, GradientsInXsDtypeAndLeftOut) {
   EXPECT_TRUE(std::isnan(call.grad_bias.at(0)));  // not asked for: left as it was
 }
 
+TEST(BatchNormBackwardReference, ChannelsLastIsTheSameGradient) {
+  const Shape shape{2, 3, 2, 2};
+  const std::vector<double> dy = {0.5, -1, 2, 0.25, -3, 1, 1.5, -0.5, 4, -2, 0.75, 3};
+  const std::vector<double> x = {1, -2, 3, 0.5, -1, 2, 4, -3, 0.25, 6, -5, 1.5, 2, -0.75, 3.5};
+  BackwardCall contiguous(shape, dy, x, {0.5, -0.25, 1}, {0.75, 1.5, 0.5}),
+      channels_last(shape, dy, x, {0.5, -0.25, 1}, {0.75, 1.5, 0.5});
+  contiguous.run();
+  channels_last.run_channels_last();
+  for (int64_t i = 0; i < contiguous.grad_x.numel(); ++i) {
+    EXPECT_EQ(channels_last.grad_x.at(i), contiguous.grad_x.at(i)) << i;
+  }
+  EXPECT_EQ(channels_last.grad_weight.bytes, contiguous.grad_weight.bytes);
+  EXPECT_EQ(channels_last.grad_bias.bytes, contiguous.grad_bias.bytes);
+}
+
 TEST(BatchNormBackwardReference, NoValuesGiveZeroParameterGradients) {
   BackwardCall call({0, 2, 3}, {1}, {1}, {0, 0}, {1, 1});
   call.run();
@@ -265,6 +324,31 @@ TEST(BatchNormTrainingValidation, XMustBeAContiguousFloatTensor) {
                                        call.save_mean.ref(), call.save_invstd.ref(), {});
       },
       "x must be contiguous", Status::unsupported);
+}
+
+TEST(BatchNormTrainingValidation, OutputInXsMemoryFormat) {
+  TrainingCall call({2, 3, 2, 2}, kX);
+  ChannelsLastTensor x_cl(call.x), y_cl(call.y);
+  expect_error(
+      [&] {
+        reference::batch_norm_training(x_cl.ref(), nullptr, nullptr, nullptr, nullptr, call.y.ref(),
+                                       call.save_mean.ref(), call.save_invstd.ref(), {});
+      },
+      "reference::batch_norm_training: output must be in x's memory format (channels_last)");
+  expect_error(
+      [&] {
+        reference::batch_norm_training(call.x.ref(), nullptr, nullptr, nullptr, nullptr, y_cl.ref(),
+                                       call.save_mean.ref(), call.save_invstd.ref(), {});
+      },
+      "output must be in x's memory format (contiguous)");
+  TensorRef other = x_cl.ref();
+  std::swap(other.strides[2], other.strides[3]);  // channels innermost, then H: neither layout
+  expect_error(
+      [&] {
+        reference::batch_norm_training(other, nullptr, nullptr, nullptr, nullptr, y_cl.ref(), call.save_mean.ref(),
+                                       call.save_invstd.ref(), {});
+      },
+      "x must be contiguous (row-major, e.g. NCHW) or channels_last", Status::unsupported);
 }
 
 // A training call with one tensor swapped for `bad` must fail with `message` and leave the running
@@ -330,6 +414,27 @@ TEST(BatchNormTrainingAliasing, NothingMayShareAByteWithTheRunningStatistics) {
 TEST(BatchNormTrainingValidation, OneValueAChannelLeavesTheRunningStatistics) {
   TrainingCall call({1, 2}, {1, 2});
   expect_rejected(call, "", nullptr, "has one value a channel");
+}
+
+TEST(BatchNormBackwardValidation, GradOutAndGradXInXsMemoryFormat) {
+  const Shape shape{2, 3, 2, 2};
+  BackwardCall call(shape, {1, -1, 0.5}, {2, 0, -1, 3}, {0, 1, 2}, {1, 1, 1});
+  ChannelsLastTensor x_cl(call.x), grad_out_cl(call.grad_out), grad_x_cl(call.grad_x);
+  const auto run = [&](const TensorRef& grad_out, const TensorRef& x, const TensorRef& grad_x) {
+    reference::batch_norm_backward(grad_out, x, nullptr, call.save_mean.ref(), call.save_invstd.ref(), grad_x, nullptr,
+                                   nullptr);
+  };
+  expect_error([&] { run(call.grad_out.ref(), x_cl.ref(), grad_x_cl.ref()); },
+               "reference::batch_norm_backward: grad_out must be in x's memory format (channels_last)");
+  expect_error([&] { run(grad_out_cl.ref(), x_cl.ref(), call.grad_x.ref()); },
+               "grad_x must be in x's memory format (channels_last)");
+  expect_error([&] { run(grad_out_cl.ref(), call.x.ref(), call.grad_x.ref()); },
+               "grad_out must be in x's memory format (contiguous)");
+  // A tensor both contiguous and channels_last (C = 1) goes with either.
+  BackwardCall one_channel({2, 1, 2, 2}, {1, -1, 0.5}, {2, 0, -1, 3}, {0}, {1});
+  ChannelsLastTensor one_x(one_channel.x);
+  reference::batch_norm_backward(one_channel.grad_out.ref(), one_x.ref(), nullptr, one_channel.save_mean.ref(),
+                                 one_channel.save_invstd.ref(), one_channel.grad_x.ref(), nullptr, nullptr);
 }
 
 TEST(BatchNormBackwardValidation, EveryTensorsRule) {

@@ -147,6 +147,24 @@ TEST(BatchNormInferenceValidation, OutputMustHaveXsShapeAndDtype) {
       "output: dtype f32 must be f16");
 }
 
+TEST(BatchNormInferenceReference, ChannelsLastIsTheSameNormalization) {
+  const std::vector<double> values = {1, -2, 3, 0.5, -1, 2, 4, -3, 0.25, 6, -5, 1.5, 2, -0.75, 3.5, 7, -4};
+  BatchNormCall contiguous({2, 3, 2, 3}, values), channels_last({2, 3, 2, 3}, values);
+  contiguous.run();
+  const TensorRef w = channels_last.weight.ref(), b = channels_last.bias.ref();
+  ChannelsLastTensor x_cl(channels_last.x), y_cl(channels_last.y);
+  reference::batch_norm_inference(x_cl.ref(), &w, &b, channels_last.mean.ref(), channels_last.var.ref(), y_cl.ref(), {});
+  HostTensor y = y_cl.logical();
+  for (int64_t i = 0; i < y.numel(); ++i) EXPECT_EQ(y.at(i), contiguous.y.at(i)) << i;
+  // y in x's memory format.
+  expect_error(
+      [&] {
+        reference::batch_norm_inference(x_cl.ref(), nullptr, nullptr, contiguous.mean.ref(), contiguous.var.ref(),
+                                        contiguous.y.ref(), {});
+      },
+      "reference::batch_norm_inference: output must be in x's memory format (channels_last)");
+}
+
 TEST(BatchNormInferenceValidation, XMustBeContiguous) {
   BatchNormCall call({2, 3, 4}, {1});
   TensorRef transposed = call.x.ref();  // a [2, 4, 3] buffer seen as [2, 3, 4]

@@ -89,26 +89,6 @@ ConvInputs make_inputs(ConvOp op, const Shape& x_shape, const Shape& weight_shap
   return in;
 }
 
-// The strides of a [N, C, H, W] tensor stored channels_last.
-std::array<int64_t, 4> channels_last_strides(const Shape& s) { return {s[1] * s[2] * s[3], 1, s[3] * s[1], s[1]}; }
-
-// Element i (logical order) of a 4-D tensor at its channels_last position.
-int64_t channels_last_index(const Shape& s, int64_t i) {
-  const int64_t w = i % s[3], h = i / s[3] % s[2], c = i / (s[2] * s[3]) % s[1], n = i / (s[1] * s[2] * s[3]);
-  const auto strides = channels_last_strides(s);
-  return n * strides[0] + c * strides[1] + h * strides[2] + w * strides[3];
-}
-
-// `t`'s bytes in channels_last storage.
-std::vector<unsigned char> to_channels_last(HostTensor& t) {
-  std::vector<unsigned char> bytes(t.bytes.size());
-  const int64_t size = dtype_size(t.dtype);
-  for (int64_t i = 0; i < t.numel(); ++i) {
-    std::copy_n(t.bytes.data() + i * size, size, bytes.data() + channels_last_index(t.shape, i) * size);
-  }
-  return bytes;
-}
-
 TensorRef device_ref(void* data, DType dtype, const Shape& shape, bool channels_last) {
   TensorRef t = make_tensor(data, dtype, shape, 0);
   if (channels_last) {

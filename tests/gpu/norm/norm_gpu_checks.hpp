@@ -86,6 +86,13 @@ struct NormInputs {
 
 inline const TensorRef* optional_ref(std::optional<TensorRef>& t) { return t ? &*t : nullptr; }
 
+// A [N, C, H, W] ref's strides set to channels_last's.
+inline TensorRef with_channels_last(TensorRef t) {
+  const auto strides = channels_last_strides(Shape(t.sizes().begin(), t.sizes().end()));
+  std::copy(strides.begin(), strides.end(), t.strides.begin());
+  return t;
+}
+
 // The first element of `actual` outside the tolerance of `expected`; "" when none is.
 inline std::string first_difference(const char* what, HostTensor& expected, HostTensor& actual, double atol,
                                     double rtol) {

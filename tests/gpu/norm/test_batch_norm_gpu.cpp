@@ -4,7 +4,9 @@
 // or x's dtype, unaligned pointers, NaN and infinities, a large common offset), edge shapes (no values,
 // no channels, more values a channel than a cluster holds, odd and vector planes in two passes),
 // determinism (two runs give the same bits), CUDA graph capture, a rejected call leaving the running
-// statistics as they were, and the device-side rules. Outputs are poisoned first.
+// statistics as they were, and the device-side rules; channels_last x (every 4-D catalogue row and
+// random 4-D shapes, y and grad_x channels_last too, grad_out channels_last) against the reference on
+// the same values in contiguous order. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -74,19 +76,28 @@ std::optional<TensorRef> host_ref(std::optional<HostTensor>& t) {
   return t ? std::optional<TensorRef>(t->ref()) : std::nullopt;
 }
 
-// A device copy of an optional host tensor and its TensorRef.
+// A device copy of an optional host tensor and its TensorRef; where channels_last (x, grad_out of a
+// 4-D call), the copy holds the host's values in channels_last storage and the ref its strides.
 struct DeviceTensor {
   std::unique_ptr<DeviceBuffer> buffer;
   std::optional<TensorRef> ref;
+  bool channels_last = false;
 
-  DeviceTensor(const std::optional<HostTensor>& host, size_t offset = 0) {
+  DeviceTensor(const std::optional<HostTensor>& host, size_t offset = 0, bool channels_last_ = false)
+      : channels_last(channels_last_) {
     if (!host) return;
     buffer = std::make_unique<DeviceBuffer>(host->bytes.size(), offset * dtype_size(host->dtype));
-    buffer->upload(host->bytes.data());
+    buffer->upload(channels_last ? to_channels_last(*host).data() : host->bytes.data());
     ref = device_ref(buffer->data(), host->dtype, host->shape);
+    if (channels_last) ref = with_channels_last(*ref);
   }
   const TensorRef* get() { return optional_ref(ref); }
-  void download(HostTensor& host) const { buffer->download(host.bytes.data()); }
+  void download(HostTensor& host) const {
+    if (!channels_last) return buffer->download(host.bytes.data());
+    std::vector<unsigned char> bytes(host.bytes.size());
+    buffer->download(bytes.data());
+    from_channels_last(bytes, host);
+  }
 };
 
 // What a training call wrote: y, the saved statistics, the running statistics.
@@ -95,22 +106,29 @@ struct TrainingOutputs {
   std::optional<HostTensor> mean, var;
 };
 
+// A host tensor of `shape` and `dtype` with every byte 0xFF (NaN): an output's initial contents.
+HostTensor poisoned(const Shape& shape, DType dtype) {
+  HostTensor t(shape, dtype);
+  t.poison();
+  return t;
+}
+
 // The device op on copies of `in` (x and y `offset` elements into their allocations, outputs poisoned,
-// replayed from a CUDA graph where `graph`).
-TrainingOutputs run_training(const TrainingInputs& in, size_t offset = 0, bool graph = false) {
+// replayed from a CUDA graph where `graph`; x and y channels_last where `channels_last`, 4-D x only).
+TrainingOutputs run_training(const TrainingInputs& in, size_t offset = 0, bool graph = false,
+                             bool channels_last = false) {
   const Shape channels{in.x.shape[1]};
   TrainingOutputs out{HostTensor(in.x.shape, in.x.dtype), HostTensor(channels, DType::f32),
                       HostTensor(channels, DType::f32), in.mean, in.var};
-  DeviceTensor x(std::optional(in.x), offset), mean(in.mean), var(in.var), weight(in.weight), bias(in.bias);
-  DeviceBuffer y(in.x.bytes.size(), offset * dtype_size(in.x.dtype)), save_mean(channels[0] * 4),
-      save_invstd(channels[0] * 4);
-  y.poison();
+  DeviceTensor x(std::optional(in.x), offset, channels_last), mean(in.mean), var(in.var), weight(in.weight),
+      bias(in.bias), y(poisoned(in.x.shape, in.x.dtype), offset, channels_last);
+  DeviceBuffer save_mean(channels[0] * 4), save_invstd(channels[0] * 4);
   save_mean.poison();
   save_invstd.poison();
-  const int64_t elements = batch_norm_training_workspace_elements(in.x.shape, in.p);
+  const int64_t elements = batch_norm_training_workspace_elements(in.x.shape, in.p, channels_last);
   DeviceBuffer workspace(static_cast<size_t>(elements) * 4);
   workspace.poison();
-  const TensorRef y_ref = device_ref(y.data(), in.x.dtype, in.x.shape);
+  const TensorRef y_ref = *y.get();
   const TensorRef save_mean_ref = device_ref(save_mean.data(), DType::f32, channels);
   const TensorRef save_invstd_ref = device_ref(save_invstd.data(), DType::f32, channels);
   std::optional<TensorRef> workspace_ref;
@@ -121,7 +139,7 @@ TrainingOutputs run_training(const TrainingInputs& in, size_t offset = 0, bool g
                             save_invstd_ref, optional_ref(workspace_ref), in.p, stream);
       },
       graph);
-  y.download(out.y.bytes.data());
+  y.download(out.y);
   save_mean.download(out.save_mean.bytes.data());
   save_invstd.download(out.save_invstd.bytes.data());
   if (out.mean) mean.download(*out.mean);
@@ -142,8 +160,9 @@ TrainingOutputs reference_training(TrainingInputs in) {
 }
 
 // The device op against the reference: the first disagreement, or "".
-std::string compare_training(const TrainingInputs& in, size_t offset = 0, bool graph = false) {
-  TrainingOutputs want = reference_training(in), got = run_training(in, offset, graph);
+std::string compare_training(const TrainingInputs& in, size_t offset = 0, bool graph = false,
+                             bool channels_last = false) {
+  TrainingOutputs want = reference_training(in), got = run_training(in, offset, graph, channels_last);
   const double tol = tolerance(in.x.dtype);
   std::string difference = first_difference("output", want.y, got.y, tol, tol);
   if (difference.empty()) {
@@ -222,12 +241,56 @@ TEST_F(BatchNormTrainingGpu, EdgeShapes) {
       {{2, 300000}, DType::f16},      // many channels of one value an image
       {{5, 37, 3}, DType::bf16},      // planes of three, 37 channels: a partial last group
       {{17, 5, 4097}, DType::f16},    // planes one element past a vector multiple
-      {{1, 3, 16, 1024}, DType::f32}, // a full cluster of 8 blocks a channel
+      {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
+      {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
   };
   for (const auto& [shape, dtype] : cases) {
     const TrainingInputs in = training_inputs(shape, dtype, rng);
     EXPECT_EQ(compare_training(in), "") << describe(in);
   }
+}
+
+// A 4-D shape for the channels_last tests: B, C and H, W from draw_shape's lists (C = 1 and H = W = 1,
+// where channels_last is also contiguous, included).
+Shape draw_4d_shape(std::mt19937_64& rng) {
+  Shape shape = draw_shape(rng);
+  while (shape.size() != 4) shape = draw_shape(rng);
+  return shape;
+}
+
+TEST_F(BatchNormTrainingGpu, ChannelsLast) {
+  std::mt19937_64 rng(77);
+  for (const auto& row : testing::catalogue_rows("BatchNormFwd")) {
+    const Shape shape = row["tensors"]["x"].get<Shape>();
+    if (shape.size() != 4) continue;
+    const TrainingInputs in = training_inputs(shape, testing::parse_dtype(row["dtype"]), rng);
+    EXPECT_EQ(compare_training(in, 0, false, true), "") << row["workload"] << " channels_last " << describe(in);
+  }
+  for (int c = 0; c < kRandomCases / 2; ++c) {
+    const DType dtype = kRandomDtypes[c % 3];
+    TrainingInputs in = training_inputs(draw_4d_shape(rng), dtype, rng, c % 4 != 3, c % 5 != 4, c % 7 == 2,
+                                        draw_values(c));
+    const size_t offset = c % 6 == 5 ? 1 : 0;
+    EXPECT_EQ(compare_training(in, offset, c % 10 == 3, true), "")
+        << "case " << c << " channels_last " << describe(in) << " offset " << offset;
+  }
+  // Two runs give the same bits.
+  const TrainingInputs in = training_inputs({8, 64, 32, 32}, DType::bf16, rng);
+  EXPECT_EQ(run_training(in, 0, false, true).y.bytes, run_training(in, 0, false, true).y.bytes);
+}
+
+TEST_F(BatchNormTrainingGpu, OutputInAnotherLayoutThanXIsRefused) {
+  std::mt19937_64 rng(78);
+  const TrainingInputs in = training_inputs({2, 3, 4, 5}, DType::f32, rng, false, false);
+  DeviceTensor x(std::optional(in.x), 0, true), y(std::optional(in.x));
+  DeviceBuffer stats(12), invstd(12);
+  const Shape channels{3};
+  expect_message([&] {
+    batch_norm_training(*x.get(), nullptr, nullptr, nullptr, nullptr, *y.get(),
+                        device_ref(stats.data(), DType::f32, channels), device_ref(invstd.data(), DType::f32, channels),
+                        nullptr, {});
+  },
+                 "batch_norm_training: output must be in x's memory format (channels_last)");
 }
 
 TEST_F(BatchNormTrainingGpu, NaNPoisonsItsChannelOnly) {
@@ -353,21 +416,22 @@ struct BackwardOutputs {
   HostTensor grad_x, grad_weight, grad_bias;
 };
 
-BackwardOutputs run_backward(const BackwardInputs& in, size_t offset = 0, bool graph = false) {
+// x, grad_out and grad_x channels_last where `channels_last` (4-D x only).
+BackwardOutputs run_backward(const BackwardInputs& in, size_t offset = 0, bool graph = false,
+                             bool channels_last = false) {
   const Shape channels{in.x.shape[1]};
   BackwardOutputs out{HostTensor(in.x.shape, in.x.dtype), HostTensor(channels, in.gradient_dtype),
                       HostTensor(channels, in.gradient_dtype)};
-  DeviceTensor grad_out(std::optional(in.grad_out), offset), x(std::optional(in.x), offset),
-      mean(std::optional(in.save_mean)), invstd(std::optional(in.save_invstd)), weight(in.weight);
-  DeviceBuffer grad_x(in.x.bytes.size(), offset * dtype_size(in.x.dtype)), grad_weight(out.grad_weight.bytes.size()),
-      grad_bias(out.grad_bias.bytes.size());
-  grad_x.poison();
+  DeviceTensor grad_out(std::optional(in.grad_out), offset, channels_last), x(std::optional(in.x), offset, channels_last),
+      mean(std::optional(in.save_mean)), invstd(std::optional(in.save_invstd)), weight(in.weight),
+      grad_x(poisoned(in.x.shape, in.x.dtype), offset, channels_last);
+  DeviceBuffer grad_weight(out.grad_weight.bytes.size()), grad_bias(out.grad_bias.bytes.size());
   grad_weight.poison();
   grad_bias.poison();
-  const int64_t elements = batch_norm_backward_workspace_elements(in.x.shape);
+  const int64_t elements = batch_norm_backward_workspace_elements(in.x.shape, channels_last);
   DeviceBuffer workspace(static_cast<size_t>(elements) * 4);
   workspace.poison();
-  const TensorRef grad_x_ref = device_ref(grad_x.data(), in.x.dtype, in.x.shape);
+  const TensorRef grad_x_ref = *grad_x.get();
   const TensorRef grad_weight_ref = device_ref(grad_weight.data(), in.gradient_dtype, channels);
   const TensorRef grad_bias_ref = device_ref(grad_bias.data(), in.gradient_dtype, channels);
   std::optional<TensorRef> workspace_ref;
@@ -378,13 +442,13 @@ BackwardOutputs run_backward(const BackwardInputs& in, size_t offset = 0, bool g
                             &grad_weight_ref, &grad_bias_ref, optional_ref(workspace_ref), stream);
       },
       graph);
-  grad_x.download(out.grad_x.bytes.data());
+  grad_x.download(out.grad_x);
   grad_weight.download(out.grad_weight.bytes.data());
   grad_bias.download(out.grad_bias.bytes.data());
   return out;
 }
 
-std::string compare_backward(BackwardInputs in, size_t offset = 0, bool graph = false) {
+std::string compare_backward(BackwardInputs in, size_t offset = 0, bool graph = false, bool channels_last = false) {
   const Shape channels{in.x.shape[1]};
   BackwardOutputs want{HostTensor(in.x.shape, in.x.dtype), HostTensor(channels, in.gradient_dtype),
                        HostTensor(channels, in.gradient_dtype)};
@@ -392,7 +456,7 @@ std::string compare_backward(BackwardInputs in, size_t offset = 0, bool graph = 
   const TensorRef grad_weight = want.grad_weight.ref(), grad_bias = want.grad_bias.ref();
   reference::batch_norm_backward(in.grad_out.ref(), in.x.ref(), optional_ref(weight), in.save_mean.ref(),
                                  in.save_invstd.ref(), want.grad_x.ref(), &grad_weight, &grad_bias);
-  BackwardOutputs got = run_backward(in, offset, graph);
+  BackwardOutputs got = run_backward(in, offset, graph, channels_last);
   const double tol = tolerance(in.x.dtype);
   // The parameters' gradients are sums of L values: atol scaled by sqrt(L).
   const double values = channels[0] > 0 ? static_cast<double>(in.x.numel() / channels[0]) : 0.0;
@@ -440,12 +504,44 @@ TEST_F(BatchNormBackwardGpu, EdgeShapes) {
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes
       {{2, 300000}, DType::f16},      // many channels
       {{5, 37, 3}, DType::bf16},      // planes of three, a partial last group of channels
-      {{1, 3, 16, 1024}, DType::f32}, // a full cluster a channel
+      {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
+      {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
   };
   for (const auto& [shape, dtype] : cases) {
     const BackwardInputs in = backward_inputs(shape, dtype, rng);
     EXPECT_EQ(compare_backward(in), "") << describe(in);
   }
+}
+
+TEST_F(BatchNormBackwardGpu, ChannelsLast) {
+  std::mt19937_64 rng(84);
+  for (const auto& row : testing::catalogue_rows("BatchNormBwd")) {
+    const Shape shape = row["tensors"]["x"].get<Shape>();
+    if (shape.size() != 4) continue;
+    const BackwardInputs in = backward_inputs(shape, testing::parse_dtype(row["dtype"]), rng);
+    EXPECT_EQ(compare_backward(in, 0, false, true), "") << row["workload"] << " channels_last " << describe(in);
+  }
+  for (int c = 0; c < kRandomCases / 2; ++c) {
+    const DType dtype = kRandomDtypes[c % 3];
+    const BackwardInputs in = backward_inputs(draw_4d_shape(rng), dtype, rng, c % 4 != 3, c % 7 == 2, draw_values(c));
+    const size_t offset = c % 6 == 5 ? 1 : 0;
+    EXPECT_EQ(compare_backward(in, offset, c % 10 == 3, true), "")
+        << "case " << c << " channels_last " << describe(in) << " offset " << offset;
+  }
+  const BackwardInputs in = backward_inputs({8, 64, 32, 32}, DType::f16, rng);
+  EXPECT_EQ(run_backward(in, 0, false, true).grad_x.bytes, run_backward(in, 0, false, true).grad_x.bytes);
+}
+
+TEST_F(BatchNormBackwardGpu, GradOutInAnotherLayoutThanXIsRefused) {
+  std::mt19937_64 rng(85);
+  const BackwardInputs in = backward_inputs({2, 3, 4, 5}, DType::f32, rng, false);
+  DeviceTensor x(std::optional(in.x), 0, true), grad_out(std::optional(in.grad_out)), grad_x(std::optional(in.x), 0, true),
+      mean(std::optional(in.save_mean)), invstd(std::optional(in.save_invstd));
+  expect_message([&] {
+    batch_norm_backward(*grad_out.get(), *x.get(), nullptr, *mean.get(), *invstd.get(), *grad_x.get(), nullptr,
+                        nullptr, nullptr);
+  },
+                 "batch_norm_backward: grad_out must be in x's memory format (channels_last)");
 }
 
 TEST_F(BatchNormBackwardGpu, TwoRunsGiveTheSameBitsAndAGraphReplaysThem) {

@@ -2,7 +2,8 @@
 // shapes (ranks 2 to 5, odd and power-of-two planes, plane size 1, C = 1, with and without weight and
 // bias, the [C] tensors in f32 or x's dtype, unaligned pointers, NaN and infinities), edge shapes
 // (empty dims, more than 65535 images, many channels, long odd planes), special running statistics,
-// CUDA graph capture and the device-side rules. Outputs are poisoned first.
+// CUDA graph capture, channels_last x and y (every 4-D catalogue row, random 4-D shapes) and the
+// device-side rules. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -61,8 +62,9 @@ std::string describe(const BatchNormInputs& in) {
 }
 
 // batch_norm_inference on the device (x and y `offset` elements into their allocations, y poisoned;
-// replayed from a CUDA graph where `graph`) against the reference: the first disagreement, or "".
-std::string compare(BatchNormInputs& in, size_t offset = 0, bool graph = false) {
+// replayed from a CUDA graph where `graph`; x and y in channels_last storage where `channels_last`)
+// against the reference on x in contiguous order: the first disagreement, or "".
+std::string compare(BatchNormInputs& in, size_t offset = 0, bool graph = false, bool channels_last = false) {
   const BatchNormInference p{in.eps};
   std::optional<TensorRef> host_weight, host_bias;
   if (in.weight) host_weight = in.weight->ref();
@@ -72,7 +74,7 @@ std::string compare(BatchNormInputs& in, size_t offset = 0, bool graph = false) 
                                   in.var.ref(), expected.ref(), p);
   const size_t shift = offset * dtype_size(in.x.dtype);
   DeviceBuffer x(in.x.bytes.size(), shift), y(in.x.bytes.size(), shift);
-  x.upload(in.x.bytes.data());
+  x.upload(channels_last ? to_channels_last(in.x).data() : in.x.bytes.data());
   y.poison();
   DeviceBuffer mean(in.mean.bytes.size()), var(in.var.bytes.size());
   mean.upload(in.mean.bytes.data());
@@ -82,8 +84,11 @@ std::string compare(BatchNormInputs& in, size_t offset = 0, bool graph = false) 
   std::optional<TensorRef> weight_ref, bias_ref;
   if (weight) weight_ref = device_ref(weight->data(), in.weight->dtype, channels);
   if (bias) bias_ref = device_ref(bias->data(), in.bias->dtype, channels);
-  const TensorRef x_ref = device_ref(x.data(), in.x.dtype, in.x.shape);
-  const TensorRef y_ref = device_ref(y.data(), in.x.dtype, in.x.shape);
+  TensorRef x_ref = device_ref(x.data(), in.x.dtype, in.x.shape), y_ref = device_ref(y.data(), in.x.dtype, in.x.shape);
+  if (channels_last) {
+    x_ref = with_channels_last(x_ref);
+    y_ref = with_channels_last(y_ref);
+  }
   const TensorRef mean_ref = device_ref(mean.data(), in.mean.dtype, channels);
   const TensorRef var_ref = device_ref(var.data(), in.var.dtype, channels);
   launch_maybe_in_graph(
@@ -92,7 +97,13 @@ std::string compare(BatchNormInputs& in, size_t offset = 0, bool graph = false) 
                              stream);
       },
       graph);
-  y.download(actual.bytes.data());
+  if (channels_last) {
+    std::vector<unsigned char> bytes(actual.bytes.size());
+    y.download(bytes.data());
+    from_channels_last(bytes, actual);
+  } else {
+    y.download(actual.bytes.data());
+  }
   return first_difference("output", expected, actual, tolerance(in.x.dtype), tolerance(in.x.dtype));
 }
 
@@ -137,6 +148,25 @@ TEST_F(BatchNormInferenceGpu, RandomShapes) {
     if (c % 5 == 2) in.eps = 0.1;
     const size_t offset = c % 6 == 5 ? 1 : 0;  // misaligned x and y: one element at a time
     EXPECT_EQ(compare(in, offset), "") << "case " << c << " " << describe(in) << " offset " << offset;
+  }
+}
+
+TEST_F(BatchNormInferenceGpu, ChannelsLast) {
+  std::mt19937_64 rng(64);
+  for (const auto& row : testing::catalogue_rows("BatchNormInferenceFwd")) {
+    const Shape shape = row["tensors"]["x"].get<Shape>();
+    if (shape.size() != 4) continue;
+    BatchNormInputs in = random_inputs(shape, testing::parse_dtype(row["dtype"]), rng);
+    EXPECT_EQ(compare(in, 0, false, true), "") << row["workload"] << " channels_last " << describe(in);
+  }
+  for (int c = 0; c < kRandomCases / 2; ++c) {
+    Shape shape = draw_shape(rng);
+    while (shape.size() != 4) shape = draw_shape(rng);
+    const DType dtype = kRandomDtypes[c % 3];
+    BatchNormInputs in = random_inputs(shape, dtype, rng, c % 4 != 3, draw_values(c), c % 7 == 2 ? dtype : DType::f32);
+    const size_t offset = c % 6 == 5 ? 1 : 0;
+    EXPECT_EQ(compare(in, offset, c % 10 == 3, true), "")
+        << "case " << c << " channels_last " << describe(in) << " offset " << offset;
   }
 }
 

@@ -350,6 +350,12 @@ TEST_F(GroupNormGpu, EdgeShapes) {
   cases.push_back(random_inputs({5, 6}, DType::f16, rng, 6, false, true, false));
   cases.push_back(random_inputs({1, 2, 70000}, DType::bf16, rng, 1, false, true, false));
   cases.push_back(random_inputs({1, 3, 300, 300}, DType::f32, rng, 1, true, false, true));
+  // The backward's whole batch in one block at its limit (16 planes of a group over the batch), and
+  // one sample past it (blocks per sample, the parameter gradients from the workspace).
+  cases.push_back(random_inputs({16, 3, 30, 30}, DType::f16, rng, 3, true, true, false));
+  cases.push_back(random_inputs({17, 3, 30, 30}, DType::bf16, rng, 3, true, true, false));
+  cases.push_back(random_inputs({4, 8, 16, 16}, DType::f32, rng, 2, false, true, false));
+  cases.push_back(random_inputs({5, 8, 16, 16}, DType::f16, rng, 2, false, true, false));
   for (SpatialInputs& in : cases) {
     EXPECT_EQ(compare_forward(in), "") << describe(in);
     if (in.x.numel() > 0) {

@@ -147,6 +147,76 @@ def training_step(x, dy, mean, var, weight, bias):
     return y
 
 
+CHANNELS_LAST_SHAPES = [(8, 64, 32, 32), (4, 256, 28, 28), (2, 3, 5, 7), (3, 37, 4, 1), (2, 1, 3, 3)]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape", CHANNELS_LAST_SHAPES)
+@pytest.mark.parametrize("grad_layout", [torch.channels_last, torch.contiguous_format])
+def test_channels_last_equals_pytorch_and_keeps_its_memory_format(shape, dtype, grad_layout):
+    """channels_last x: y and grad_x channels_last as PyTorch gives them, the values, running
+    statistics and gradients F.batch_norm's; grad_out in either layout (autograd hands the op
+    grad_out in x's)."""
+    x = random_input(shape, dtype).to(memory_format=torch.channels_last)
+    dy = random_input(shape, dtype, seed=5).contiguous(memory_format=grad_layout)
+    mean, var, weight, bias = parameters(shape[1], torch.float32)
+    ours = [t.clone().requires_grad_() for t in (x, weight, bias)]
+    theirs = [t.float().clone().requires_grad_() for t in (x, weight, bias)]
+    ours_running, theirs_running = (mean.clone(), var.clone()), (mean.clone(), var.clone())
+    got = solops.batch_norm(ours[0], *ours_running, ours[1], ours[2], training=True, momentum=0.2)
+    want = F.batch_norm(theirs[0], *theirs_running, theirs[1], theirs[2], training=True, momentum=0.2)
+    # PyTorch's batch norm keeps x's memory format (suggest_memory_format); ours must too.
+    assert got.is_contiguous(memory_format=torch.channels_last) and got.dtype == dtype
+    assert want.is_contiguous(memory_format=torch.channels_last)
+    close(got, want, TOLERANCE[dtype])
+    for g, w in zip(ours_running, theirs_running):
+        close(g, w, TOLERANCE[dtype])
+    got.backward(dy)
+    want.backward(dy.float())
+    assert ours[0].grad.is_contiguous(memory_format=torch.channels_last)
+    values = x.numel() // shape[1]
+    close(ours[0].grad, theirs[0].grad, TOLERANCE[dtype])
+    for g, w in zip(ours[1:], theirs[1:]):
+        close(g.grad, w.grad, TOLERANCE[dtype], atol=TOLERANCE[dtype] * values ** 0.5)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_channels_last_in_eval_mode_equals_pytorch(dtype):
+    x = random_input((4, 64, 7, 9), dtype).to(memory_format=torch.channels_last)
+    mean, var, weight, bias = parameters(64, torch.float32)
+    got = solops.batch_norm(x, mean, var, weight, bias, training=False)
+    want = F.batch_norm(x.float(), mean, var, weight, bias, training=False)
+    assert got.is_contiguous(memory_format=torch.channels_last)
+    close(got, want, TOLERANCE[dtype])
+
+
+def test_channels_last_backward_op_refuses_grad_out_in_another_layout():
+    x = random_input((2, 8, 3, 5)).to(memory_format=torch.channels_last)
+    _, save_mean, save_invstd = torch.ops.solops.batch_norm_training_with_stats(x, None, None, None, None, 0.1, 1e-5)
+    with pytest.raises(RuntimeError, match="grad_out must be in x's memory format \\(channels_last\\)"):
+        solops.batch_norm_backward(x.contiguous(), x, save_mean, save_invstd)
+    grad_x, _, _ = solops.batch_norm_backward(x.clone(), x, save_mean, save_invstd)
+    assert grad_x.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_channels_last_under_torch_compile_matches_eager():
+    """The fakes give y and grad_x channels_last strides, which torch.compile checks against the op's."""
+    shape = (4, 16, 9, 9)
+    x = random_input(shape).to(memory_format=torch.channels_last)
+    dy = random_input(shape, seed=1).to(memory_format=torch.channels_last)
+    results = []
+    for function in (forward, torch.compile(forward, fullgraph=True)):
+        mean, var, weight, bias = parameters(16, torch.float32)
+        leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
+        y = function(leaves[0], mean, var, leaves[1], leaves[2])
+        y.backward(dy)
+        assert y.is_contiguous(memory_format=torch.channels_last)
+        assert leaves[0].grad.is_contiguous(memory_format=torch.channels_last)
+        results.append([y, mean, var, *(t.grad for t in leaves)])
+    for got, want in zip(*results):
+        close(got, want, 1e-5)
+
+
 def test_forward_and_backward_under_torch_compile_match_eager():
     shape = (4, 16, 9, 9)
     x, dy = random_input(shape), random_input(shape, seed=1)
