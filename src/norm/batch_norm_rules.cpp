@@ -37,7 +37,7 @@ void check_stats_tensor(std::string_view op, Placement placement, std::string_vi
 }  // namespace
 
 void check_channels_last_rank(std::string_view op, std::span<const int64_t> x_shape, bool channels_last) {
-  require(!channels_last || x_shape.size() == 4, op, "x ", shape_string(x_shape),
+  require(!channels_last || x_shape.size() == 4, op, "x ", shape_text(x_shape),
           ": channels_last applies to a 4-D x [B, C, H, W] only (torch.channels_last)");
 }
 
