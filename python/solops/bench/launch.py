@@ -154,7 +154,7 @@ def parse_args(argv):
     parser.add_argument("--family", required=True, help="pool, norm or conv")
     parser.add_argument("--out", type=Path, required=True, help="e.g. bench/results/h200/launch-pool.jsonl")
     parser.add_argument("--manifest", type=Path, default=Path("manifest/workloads.json"))
-    parser.add_argument("--ops", nargs="+", help="only these ops (default: every op of the family)")
+    parser.add_argument("--ops", nargs="+", help="only these ops, and only their lines in --out (default: every op)")
     parser.add_argument("--events", action="store_true", help="print each call's host events (torch.profiler)")
     return parser.parse_args(argv)
 
