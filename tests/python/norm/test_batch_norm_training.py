@@ -199,33 +199,21 @@ def test_channels_last_backward_op_refuses_grad_out_in_another_layout():
     assert grad_x.is_contiguous(memory_format=torch.channels_last)
 
 
-def test_channels_last_under_torch_compile_matches_eager():
-    """The fakes give y and grad_x channels_last strides, which torch.compile checks against the op's."""
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last])
+def test_forward_and_backward_under_torch_compile_match_eager(memory_format):
+    """Channels_last too: the fakes give y and grad_x x's strides, which torch.compile checks against
+    the op's."""
     shape = (4, 16, 9, 9)
-    x = random_input(shape).to(memory_format=torch.channels_last)
-    dy = random_input(shape, seed=1).to(memory_format=torch.channels_last)
+    x = random_input(shape).to(memory_format=memory_format)
+    dy = random_input(shape, seed=1).to(memory_format=memory_format)
     results = []
     for function in (forward, torch.compile(forward, fullgraph=True)):
         mean, var, weight, bias = parameters(16, torch.float32)
         leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
         y = function(leaves[0], mean, var, leaves[1], leaves[2])
         y.backward(dy)
-        assert y.is_contiguous(memory_format=torch.channels_last)
-        assert leaves[0].grad.is_contiguous(memory_format=torch.channels_last)
-        results.append([y, mean, var, *(t.grad for t in leaves)])
-    for got, want in zip(*results):
-        close(got, want, 1e-5)
-
-
-def test_forward_and_backward_under_torch_compile_match_eager():
-    shape = (4, 16, 9, 9)
-    x, dy = random_input(shape), random_input(shape, seed=1)
-    results = []
-    for function in (forward, torch.compile(forward, fullgraph=True)):
-        mean, var, weight, bias = parameters(16, torch.float32)
-        leaves = [t.clone().requires_grad_() for t in (x, weight, bias)]
-        y = function(leaves[0], mean, var, leaves[1], leaves[2])
-        y.backward(dy)
+        assert y.is_contiguous(memory_format=memory_format)
+        assert leaves[0].grad.is_contiguous(memory_format=memory_format)
         results.append([y, mean, var, *(t.grad for t in leaves)])
     for got, want in zip(*results):
         close(got, want, 1e-5)
