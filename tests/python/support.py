@@ -50,3 +50,30 @@ def registered_ops(namespace):
 def flat(outputs):
     """An op's outputs as a list of tensors."""
     return [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
+
+
+def outcome(op, args):
+    """The output shapes of op(*args) (None for an in-place op), or its error's message."""
+    try:
+        outputs = op(*args)
+        return None if outputs is None else [tuple(t.shape) for t in flat(outputs)]
+    except RuntimeError as error:
+        return str(error).split("\n")[0]
+
+
+def assert_fakes_agree_with_the_cpp_shape_rules(draw, draws, accepted_share=4, rejected_share=4):
+    """draws calls from draw() -> (op, args), op "name" or "name.overload", each through the fake
+    (torch.ops.solops) and the C++ shape rule (torch.ops.solops_reference): the same outputs or the same
+    error. More than draws // accepted_share calls accepted and draws // rejected_share refused: both
+    sides of every rule drawn often enough to matter."""
+    accepted = rejected = 0
+    for _ in range(draws):
+        op, args = draw()
+        name, _, overload = op.partition(".")
+        fake = outcome(getattr(getattr(torch.ops.solops, name), overload or "default"), args)
+        cpp = outcome(getattr(getattr(torch.ops.solops_reference, name), overload or "default"), args)
+        described = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
+        assert fake == cpp, f"{op} {described}"
+        accepted += not isinstance(cpp, str)
+        rejected += isinstance(cpp, str)
+    assert accepted > draws // accepted_share and rejected > draws // rejected_share

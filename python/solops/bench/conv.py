@@ -72,16 +72,8 @@ def present_alternatives() -> dict[str, str | None]:
     """Each alternative mapped to None when usable here, or to the reason it is absent."""
     present = {"torch": None, "torch-compile": None}
     present["cudnn-benchmark"] = None if torch.backends.cudnn.is_available() else "cuDNN is not available to torch"
-    try:
-        import causal_conv1d  # noqa: F401  (Dao-AILab's CUDA kernels)
-        present["causal-conv1d"] = None
-    except Exception as error:
-        present["causal-conv1d"] = f"import causal_conv1d failed: {run.describe_error(error)}"
-    try:
-        run.import_flag_gems()
-        present["flaggems"] = None
-    except Exception as error:
-        present["flaggems"] = f"import flag_gems failed: {run.describe_error(error)}"
+    present["causal-conv1d"] = run.import_failure("causal_conv1d")  # Dao-AILab's CUDA kernels
+    present["flaggems"] = run.import_failure("flag_gems", run.import_flag_gems)
     return present
 
 

@@ -114,16 +114,8 @@ TOLERANCE = {
 def present_alternatives() -> dict[str, str | None]:
     """Each alternative mapped to None when usable here, or to the reason it is absent."""
     present = {"torch": None, "torch-compile": None}
-    try:
-        import liger_kernel.ops  # noqa: F401  (Liger's Triton kernels; scripts/fetch-wheels.sh)
-        present["liger"] = None
-    except Exception as error:
-        present["liger"] = f"import liger_kernel failed: {run.describe_error(error)}"
-    try:
-        run.import_flag_gems()
-        present["flaggems"] = None
-    except Exception as error:
-        present["flaggems"] = f"import flag_gems failed: {run.describe_error(error)}"
+    present["liger"] = run.import_failure("liger_kernel.ops")  # Liger's Triton kernels; scripts/fetch-wheels.sh
+    present["flaggems"] = run.import_failure("flag_gems", run.import_flag_gems)
     return present
 
 

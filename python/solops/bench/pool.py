@@ -71,11 +71,7 @@ def present_alternatives() -> dict[str, str | None]:
     """Each alternative mapped to None when usable here, or to the reason it is absent."""
     present = {"torch": None, "torch-compile": None}
     present["cudnn"] = None if cudnn.load() is not None else "baseline library not built"
-    try:
-        run.import_flag_gems()
-        present["flaggems"] = None
-    except Exception as error:
-        present["flaggems"] = f"import flag_gems failed: {run.describe_error(error)}"
+    present["flaggems"] = run.import_failure("flag_gems", run.import_flag_gems)
     return present
 
 

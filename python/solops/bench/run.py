@@ -101,6 +101,16 @@ def compile_for_benchmark(fn: Callable) -> Callable:
     return torch.compile(fn, dynamic=False, fullgraph=True)
 
 
+def import_failure(module: str, load: Callable[[], Any] | None = None) -> str | None:
+    """None where `module` imports here (by load(), for a module that needs set-up first), else why it
+    does not: the reason a family's present_alternatives gives for an absent alternative."""
+    try:
+        load() if load else importlib.import_module(module)
+    except Exception as error:
+        return f"import {module} failed: {describe_error(error)}"
+    return None
+
+
 def import_flag_gems():
     """flag_gems with its environment set for this machine (offline, vendor known)."""
     # Skips FlagGems' vendor detection, which otherwise shells out to every vendor's SMI tool.

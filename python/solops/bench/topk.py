@@ -77,11 +77,7 @@ def present_alternatives() -> dict[str, str | None]:
     """Each alternative mapped to None when usable here, or to the reason it is absent."""
     present = {"torch": None, "torch-compile": None}
     for name, module in (("flashinfer", "flashinfer"), ("sgl-kernel", "sgl_kernel")):
-        try:
-            importlib.import_module(module)
-            present[name] = None
-        except Exception as error:
-            present[name] = f"import {module} failed: {run.describe_error(error)}"
+        present[name] = run.import_failure(module)
     return present
 
 

@@ -13,7 +13,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import solops
 from norm_calls import BAD_CALLS
-from support import flat
+from support import assert_fakes_agree_with_the_cpp_shape_rules
 
 DRAWS = 4000
 _H = torch.float16
@@ -95,30 +95,6 @@ class NormCalls:
         if op == "layer_norm_backward":
             stats *= 2
         return op, (_meta(x_shape), x, ns, *stats, self.weight(ns))
-
-
-def outcome(op, args):
-    """The output shapes of the call (None for an in-place op), or its error's message."""
-    try:
-        outputs = op(*args)
-        return None if outputs is None else [tuple(t.shape) for t in flat(outputs)]
-    except RuntimeError as error:
-        return str(error).split("\n")[0]
-
-
-def assert_fakes_agree_with_the_cpp_shape_rules(draw, draws):
-    """draws calls from draw() through the fake and the C++ shape rule: the same outputs or the same
-    error; both sides of every rule drawn often enough to matter."""
-    accepted = rejected = 0
-    for _ in range(draws):
-        name, args = draw()
-        fake = outcome(getattr(torch.ops.solops, name).default, args)
-        cpp = outcome(getattr(torch.ops.solops_reference, name).default, args)
-        described = [tuple(a.shape) if isinstance(a, torch.Tensor) else a for a in args]
-        assert fake == cpp, f"{name} {described}"
-        accepted += not isinstance(cpp, str)
-        rejected += isinstance(cpp, str)
-    assert accepted > draws // 4 and rejected > draws // 4
 
 
 def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():

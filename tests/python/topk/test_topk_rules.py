@@ -11,6 +11,7 @@ from torch._subclasses.fake_tensor import FakeTensorMode
 
 import solops
 from solops.bench.topk import check_selection, window_top_values
+from support import assert_fakes_agree_with_the_cpp_shape_rules
 from topk_calls import BAD_CALLS
 
 DRAWS = 3000
@@ -35,27 +36,14 @@ def draw_call(rng):
     return shape, (*windows, topk, rng.random() < 0.5)
 
 
-def outcome(op, scores, args):
-    """The output's shape, or the error's message."""
-    try:
-        return tuple(op(scores, *args).shape)
-    except RuntimeError as error:
-        return str(error).split("\n")[0]
-
-
 def test_fake_agrees_with_the_cpp_shape_rule_on_random_calls():
     rng = random.Random(0)
-    accepted = rejected = 0
-    for _ in range(DRAWS):
+
+    def draw():
         shape, args = draw_call(rng)
-        scores = _meta(shape)
-        fake = outcome(torch.ops.solops.topk_selector.default, scores, args)
-        cpp = outcome(torch.ops.solops_reference.topk_selector.default, scores, args)
-        assert fake == cpp, f"{shape} {args}"
-        accepted += isinstance(cpp, tuple)
-        rejected += isinstance(cpp, str)
-    # Both sides of every rule are drawn often enough to matter.
-    assert accepted > DRAWS // 4 and rejected > DRAWS // 10
+        return "topk_selector", (_meta(shape), *args)
+
+    assert_fakes_agree_with_the_cpp_shape_rules(draw, DRAWS, rejected_share=10)
 
 
 @pytest.mark.parametrize("call, fragment", BAD_CALLS, ids=[fragment for _, fragment in BAD_CALLS])
