@@ -42,11 +42,15 @@ struct Moments {
   float count = 0.0f, mean = 0.0f, m2 = 0.0f;
 };
 
-// Chan, Golub and LeVeque's combination of the moments of two sets of values. An empty b leaves a
-// as it is; an empty a (count and mean 0) gives b's bits.
+// Chan, Golub and LeVeque's combination of the moments of two sets of values. An empty set leaves
+// the other as it is. Where a mean is infinite (or NaN) the difference of the means is not finite and
+// the formula would give NaN where the mean of all values is that infinity (-inf and a finite mean,
+// or -inf twice): the count-weighted sum of the means gives it, and M2 is NaN as the reference's is.
 __device__ __forceinline__ Moments merge(const Moments& a, const Moments& b) {
   if (b.count == 0.0f) return a;
+  if (a.count == 0.0f) return b;
   const float count = a.count + b.count, delta = b.mean - a.mean, share = b.count / count;
+  if (!isfinite(delta)) return {count, (a.mean * a.count + b.mean * b.count) / count, a.m2 + b.m2 + delta};
   return {count, fmaf(delta, share, a.mean), a.m2 + b.m2 + delta * delta * a.count * share};
 }
 
