@@ -10,19 +10,23 @@
 // K is ordered (c_in, tap), the order of a contiguous OIHW weight row. Both tiles are filled in
 // chunks of 8 elements (16 bytes of shared memory): an A chunk is 8 consecutive K of one weight row,
 // a B chunk 8 consecutive pixels of one K row. A chunk that is one aligned 16-byte run of global
-// memory is copied by cp.async; a B chunk that is a run of 8 input positions of one row at any
-// 2-byte alignment (unit stride along W, a W-contiguous x, the 8 pixels in one output row, no
-// padding among them) is two aligned 16-byte loads and a funnel shift; with stride 2 along W, the
-// 8 pixels read every other element of 15, two or three aligned loads, a shift and a byte permute;
-// a chunk wholly in the padding or past K is zero; anything else (strides > 2, channels_last x,
-// chunks that cross an output row or the padding's edge, K rows not contiguous in the weight) is
-// gathered element by element. A 1x1 unit-stride unpadded conv of a contiguous plane is a plain GEMM: every B row is
-// a contiguous run of the plane. The K rows of each tile are decoded once into shared memory
-// (channel, tap offsets, x and weight offsets), kStages tiles ahead.
+// memory is copied by cp.async. A B chunk whose 8 pixels lie in one output row, with x contiguous
+// along W and stride 1 or 2 along W, is a run of x: 8 elements, or every other one of 15; it is
+// loaded as the two or three aligned 16-byte blocks that hold it, then shifted down by its
+// misalignment, its elements of stride 2 picked, and those in the padding (a run cut by the
+// padding's edge) zeroed; a block that holds none of the run's elements inside x is not loaded.
+// A chunk wholly in the padding or past K is zero; anything else (strides > 2, channels_last x,
+// chunks that cross an output row, K rows not contiguous in the weight, K's tail) is gathered
+// element by element, all 8 loads issued before any is used. A 1x1 unit-stride unpadded conv of a
+// contiguous plane is a plain GEMM: every B row is a contiguous run of the plane. The K rows of
+// each tile are decoded once into shared memory (channel, tap offsets, x and weight offsets),
+// kStages tiles ahead.
 //
 // kStages shared buffers: the copies of tile kt + kStages - 1 are issued while tile kt is
-// multiplied (cp.async groups; the register-held chunks are stored to shared memory after the
-// MMAs of tile kt), one barrier a tile. The MMAs are mma.sync m16n8k16 fed by ldmatrix (B with
+// multiplied (cp.async groups), one barrier a tile. B chunks that go through registers are held as
+// loaded while the MMAs of tile kt run and finished (shifted, masked) and stored after them, so
+// that their loads' latency hides behind the MMAs; gathered A chunks are stored at once (rare: they
+// keep their registers off the MMAs'). The MMAs are mma.sync m16n8k16 fed by ldmatrix (B with
 // .trans: it is stored pixel-major). Every tensor is addressed through its strides, so the same
 // kernel serves channels_last x, weight and y (through the element gather).
 //
@@ -215,31 +219,71 @@ __device__ __forceinline__ void shift_down(uint32_t (&w)[kWords], int shift, uin
   for (int i = 0; i < kOut; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
 }
 
-// The 8 elements from src, which is 2-byte aligned but not 16-byte aligned, as four words: the two
-// aligned 16-byte blocks that hold them (each holds at least one of them, so neither reaches past
-// the memory the run lies in), shifted down by the run's misalignment.
-__device__ __forceinline__ void load_shifted_run(const uint16_t* src, uint32_t (&out)[4]) {
-  const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 1..7 elements
-  const uint4* block = reinterpret_cast<const uint4*>(src - shift);
-  const uint4 low = __ldg(block), high = __ldg(block + 1);
-  uint32_t w[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
-  shift_down(w, shift, out);
+// A B chunk held in registers while the MMAs of the current tile run, so that its loads' latency
+// hides behind them: the 16-byte blocks of x that hold its elements as loaded (finish_run, after
+// the MMAs, makes the chunk of them), or its 8 elements one a word (gathered, or zero).
+struct HeldRun {
+  uint32_t w[12];
+  int shape;  // bits 0-3: src's misalignment in elements; 4-7, 8-11: the kept elements [first, last)
+              // of the chunk; bit 12: stride 2 (every other element of the blocks); or kGathered,
+              // or kCopied
+};
+constexpr int kGathered = 1 << 13;  // w[e] holds element e
+constexpr int kCopied = -1;         // the chunk went by cp.async: nothing held
+
+// A zero chunk (the gather overwrites its elements).
+__device__ __forceinline__ void hold_zero(HeldRun& run) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) run.w[e] = 0;
+  run.shape = kGathered;
 }
 
-// src[0], src[2], ..., src[14] (src 2-byte aligned, src[0, 15) inside one row of x) as four words:
-// the two or three aligned 16-byte blocks that hold src[0, 15) (each holds one of them), shifted
-// down by src's misalignment, then the even elements picked.
-__device__ __forceinline__ void load_stride2_run(const uint16_t* src, uint32_t (&out)[4]) {
+// Loads the run src[0], src[s], ..., src[7 s] (s = kStride, 1 or 2; src 2-byte aligned) keeping only
+// its elements [lo, hi) of src[0, 7 s + 1) (0 <= lo < hi <= 7 s + 1: the part inside one row of x),
+// the others zero (the padding): the aligned 16-byte blocks that hold src[0, 7 s + 1), each only
+// where it holds a kept element (so each lies in the memory of the row).
+template <int kStride>
+__device__ __forceinline__ void fetch_run(const uint16_t* src, int lo, int hi, HeldRun& run) {
+  constexpr int kBlocks = kStride == 1 ? 2 : 3;  // the blocks 8 (15) elements at any misalignment touch
   const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 0..7 elements
   const uint4* block = reinterpret_cast<const uint4*>(src - shift);
-  const uint4 b0 = __ldg(block), b1 = __ldg(block + 1);
-  const uint4 b2 = shift >= 2 ? __ldg(block + 2) : make_uint4(0, 0, 0, 0);
-  uint32_t w[12] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w, b2.x, b2.y, b2.z, b2.w};
-  // Word i of `pairs` holds elements 2i and 2i + 1; out word i elements 4i and 4i + 2.
-  uint32_t pairs[8];
-  shift_down(w, shift, pairs);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
+  for (int j = 0; j < 3; ++j) {
+    // Block j holds the run's elements [8 j - shift, 8 j + 8 - shift).
+    const bool needed = j < kBlocks && 8 * j - shift < hi && 8 * j + 8 - shift > lo;
+    const uint4 b = needed ? __ldg(block + j) : make_uint4(0, 0, 0, 0);
+    run.w[4 * j] = b.x, run.w[4 * j + 1] = b.y, run.w[4 * j + 2] = b.z, run.w[4 * j + 3] = b.w;
+  }
+  // Chunk element e is the run's element e s: kept for e in [first, last).
+  const int first = (lo + kStride - 1) / kStride, last = (hi + kStride - 1) / kStride;
+  run.shape = shift | first << 4 | last << 8 | (kStride == 2) << 12;
+}
+
+// The chunk of a held run, as four words: its gathered elements packed, or its blocks shifted down
+// by src's misalignment, the elements of the stride picked, those outside [first, last) zeroed.
+__device__ __forceinline__ void finish_run(HeldRun& run, uint32_t (&out)[4]) {
+  if (run.shape == kGathered) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = run.w[2 * i] | run.w[2 * i + 1] << 16;
+    return;
+  }
+  const int shift = run.shape & 15, first = run.shape >> 4 & 15, last = run.shape >> 8 & 15;
+  uint32_t picked[4];
+  if (run.shape >> 12 & 1) {
+    // Word i of `pairs` holds elements 2i and 2i + 1; picked word i elements 4i and 4i + 2.
+    uint32_t pairs[8];
+    shift_down(run.w, shift, pairs);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) picked[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
+  } else {
+    shift_down(run.w, shift, picked);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t keep = (2 * i >= first && 2 * i < last ? 0x0000ffffu : 0u) |
+                          (2 * i + 1 >= first && 2 * i + 1 < last ? 0xffff0000u : 0u);
+    out[i] = picked[i] & keep;
+  }
 }
 
 template <class T, class Shape>
@@ -320,8 +364,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     }
 
     // Chunks that go through registers (elements, shifted runs, zeros): stored after the MMAs.
-    uint32_t a_regs[Shape::kChunksA][4], b_regs[Shape::kChunksB][4];
-    unsigned a_in_regs = 0, b_in_regs = 0;  // bit i: chunk i is in registers
+    HeldRun b_held[Shape::kChunksB];
 
     // B row r at the tile's pixel `column` (0 outside x and for pixels past the plane).
     const auto b_element = [&](const KRows<K>& rows, int r, int column) -> uint32_t {
@@ -340,8 +383,6 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     // Issues K tile kt's copies into buffer `stage` (the slot of its K rows).
     const auto issue_tile = [&](int kt, int stage) {
       const KRows<K>& rows = s.k_rows[stage];
-      a_in_regs = 0;
-      b_in_regs = 0;
 #pragma unroll
       for (int i = 0; i < Shape::kChunksA; ++i) {
         const int chunk = tid + i * Shape::kThreads;
@@ -352,28 +393,24 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         if (co < p.out_per_group && layout.weight_k_contiguous && k0 + 8 <= p.reduction && aligned_16(w_row + k0)) {
           cp_async_16(to, w_row + k0);
         } else {
-          // The element gather, shifted in as B's below.
-          a_in_regs |= 1u << i;
+          // The element gather (weight rows not K-contiguous, K's tail, unaligned rows): all 8
+          // loads issued before any is used, stored at once (the buffer is free: it does not wait
+          // for the MMAs as B's held runs do, which keeps its registers off the MMAs').
+          uint32_t values[8];
 #pragma unroll
-          for (int j = 0; j < 4; ++j) a_regs[i][j] = 0;
-          if (co >= p.out_per_group) continue;
-#pragma unroll 1
           for (int e = 0; e < 8; ++e) {
-            const int w_offset = rows.w_offset[kc + e];
-            const uint32_t value = w_offset >= 0 ? w_row[w_offset] : 0;
-#pragma unroll
-            for (int j = 0; j < 3; ++j) a_regs[i][j] = __funnelshift_r(a_regs[i][j], a_regs[i][j + 1], 16);
-            a_regs[i][3] = __funnelshift_r(a_regs[i][3], value, 16);
+            const int w_offset = co < p.out_per_group ? rows.w_offset[kc + e] : -1;
+            values[e] = w_offset >= 0 ? w_row[w_offset] : 0;
           }
+          *reinterpret_cast<uint4*>(to) = make_uint4(values[0] | values[1] << 16, values[2] | values[3] << 16,
+                                                     values[4] | values[5] << 16, values[6] | values[7] << 16);
         }
       }
 #pragma unroll
       for (int i = 0; i < Shape::kChunksB; ++i) {
         const int r = first_row + i * Shape::kChunkRowStep;
         uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
-        b_in_regs |= 1u << i;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) b_regs[i][j] = 0;
+        hold_zero(b_held[i]);
         if (rows.w_offset[r] < 0) continue;  // past K
         if (chunk_run) {
           const int z = run_z + rows.dz[r], yy = run_y + rows.dy[r], xx = run_x + rows.dx[r];
@@ -382,45 +419,36 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
             continue;  // the whole run's row is padding
           }
           const uint16_t* src = x_group + run_offset + rows.x_offset[r];
-          if (layout.plane_contiguous || (layout.run_stride == 1 && xx >= 0 && xx <= p.in_w - 8)) {
-            if (aligned_16(src)) {
-              cp_async_16(to, src);
-              b_in_regs &= ~(1u << i);
-            } else {
-              load_shifted_run(src, b_regs[i]);
-            }
-            continue;
+          // The run's elements [lo, hi) lie inside x's row (a contiguous plane: all 8, along the
+          // plane), the others in the padding.
+          const int span = layout.plane_contiguous ? 8 : 7 * layout.run_stride + 1;
+          const int lo = layout.plane_contiguous ? 0 : max(0, -xx);
+          const int hi = layout.plane_contiguous ? 8 : min(span, p.in_w - xx);
+          if (lo >= hi) continue;  // the whole run is padding
+          if (layout.run_stride == 2) {
+            fetch_run<2>(src, lo, hi, b_held[i]);
+          } else if (lo == 0 && hi == span && aligned_16(src)) {
+            cp_async_16(to, src);
+            b_held[i].shape = kCopied;
+          } else {
+            fetch_run<1>(src, lo, hi, b_held[i]);
           }
-          if (layout.run_stride == 2 && xx >= 0 && xx <= p.in_w - 15) {
-            load_stride2_run(src, b_regs[i]);
-            continue;
-          }
+          continue;
         }
-        // The element gather, not unrolled (its addresses would otherwise take registers the MMAs
-        // need): each element shifts in at the chunk's top; 8 steps leave element 0 at the bottom.
-#pragma unroll 1
-        for (int e = 0; e < 8; ++e) {
-          const uint32_t value = b_element(rows, r, chunk_column + e);
+        // The element gather: all 8 loads issued, none used before the MMAs.
 #pragma unroll
-          for (int j = 0; j < 3; ++j) b_regs[i][j] = __funnelshift_r(b_regs[i][j], b_regs[i][j + 1], 16);
-          b_regs[i][3] = __funnelshift_r(b_regs[i][3], value, 16);
-        }
+        for (int e = 0; e < 8; ++e) b_held[i].w[e] = b_element(rows, r, chunk_column + e);
       }
     };
     const auto store_tile = [&](int stage) {
 #pragma unroll
-      for (int i = 0; i < Shape::kChunksA; ++i) {
-        if (!(a_in_regs >> i & 1)) continue;
-        const int chunk = tid + i * Shape::kThreads;
-        *reinterpret_cast<uint4*>(&s.stages.a[stage][chunk / (K / 8) * Shape::kPitchA + chunk % (K / 8) * 8]) =
-            make_uint4(a_regs[i][0], a_regs[i][1], a_regs[i][2], a_regs[i][3]);
-      }
-#pragma unroll
       for (int i = 0; i < Shape::kChunksB; ++i) {
-        if (!(b_in_regs >> i & 1)) continue;
+        if (b_held[i].shape == kCopied) continue;
         const int r = first_row + i * Shape::kChunkRowStep;
+        uint32_t words[4];
+        finish_run(b_held[i], words);
         *reinterpret_cast<uint4*>(&s.stages.b[stage][r * Shape::kPitchB + chunk_column]) =
-            make_uint4(b_regs[i][0], b_regs[i][1], b_regs[i][2], b_regs[i][3]);
+            make_uint4(words[0], words[1], words[2], words[3]);
       }
     };
 
@@ -471,7 +499,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
           for (int j = 0; j < Shape::kMmaN; ++j) mma_m16n8k16<T>(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
         }
       }
-      // The register-held chunks of tile `next` (its buffer was freed by the barrier above); tile
+      // The held B chunks of tile `next` (its buffer was freed by the barrier above); tile
       // t + kStages's K rows into tile t's slot, which only tile t's copies read.
       if (next < k_tiles) store_tile(next_stage);
       if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);

@@ -333,7 +333,8 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 
 // The implicit GEMM's paths (conv_implicit_gemm.cuh): aligned runs of x (cp.async), runs at every
 // 2-byte misalignment (x offset 1..7 elements, K rows shifted by the taps), runs cut by the padding
-// on either side or by the end of an output row (W not a multiple of 8), rows wholly in the
+// on either side at every cut (masked runs: 1..7 elements of 8, 1..14 of a stride-2 run's 15, a
+// block of the run wholly in the padding not loaded) or by the end of an output row (W not a multiple of 8), rows wholly in the
 // padding, whole-plane runs of 1x1 convs (planes not a multiple of 8: runs across rows), stride-2
 // runs (every other element of 15) at every alignment, dilated taps, weight rows that are runs at any alignment or not (K not a
 // multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
@@ -360,6 +361,11 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
   strided_1d.stride = {2, 1, 1};
   strided_5x5.padding = {2, 2, 0};
   strided_5x5.stride = {2, 2, 1};
+  Conv wide_dilated, wide_strided;
+  wide_dilated.padding = {6, 6, 0};
+  wide_dilated.dilation = {6, 6, 1};
+  wide_strided.padding = {5, 5, 0};
+  wide_strided.stride = {2, 2, 1};
   const Case cases[] = {
       {ConvOp::conv2d, {2, 24, 16, 56}, {32, 24, 3, 3}, pad1},              // W a multiple of 8
       {ConvOp::conv2d, {1, 20, 13, 57}, {48, 20, 3, 3}, pad1},              // W = 57: runs cut by row ends
@@ -368,6 +374,8 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {1, 32, 30, 34}, {40, 32, 3, 3}, strided},           // stride 2: out_w 17
       {ConvOp::conv2d, {1, 24, 28, 56}, {32, 24, 3, 3}, strided},           // stride 2: out_w 28
       {ConvOp::conv2d, {1, 8, 20, 57}, {16, 8, 5, 5}, strided_5x5},         // stride 2, 5x5, W odd
+      {ConvOp::conv2d, {1, 16, 20, 32}, {32, 16, 3, 3}, wide_dilated},      // ASPP-like: dilation 6, padding 6
+      {ConvOp::conv2d, {1, 16, 24, 61}, {32, 16, 3, 3}, wide_strided},      // stride 2, padding 5: out_w 35
       {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, strided_1d},              // 1-D stride 2
       {ConvOp::conv2d, {1, 3, 33, 48}, {32, 3, 3, 3}, pad1},                // K = 27: weight rows misaligned
       {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},     // 1x1, plane 196
