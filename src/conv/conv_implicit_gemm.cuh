@@ -10,21 +10,29 @@
 // K is ordered (c_in, tap), the order of a contiguous OIHW weight row. Both tiles are filled in
 // chunks of 8 elements (16 bytes of shared memory): an A chunk is 8 consecutive K of one weight row,
 // a B chunk 8 consecutive pixels of one K row. A chunk that is one aligned 16-byte run of global
-// memory is copied by cp.async; a B chunk that is a run of 8 input positions of one row at any
-// 2-byte alignment (unit stride along W, a W-contiguous x, the 8 pixels in one output row, no
-// padding among them) is two aligned 16-byte loads and a funnel shift; with stride 2 along W, the
-// 8 pixels read every other element of 15, two or three aligned loads, a shift and a byte permute;
-// a chunk wholly in the padding or past K is zero; anything else (strides > 2, channels_last x,
-// chunks that cross an output row or the padding's edge, K rows not contiguous in the weight) is
-// gathered element by element. A 1x1 unit-stride unpadded conv of a contiguous plane is a plain GEMM: every B row is
-// a contiguous run of the plane. The K rows of each tile are decoded once into shared memory
-// (channel, tap offsets, x and weight offsets), kStages tiles ahead.
+// memory is copied by cp.async. A B chunk whose 8 pixels lie in one output row, with x contiguous
+// along W and stride 1 or 2 along W, is a run of x: 8 elements, or every other one of 15; it is
+// loaded as the two or three aligned 16-byte blocks that hold it, then shifted down by its
+// misalignment, its elements of stride 2 picked, and those in the padding (a run cut by the
+// padding's edge) zeroed; a block that holds none of the run's elements inside x is not loaded.
+// A chunk wholly in the padding or past K is zero; anything else (strides > 2, channels_last x,
+// chunks that cross an output row, K rows not contiguous in the weight, K's tail) is gathered
+// element by element, all 8 loads issued before any is used. A 1x1 unit-stride unpadded conv of a
+// contiguous plane is a plain GEMM: every B row is a contiguous run of the plane. The K rows of
+// each tile are decoded once into shared memory (channel, tap offsets, x and weight offsets),
+// kStages tiles ahead.
 //
 // kStages shared buffers: the copies of tile kt + kStages - 1 are issued while tile kt is
-// multiplied (cp.async groups; the register-held chunks are stored to shared memory after the
-// MMAs of tile kt), one barrier a tile. The MMAs are mma.sync m16n8k16 fed by ldmatrix (B with
-// .trans: it is stored pixel-major). Every tensor is addressed through its strides, so the same
-// kernel serves channels_last x, weight and y (through the element gather).
+// multiplied (cp.async groups), one barrier a tile. B chunks that go through registers are held as
+// loaded while the MMAs of tile kt run and finished (shifted, masked) and stored after them, so
+// that their loads' latency hides behind the MMAs; gathered A chunks are stored at once (rare: they
+// keep their registers off the MMAs'). Two MMA back-ends, chosen by the tile type (launch_for_shape):
+// mma.sync m16n8k16 fed by ldmatrix (B with .trans: it is stored pixel-major), K tiles of 32; and
+// wgmma (sm_90a) with both operands read from 128-byte-swizzled shared tiles through descriptors
+// (B MN-major through the transpose bit), K tiles of 64, where the GEMM fills its 64x128 or
+// 128x128 tiles: its pipeline (WgmmaTile, the main loop) keeps one tile's wgmmas in flight and
+// holds register-held B chunks one tile longer. Every tensor is addressed through its strides, so
+// the same kernel serves channels_last x, weight and y (through the element gather).
 //
 // After the main loop the f32 sums go through shared memory (the stage buffers), so that each
 // thread finishes runs of 8 pixels of one output channel: bias, ReLU, one rounding, and one 16-byte
@@ -58,17 +66,12 @@ namespace solops::detail::conv_gemm {
 
 namespace cg = cooperative_groups;
 
-template <int kTileM, int kTileN, int kWarpsM, int kWarpsN, int kStageCount, int kMinBlocks>
-struct Tile {
-  static constexpr int M = kTileM, N = kTileN, K = 32, kStages = kStageCount;
+// What every tile shape shares: the producers' split of a K tile's A and B chunks (8 elements, 16
+// bytes of shared memory each) over the threads.
+template <int kTileM, int kTileN, int kTileK, int kThreadCount, int kStageCount, int kMinBlocks>
+struct TileCommon {
+  static constexpr int M = kTileM, N = kTileN, K = kTileK, kStages = kStageCount, kThreads = kThreadCount;
   static constexpr int kBlocksPerSm = kMinBlocks;  // the register budget: 64K / (threads * blocks) a thread
-  static constexpr int kWarpsAlongN = kWarpsN;
-  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
-  static constexpr int kWarpTileM = M / kWarpsM, kWarpTileN = N / kWarpsN;
-  static constexpr int kMmaM = kWarpTileM / 16, kMmaN = kWarpTileN / 8;  // m16n8 MMAs of a warp
-  // Shared rows padded by 8 elements (16 bytes): the eight rows an ldmatrix reads fall in distinct
-  // banks, and every row stays 16-byte aligned.
-  static constexpr int kPitchA = K + 8, kPitchB = N + 8;
   // The f32 tile of sums after the main loop, in the stage buffers: rows padded by 8 floats, so that
   // the accumulators' 8-byte stores of a half warp (4 rows of 8 columns) fall in distinct banks.
   static constexpr int kPitchC = N + 8;
@@ -76,10 +79,56 @@ struct Tile {
   // steps down the K rows by kChunkRowStep.
   static constexpr int kChunkColumns = N / 8, kChunkRowStep = kThreads / kChunkColumns;
   static constexpr int kChunksA = M * K / 8 / kThreads, kChunksB = K / kChunkRowStep;
-  static_assert(kMmaM >= 1 && kMmaN % 2 == 0, "a warp tile is whole m16 rows and pairs of n8 columns");
   static_assert(kThreads % kChunkColumns == 0 && K % kChunkRowStep == 0, "each thread fills one chunk column of B");
   static_assert(M * K / 8 % kThreads == 0, "whole A chunks a thread");
-  static_assert(kStages >= 2 && kThreads >= kStages * K, "the first kStages tiles' K rows decode in one step");
+  static_assert(kThreads >= N && kThreads >= K, "a thread a pixel of the tile, a thread a K row of a tile's decode");
+};
+
+// The mma.sync back-end: warps of kWarpTileM x kWarpTileN, K tiles of 32, m16n8k16 MMAs fed by
+// ldmatrix from row-padded tiles.
+template <int kTileM, int kTileN, int kWarpsM, int kWarpsN, int kStageCount, int kMinBlocks>
+struct Tile : TileCommon<kTileM, kTileN, 32, 32 * kWarpsM * kWarpsN, kStageCount, kMinBlocks> {
+  using Base = TileCommon<kTileM, kTileN, 32, 32 * kWarpsM * kWarpsN, kStageCount, kMinBlocks>;
+  static constexpr bool kWgmma = false;
+  static constexpr int kAlign = 16;
+  static constexpr int kWarpsAlongN = kWarpsN;
+  static constexpr int kWarpTileM = Base::M / kWarpsM, kWarpTileN = Base::N / kWarpsN;
+  static constexpr int kMmaM = kWarpTileM / 16, kMmaN = kWarpTileN / 8;  // m16n8 MMAs of a warp
+  // Shared rows padded by 8 elements (16 bytes): the eight rows an ldmatrix reads fall in distinct
+  // banks, and every row stays 16-byte aligned.
+  static constexpr int kPitchA = Base::K + 8, kPitchB = Base::N + 8;
+  static constexpr int kStageA = Base::M * kPitchA, kStageB = Base::K * kPitchB;  // elements a stage
+  // Where the chunk of A row m at K column kc (a multiple of 8), and of B row r at pixel column c,
+  // lie in a stage's tile.
+  __device__ static int a_offset(int m, int kc) { return m * kPitchA + kc; }
+  __device__ static int b_offset(int r, int c) { return r * kPitchB + c; }
+  static_assert(kMmaM >= 1 && kMmaN % 2 == 0, "a warp tile is whole m16 rows and pairs of n8 columns");
+  static_assert(kStageCount >= 2, "one tile multiplied while the next loads");
+};
+
+// The wgmma back-end (sm_90a): kTileM / 64 consumer warpgroups, each the m64n128 slice of rows
+// 64 w of the tile, K tiles of 64 (one 128-byte row of A), every thread also a producer. Both
+// operands are read from shared memory through wgmma descriptors, in the canonical layouts with
+// the 128-byte swizzle (the 16-byte chunk j of each 128-byte row r stored at chunk j ^ r % 8 of its
+// row, r counted in 1024-byte-aligned groups of 8 rows):
+//   - A (weights, [M, K], K contiguous) is K-major: row m is the 64 K of output channel m, rows
+//     128 bytes apart; 8-row groups 1024 bytes apart (the descriptor's stride offset).
+//   - B (im2col, [K, N], pixels contiguous, as the producers write it) is MN-major, which wgmma
+//     reads for 16-bit types through its transpose bit: two 64-pixel halves of 64 K rows each (8 KB
+//     apart, the leading offset), K row r of a half 128 bytes after row r - 1; 8-row groups 1024
+//     bytes apart (the stride offset).
+// A chunk of 8 K of one weight row or of 8 pixels of one K row is one 16-byte slot, as before.
+template <int kTileM, int kStageCount, int kMinBlocks>
+struct WgmmaTile : TileCommon<kTileM, 128, 64, 2 * kTileM, kStageCount, kMinBlocks> {
+  using Base = TileCommon<kTileM, 128, 64, 2 * kTileM, kStageCount, kMinBlocks>;
+  static constexpr bool kWgmma = true;
+  static constexpr int kAlign = 1024;  // the swizzle pattern repeats every 1024 bytes of the address
+  static constexpr int kWarpgroups = kTileM / 64;
+  static constexpr int kStageA = Base::M * Base::K, kStageB = Base::K * Base::N;
+  __device__ static int a_offset(int m, int kc) { return m * 64 + ((kc / 8) ^ (m % 8)) * 8; }
+  __device__ static int b_offset(int r, int c) { return c / 64 * (64 * 64) + r * 64 + ((c % 64 / 8) ^ (r % 8)) * 8; }
+  static_assert(kTileM == 64 || kTileM == 128, "one or two warpgroups");
+  static_assert(kStageCount >= 3, "a tile multiplied, one held, one loading");
 };
 
 // The decoded K rows of one tile: where row k reads x (relative to the pixel's window origin) and
@@ -93,14 +142,14 @@ struct KRows {
 
 template <class Shape>
 struct StageBuffers {
-  alignas(16) uint16_t a[Shape::kStages][Shape::M * Shape::kPitchA];
-  alignas(16) uint16_t b[Shape::kStages][Shape::K * Shape::kPitchB];
+  alignas(Shape::kAlign) uint16_t a[Shape::kStages][Shape::kStageA];
+  alignas(Shape::kAlign) uint16_t b[Shape::kStages][Shape::kStageB];
 };
 
 template <class Shape>
 struct SharedTiles {
   union {
-    StageBuffers<Shape> stages;  // the main loop's
+    StageBuffers<Shape> stages;  // the main loop's (first: the kernel aligns the struct to kAlign)
     alignas(16) float c[Shape::M * Shape::kPitchC];  // the epilogue's sums (a split's partial sums)
   };
   KRows<Shape::K> k_rows[Shape::kStages];  // the t-th tile's rows in slot t % kStages, as its buffers
@@ -170,6 +219,60 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
   }
 }
 
+// wgmma (sm_90a). A shared-memory matrix descriptor: the start address, the leading and stride
+// byte offsets (all in 16-byte units) and the 128-byte swizzle (layout type 1, bits 62-63); the
+// buffers are 1024-byte aligned, so the base offset (bits 49-51) is 0.
+__device__ __forceinline__ uint64_t wgmma_descriptor(const void* start, uint32_t leading_bytes, uint32_t stride_bytes) {
+  return uint64_t{shared_address(start) >> 4 & 0x3fff} | uint64_t{leading_bytes >> 4 & 0x3fff} << 16 |
+         uint64_t{stride_bytes >> 4 & 0x3fff} << 32 | uint64_t{1} << 62;
+}
+
+// The accumulators' registers are not touched by other instructions between these points (wgmma
+// reads and writes them asynchronously): the compiler may not move their uses across.
+__device__ __forceinline__ void wgmma_fence_operands(float (&d)[64]) {
+#pragma unroll
+  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Shared memory written through the generic proxy (st.shared, cp.async) becomes visible to wgmma's
+// reads (the async proxy): each writer fences before the barrier that publishes its writes.
+__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+
+// D[64 x 128] += A[64 x 16] * B[16 x 128]: A K-major, B MN-major (transpose bit set), f32 sums;
+// scale-d, a predicate operand, is true (D += A B).
+#define SOLOPS_WGMMA_M64N128K16(types)                                                                      \
+  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                                 \
+               "wgmma.mma_async.sync.aligned.m64n128k16.f32." types " {"                                    \
+               "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "                     \
+               "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "           \
+               "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "           \
+               "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"             \
+               "}, %64, %65, p, 1, 1, 0, 1;\n}\n"                                                           \
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),        \
+                 "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),    \
+                 "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), \
+                 "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), \
+                 "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), \
+                 "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), \
+                 "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), \
+                 "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+                 "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), \
+                 "+f"(d[63])                                                                                \
+               : "l"(a), "l"(b), "r"(1))
+template <class T>
+__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t a, uint64_t b) {
+  if constexpr (std::is_same_v<T, __half>) SOLOPS_WGMMA_M64N128K16("f16.f16");
+  else SOLOPS_WGMMA_M64N128K16("bf16.bf16");
+}
+#undef SOLOPS_WGMMA_M64N128K16
+
 template <class T>
 __device__ __forceinline__ float bits_to_float(uint16_t bits) {
   if constexpr (std::is_same_v<T, __half>) return __half2float(__ushort_as_half(bits));
@@ -215,31 +318,71 @@ __device__ __forceinline__ void shift_down(uint32_t (&w)[kWords], int shift, uin
   for (int i = 0; i < kOut; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
 }
 
-// The 8 elements from src, which is 2-byte aligned but not 16-byte aligned, as four words: the two
-// aligned 16-byte blocks that hold them (each holds at least one of them, so neither reaches past
-// the memory the run lies in), shifted down by the run's misalignment.
-__device__ __forceinline__ void load_shifted_run(const uint16_t* src, uint32_t (&out)[4]) {
-  const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 1..7 elements
-  const uint4* block = reinterpret_cast<const uint4*>(src - shift);
-  const uint4 low = __ldg(block), high = __ldg(block + 1);
-  uint32_t w[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
-  shift_down(w, shift, out);
+// A B chunk held in registers while the MMAs of the current tile run, so that its loads' latency
+// hides behind them: the 16-byte blocks of x that hold its elements as loaded (finish_run, after
+// the MMAs, makes the chunk of them), or its 8 elements one a word (gathered, or zero).
+struct HeldRun {
+  uint32_t w[12];
+  int shape;  // bits 0-3: src's misalignment in elements; 4-7, 8-11: the kept elements [first, last)
+              // of the chunk; bit 12: stride 2 (every other element of the blocks); or kGathered,
+              // or kCopied
+};
+constexpr int kGathered = 1 << 13;  // w[e] holds element e
+constexpr int kCopied = -1;         // the chunk went by cp.async: nothing held
+
+// A zero chunk (the gather overwrites its elements).
+__device__ __forceinline__ void hold_zero(HeldRun& run) {
+#pragma unroll
+  for (int e = 0; e < 8; ++e) run.w[e] = 0;
+  run.shape = kGathered;
 }
 
-// src[0], src[2], ..., src[14] (src 2-byte aligned, src[0, 15) inside one row of x) as four words:
-// the two or three aligned 16-byte blocks that hold src[0, 15) (each holds one of them), shifted
-// down by src's misalignment, then the even elements picked.
-__device__ __forceinline__ void load_stride2_run(const uint16_t* src, uint32_t (&out)[4]) {
+// Loads the run src[0], src[s], ..., src[7 s] (s = kStride, 1 or 2; src 2-byte aligned) keeping only
+// its elements [lo, hi) of src[0, 7 s + 1) (0 <= lo < hi <= 7 s + 1: the part inside one row of x),
+// the others zero (the padding): the aligned 16-byte blocks that hold src[0, 7 s + 1), each only
+// where it holds a kept element (so each lies in the memory of the row).
+template <int kStride>
+__device__ __forceinline__ void fetch_run(const uint16_t* src, int lo, int hi, HeldRun& run) {
+  constexpr int kBlocks = kStride == 1 ? 2 : 3;  // the blocks 8 (15) elements at any misalignment touch
   const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 0..7 elements
   const uint4* block = reinterpret_cast<const uint4*>(src - shift);
-  const uint4 b0 = __ldg(block), b1 = __ldg(block + 1);
-  const uint4 b2 = shift >= 2 ? __ldg(block + 2) : make_uint4(0, 0, 0, 0);
-  uint32_t w[12] = {b0.x, b0.y, b0.z, b0.w, b1.x, b1.y, b1.z, b1.w, b2.x, b2.y, b2.z, b2.w};
-  // Word i of `pairs` holds elements 2i and 2i + 1; out word i elements 4i and 4i + 2.
-  uint32_t pairs[8];
-  shift_down(w, shift, pairs);
 #pragma unroll
-  for (int i = 0; i < 4; ++i) out[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
+  for (int j = 0; j < 3; ++j) {
+    // Block j holds the run's elements [8 j - shift, 8 j + 8 - shift).
+    const bool needed = j < kBlocks && 8 * j - shift < hi && 8 * j + 8 - shift > lo;
+    const uint4 b = needed ? __ldg(block + j) : make_uint4(0, 0, 0, 0);
+    run.w[4 * j] = b.x, run.w[4 * j + 1] = b.y, run.w[4 * j + 2] = b.z, run.w[4 * j + 3] = b.w;
+  }
+  // Chunk element e is the run's element e s: kept for e in [first, last).
+  const int first = (lo + kStride - 1) / kStride, last = (hi + kStride - 1) / kStride;
+  run.shape = shift | first << 4 | last << 8 | (kStride == 2) << 12;
+}
+
+// The chunk of a held run, as four words: its gathered elements packed, or its blocks shifted down
+// by src's misalignment, the elements of the stride picked, those outside [first, last) zeroed.
+__device__ __forceinline__ void finish_run(HeldRun& run, uint32_t (&out)[4]) {
+  if (run.shape == kGathered) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = run.w[2 * i] | run.w[2 * i + 1] << 16;
+    return;
+  }
+  const int shift = run.shape & 15, first = run.shape >> 4 & 15, last = run.shape >> 8 & 15;
+  uint32_t picked[4];
+  if (run.shape >> 12 & 1) {
+    // Word i of `pairs` holds elements 2i and 2i + 1; picked word i elements 4i and 4i + 2.
+    uint32_t pairs[8];
+    shift_down(run.w, shift, pairs);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) picked[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
+  } else {
+    shift_down(run.w, shift, picked);
+  }
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t keep = (2 * i >= first && 2 * i < last ? 0x0000ffffu : 0u) |
+                          (2 * i + 1 >= first && 2 * i + 1 < last ? 0xffff0000u : 0u);
+    out[i] = picked[i] & keep;
+  }
 }
 
 template <class T, class Shape>
@@ -251,9 +394,11 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
                 "the f32 tile fits in the stage buffers");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(shared_bytes);
+  // The tiles at the first kAlign-aligned shared address (launch adds the slack).
+  const uint32_t misalignment = shared_address(shared_bytes) % Shape::kAlign;
+  SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(
+      shared_bytes + (misalignment ? Shape::kAlign - misalignment : 0));
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
-  const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
   // This thread's B chunk column (8 pixels of the tile) and its first K row.
   const int chunk_column = tid % Shape::kChunkColumns * 8, first_row = tid / Shape::kChunkColumns;
   const int plane_hw = p.out_h * p.out_w;
@@ -297,8 +442,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       }
       s.y_offset[tid] = y_offset;
     }
-    if (tid < kStages * K) {
-      const int t = tid / K, row = tid % K;
+    for (int index = tid; index < kStages * K; index += Shape::kThreads) {
+      const int t = index / K, row = index % K;
       if (t < k_tiles) decode_k_row(p, (k_begin + t) * K + row, s.k_rows[t], row);
     }
     __syncthreads();
@@ -320,8 +465,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     }
 
     // Chunks that go through registers (elements, shifted runs, zeros): stored after the MMAs.
-    uint32_t a_regs[Shape::kChunksA][4], b_regs[Shape::kChunksB][4];
-    unsigned a_in_regs = 0, b_in_regs = 0;  // bit i: chunk i is in registers
+    HeldRun b_held[Shape::kChunksB];
 
     // B row r at the tile's pixel `column` (0 outside x and for pixels past the plane).
     const auto b_element = [&](const KRows<K>& rows, int r, int column) -> uint32_t {
@@ -340,40 +484,34 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     // Issues K tile kt's copies into buffer `stage` (the slot of its K rows).
     const auto issue_tile = [&](int kt, int stage) {
       const KRows<K>& rows = s.k_rows[stage];
-      a_in_regs = 0;
-      b_in_regs = 0;
 #pragma unroll
       for (int i = 0; i < Shape::kChunksA; ++i) {
         const int chunk = tid + i * Shape::kThreads;
         const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
         const int co = co0 + m, k0 = kt * K + kc;
-        uint16_t* to = &s.stages.a[stage][m * Shape::kPitchA + kc];
+        uint16_t* to = &s.stages.a[stage][Shape::a_offset(m, kc)];
         const uint16_t* w_row = w_group + int64_t{co} * p.weight.n;
         if (co < p.out_per_group && layout.weight_k_contiguous && k0 + 8 <= p.reduction && aligned_16(w_row + k0)) {
           cp_async_16(to, w_row + k0);
         } else {
-          // The element gather, shifted in as B's below.
-          a_in_regs |= 1u << i;
+          // The element gather (weight rows not K-contiguous, K's tail, unaligned rows): all 8
+          // loads issued before any is used, stored at once (the buffer is free: it does not wait
+          // for the MMAs as B's held runs do, which keeps its registers off the MMAs').
+          uint32_t values[8];
 #pragma unroll
-          for (int j = 0; j < 4; ++j) a_regs[i][j] = 0;
-          if (co >= p.out_per_group) continue;
-#pragma unroll 1
           for (int e = 0; e < 8; ++e) {
-            const int w_offset = rows.w_offset[kc + e];
-            const uint32_t value = w_offset >= 0 ? w_row[w_offset] : 0;
-#pragma unroll
-            for (int j = 0; j < 3; ++j) a_regs[i][j] = __funnelshift_r(a_regs[i][j], a_regs[i][j + 1], 16);
-            a_regs[i][3] = __funnelshift_r(a_regs[i][3], value, 16);
+            const int w_offset = co < p.out_per_group ? rows.w_offset[kc + e] : -1;
+            values[e] = w_offset >= 0 ? w_row[w_offset] : 0;
           }
+          *reinterpret_cast<uint4*>(to) = make_uint4(values[0] | values[1] << 16, values[2] | values[3] << 16,
+                                                     values[4] | values[5] << 16, values[6] | values[7] << 16);
         }
       }
 #pragma unroll
       for (int i = 0; i < Shape::kChunksB; ++i) {
         const int r = first_row + i * Shape::kChunkRowStep;
-        uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
-        b_in_regs |= 1u << i;
-#pragma unroll
-        for (int j = 0; j < 4; ++j) b_regs[i][j] = 0;
+        uint16_t* to = &s.stages.b[stage][Shape::b_offset(r, chunk_column)];
+        hold_zero(b_held[i]);
         if (rows.w_offset[r] < 0) continue;  // past K
         if (chunk_run) {
           const int z = run_z + rows.dz[r], yy = run_y + rows.dy[r], xx = run_x + rows.dx[r];
@@ -382,114 +520,172 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
             continue;  // the whole run's row is padding
           }
           const uint16_t* src = x_group + run_offset + rows.x_offset[r];
-          if (layout.plane_contiguous || (layout.run_stride == 1 && xx >= 0 && xx <= p.in_w - 8)) {
-            if (aligned_16(src)) {
-              cp_async_16(to, src);
-              b_in_regs &= ~(1u << i);
-            } else {
-              load_shifted_run(src, b_regs[i]);
-            }
-            continue;
+          // The run's elements [lo, hi) lie inside x's row (a contiguous plane: all 8, along the
+          // plane), the others in the padding.
+          const int span = layout.plane_contiguous ? 8 : 7 * layout.run_stride + 1;
+          const int lo = layout.plane_contiguous ? 0 : max(0, -xx);
+          const int hi = layout.plane_contiguous ? 8 : min(span, p.in_w - xx);
+          if (lo >= hi) continue;  // the whole run is padding
+          if (layout.run_stride == 2) {
+            fetch_run<2>(src, lo, hi, b_held[i]);
+          } else if (lo == 0 && hi == span && aligned_16(src)) {
+            cp_async_16(to, src);
+            b_held[i].shape = kCopied;
+          } else {
+            fetch_run<1>(src, lo, hi, b_held[i]);
           }
-          if (layout.run_stride == 2 && xx >= 0 && xx <= p.in_w - 15) {
-            load_stride2_run(src, b_regs[i]);
-            continue;
-          }
+          continue;
         }
-        // The element gather, not unrolled (its addresses would otherwise take registers the MMAs
-        // need): each element shifts in at the chunk's top; 8 steps leave element 0 at the bottom.
-#pragma unroll 1
-        for (int e = 0; e < 8; ++e) {
-          const uint32_t value = b_element(rows, r, chunk_column + e);
+        // The element gather: all 8 loads issued, none used before the MMAs.
 #pragma unroll
-          for (int j = 0; j < 3; ++j) b_regs[i][j] = __funnelshift_r(b_regs[i][j], b_regs[i][j + 1], 16);
-          b_regs[i][3] = __funnelshift_r(b_regs[i][3], value, 16);
-        }
+        for (int e = 0; e < 8; ++e) b_held[i].w[e] = b_element(rows, r, chunk_column + e);
       }
     };
     const auto store_tile = [&](int stage) {
 #pragma unroll
-      for (int i = 0; i < Shape::kChunksA; ++i) {
-        if (!(a_in_regs >> i & 1)) continue;
-        const int chunk = tid + i * Shape::kThreads;
-        *reinterpret_cast<uint4*>(&s.stages.a[stage][chunk / (K / 8) * Shape::kPitchA + chunk % (K / 8) * 8]) =
-            make_uint4(a_regs[i][0], a_regs[i][1], a_regs[i][2], a_regs[i][3]);
-      }
-#pragma unroll
       for (int i = 0; i < Shape::kChunksB; ++i) {
-        if (!(b_in_regs >> i & 1)) continue;
+        if (b_held[i].shape == kCopied) continue;
         const int r = first_row + i * Shape::kChunkRowStep;
-        *reinterpret_cast<uint4*>(&s.stages.b[stage][r * Shape::kPitchB + chunk_column]) =
-            make_uint4(b_regs[i][0], b_regs[i][1], b_regs[i][2], b_regs[i][3]);
+        uint32_t words[4];
+        finish_run(b_held[i], words);
+        *reinterpret_cast<uint4*>(&s.stages.b[stage][Shape::b_offset(r, chunk_column)]) =
+            make_uint4(words[0], words[1], words[2], words[3]);
       }
     };
 
-    float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
-    // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
-    // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
-    // wait_group counts tiles.
+    if constexpr (Shape::kWgmma) {
+      // Warpgroup w multiplies rows [64 w, 64 w + 64) of the tile. The t-th of this rank's K tiles
+      // is tile k_begin + t in buffer t % kStages. While tile t is multiplied (asynchronously),
+      // tile t - 1's wgmmas may still run (wait_group 1), tile t + kStages - 3's register-held B
+      // chunks are stored (loaded one tile earlier: their latency hides behind a tile's MMAs) and tile
+      // t + kStages - 2 is issued into the buffer of tile t - 2, which every warpgroup finished
+      // before this tile's barrier. The first kStages - 2 tiles before the loop, all but the last
+      // stored at once; one cp.async group a tile, empty ones past the last tile, so that
+      // wait_group counts tiles.
+      const int warpgroup = tid / 128;
+      float acc[64] = {};
 #pragma unroll
-    for (int t = 0; t < kStages - 1; ++t) {
-      if (t < k_tiles) {
-        issue_tile(k_begin + t, t);
-        store_tile(t);
+      for (int t = 0; t < kStages - 2; ++t) {
+        if (t < k_tiles) {
+          issue_tile(k_begin + t, t);
+          if (t < kStages - 3) store_tile(t);
+        }
+        cp_async_commit();
       }
-      cp_async_commit();
-    }
-    for (int t = 0; t < k_tiles; ++t) {
-      const int stage = t % kStages;
-      // Tile t's copies have landed (this thread's), and after the barrier every thread's have,
-      // and every warp is past tile t - 1's MMAs, whose buffer the next copies refill.
-      cp_async_wait<kStages - 2>();
-      __syncthreads();
-      const int next = t + kStages - 1, next_stage = next % kStages;
-      if (next < k_tiles) issue_tile(k_begin + next, next_stage);
-      cp_async_commit();
+      for (int t = 0; t < k_tiles; ++t) {
+        const int stage = t % kStages;
+        // Tile t's copies have landed (this thread's) and its held chunks are stored; fenced for
+        // wgmma's reads, and after the barrier every thread's are.
+        cp_async_wait<kStages - 3>();
+        fence_proxy_async();
+        __syncthreads();
+        wgmma_fence_operands(acc);
+        wgmma_fence();
+        const uint16_t* a_tile = &s.stages.a[stage][warpgroup * 64 * K];
 #pragma unroll
-      for (int kk = 0; kk < K; kk += 16) {
-        uint32_t a_frag[Shape::kMmaM][4];
-        uint32_t b_frag[Shape::kMmaN][2];
-#pragma unroll
-        for (int i = 0; i < Shape::kMmaM; ++i) {
-          const int row = warp_m * Shape::kWarpTileM + i * 16 + (lane & 15);
-          ldmatrix_x4(a_frag[i], &s.stages.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
+        for (int kk = 0; kk < K; kk += 16) {
+          // A: 8-row groups 1024 bytes apart, 16 K columns 32 bytes further on in the swizzled
+          // row. B: halves 8 KB apart, 8-row groups 1024 bytes apart, 16 K rows 2 KB further on.
+          wgmma_m64n128k16<T>(acc, wgmma_descriptor(a_tile + kk, 16, 1024),
+                              wgmma_descriptor(&s.stages.b[stage][kk * 64], 64 * 64 * 2, 1024));
         }
-#pragma unroll
-        for (int j = 0; j < Shape::kMmaN; j += 2) {
-          const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
-          const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
-          uint32_t r[4];
-          ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
-          b_frag[j][0] = r[0];
-          b_frag[j][1] = r[1];
-          b_frag[j + 1][0] = r[2];
-          b_frag[j + 1][1] = r[3];
-        }
-#pragma unroll
-        for (int i = 0; i < Shape::kMmaM; ++i) {
-#pragma unroll
-          for (int j = 0; j < Shape::kMmaN; ++j) mma_m16n8k16<T>(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
-        }
+        wgmma_commit();
+        wgmma_wait<1>();  // this warpgroup's tile t - 1
+        wgmma_fence_operands(acc);
+        const int held = t + kStages - 3, next = t + kStages - 2;
+        if (held < k_tiles) store_tile(held % kStages);
+        if (next < k_tiles) issue_tile(k_begin + next, next % kStages);
+        cp_async_commit();
+        // Tile t + kStages's K rows into tile t's slot, which only tile t's copies read (issued
+        // kStages - 2 tiles ago).
+        if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
       }
-      // The register-held chunks of tile `next` (its buffer was freed by the barrier above); tile
-      // t + kStages's K rows into tile t's slot, which only tile t's copies read.
-      if (next < k_tiles) store_tile(next_stage);
-      if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
-    }
-    cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
-    __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
+      wgmma_wait<0>();
+      wgmma_fence_operands(acc);
+      cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
+      __syncthreads();     // every warpgroup is past its MMAs: the stage buffers become the f32 tile
 
-    // The accumulators (this rank's partial sums) into the f32 tile.
-#pragma unroll
-    for (int i = 0; i < Shape::kMmaM; ++i) {
+      // The accumulators (this rank's partial sums) into the f32 tile: register 4 j + 2 h + e of a
+      // thread is row 16 (warp % 4) + lane / 4 + 8 h of its warpgroup's 64, column 8 j + 2 (lane %
+      // 4) + e (wgmma's m64nN fragment: the m16n8 fragment of mma.sync repeated along N).
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
+        const int row = warpgroup * 64 + warp % 4 * 16 + lane / 4 + half * 8;
 #pragma unroll
-        for (int j = 0; j < Shape::kMmaN; ++j) {
-          const int column = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
-          *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
-              make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
+        for (int j = 0; j < N / 8; ++j) {
+          *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + j * 8 + lane % 4 * 2]) =
+              make_float2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
+        }
+      }
+    } else {
+      const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
+      float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
+      // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
+      // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
+      // wait_group counts tiles.
+#pragma unroll
+      for (int t = 0; t < kStages - 1; ++t) {
+        if (t < k_tiles) {
+          issue_tile(k_begin + t, t);
+          store_tile(t);
+        }
+        cp_async_commit();
+      }
+      for (int t = 0; t < k_tiles; ++t) {
+        const int stage = t % kStages;
+        // Tile t's copies have landed (this thread's), and after the barrier every thread's have,
+        // and every warp is past tile t - 1's MMAs, whose buffer the next copies refill.
+        cp_async_wait<kStages - 2>();
+        __syncthreads();
+        const int next = t + kStages - 1, next_stage = next % kStages;
+        if (next < k_tiles) issue_tile(k_begin + next, next_stage);
+        cp_async_commit();
+#pragma unroll
+        for (int kk = 0; kk < K; kk += 16) {
+          uint32_t a_frag[Shape::kMmaM][4];
+          uint32_t b_frag[Shape::kMmaN][2];
+#pragma unroll
+          for (int i = 0; i < Shape::kMmaM; ++i) {
+            const int row = warp_m * Shape::kWarpTileM + i * 16 + (lane & 15);
+            ldmatrix_x4(a_frag[i], &s.stages.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
+          }
+#pragma unroll
+          for (int j = 0; j < Shape::kMmaN; j += 2) {
+            const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
+            const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
+            uint32_t r[4];
+            ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
+            b_frag[j][0] = r[0];
+            b_frag[j][1] = r[1];
+            b_frag[j + 1][0] = r[2];
+            b_frag[j + 1][1] = r[3];
+          }
+#pragma unroll
+          for (int i = 0; i < Shape::kMmaM; ++i) {
+#pragma unroll
+            for (int j = 0; j < Shape::kMmaN; ++j) mma_m16n8k16<T>(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
+          }
+        }
+        // The held B chunks of tile `next` (its buffer was freed by the barrier above); tile
+        // t + kStages's K rows into tile t's slot, which only tile t's copies read.
+        if (next < k_tiles) store_tile(next_stage);
+        if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
+      }
+      cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
+      __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
+
+      // The accumulators (this rank's partial sums) into the f32 tile.
+#pragma unroll
+      for (int i = 0; i < Shape::kMmaM; ++i) {
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          const int row = warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
+#pragma unroll
+          for (int j = 0; j < Shape::kMmaN; ++j) {
+            const int column = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
+            *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
+                make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
+          }
         }
       }
     }
@@ -582,7 +778,8 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   const int64_t pixel_tiles = ceil_div(p.out_plane, Shape::N);
   const int64_t items = p.batch * p.groups * co_tiles * pixel_tiles;
   const int splits = split_count<Shape>(p, items, multiprocessors);
-  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>);
+  // The slack that lets the kernel align its tiles to kAlign (the dynamic base is 16-byte aligned).
+  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>) + Shape::kAlign - 16;
   const auto kernel = implicit_gemm<T, Shape>;
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
@@ -599,11 +796,26 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
                    pixel_tiles, items);
 }
 
-// 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
-// 128x128 tiles of eight warps, one block an SM (its 64x32 warp tiles need more than 128
-// registers), where the channels fill them and the tiles still make a full wave. Four stages each.
+// mma.sync: 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for
+// every shape the wgmma tiles do not serve; 128x128 tiles of eight warps, one block an SM (its
+// 64x32 warp tiles need more than 128 registers), where the channels fill them and the tiles still
+// make a full wave. Four stages each.
 using SmallTile = Tile<64, 64, 2, 2, 4, 4>;
 using LargeTile = Tile<128, 128, 2, 4, 4, 1>;
+// wgmma: 64x128 tiles of one warpgroup, four stages of 24 KB, two blocks an SM (up to 255
+// registers: 64 accumulators and 8 held B chunks a thread); 128x128 of two warpgroups, five stages
+// of 32 KB, one block an SM.
+using WgmmaSmallTile = WgmmaTile<64, 4, 2>;
+using WgmmaLargeTile = WgmmaTile<128, 5, 1>;
+
+// The wgmma tiles serve GEMMs that fill them: at least 64 output channels a group, a K tile's 64
+// of reduction and a pixel tile's 128 (below these most of a tile would multiply zeros, and the
+// 64x64 mma.sync tile keeps more blocks busy); the 128-row tile where the channels fill it and its
+// tiles still make a full wave.
+template <class Shape>
+int64_t tile_count(const ConvProblem& p) {
+  return p.batch * p.groups * ceil_div(p.out_per_group, Shape::M) * ceil_div(p.out_plane, Shape::N);
+}
 
 template <class T>
 void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
@@ -611,11 +823,20 @@ void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, c
   int device = 0;
   check_cuda(cudaGetDevice(&device), "conv", "cudaGetDevice");
   const int multiprocessors = multiprocessor_count(device);
-  const int64_t large_tiles =
-      p.batch * p.groups * ceil_div(p.out_per_group, LargeTile::M) * ceil_div(p.out_plane, LargeTile::N);
-  const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N && large_tiles >= multiprocessors;
-  if (large) launch<T, LargeTile>(p, x, weight, bias, y, multiprocessors, stream);
-  else launch<T, SmallTile>(p, x, weight, bias, y, multiprocessors, stream);
+  const bool wgmma = p.out_per_group >= WgmmaSmallTile::M && p.reduction >= WgmmaSmallTile::K &&
+                     p.out_plane >= WgmmaSmallTile::N;
+  if (wgmma) {
+    if (p.out_per_group >= WgmmaLargeTile::M && tile_count<WgmmaLargeTile>(p) >= multiprocessors) {
+      launch<T, WgmmaLargeTile>(p, x, weight, bias, y, multiprocessors, stream);
+    } else {
+      launch<T, WgmmaSmallTile>(p, x, weight, bias, y, multiprocessors, stream);
+    }
+  } else if (p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N &&
+             tile_count<LargeTile>(p) >= multiprocessors) {
+    launch<T, LargeTile>(p, x, weight, bias, y, multiprocessors, stream);
+  } else {
+    launch<T, SmallTile>(p, x, weight, bias, y, multiprocessors, stream);
+  }
 }
 
 }  // namespace solops::detail::conv_gemm

@@ -333,13 +333,15 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 
 // The implicit GEMM's paths (conv_implicit_gemm.cuh): aligned runs of x (cp.async), runs at every
 // 2-byte misalignment (x offset 1..7 elements, K rows shifted by the taps), runs cut by the padding
-// on either side or by the end of an output row (W not a multiple of 8), rows wholly in the
+// on either side at every cut (masked runs: 1..7 elements of 8, 1..14 of a stride-2 run's 15, a
+// block of the run wholly in the padding not loaded) or by the end of an output row (W not a multiple of 8), rows wholly in the
 // padding, whole-plane runs of 1x1 convs (planes not a multiple of 8: runs across rows), stride-2
 // runs (every other element of 15) at every alignment, dilated taps, weight rows that are runs at any alignment or not (K not a
 // multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
 // stages do not divide), split K over 2 and 4 ranks with K tiles the ranks do not divide evenly (on
-// a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
-// f16 and bf16.
+// a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both
+// mma.sync tiles and both wgmma tiles (C_out/g >= 64, K >= 64, plane >= 128: C_out, K and planes
+// that do not fill their last tile, split K, ReLU), f16 and bf16.
 TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
   std::mt19937_64 rng(77);
   struct Case {
@@ -360,6 +362,11 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
   strided_1d.stride = {2, 1, 1};
   strided_5x5.padding = {2, 2, 0};
   strided_5x5.stride = {2, 2, 1};
+  Conv wide_dilated, wide_strided;
+  wide_dilated.padding = {6, 6, 0};
+  wide_dilated.dilation = {6, 6, 1};
+  wide_strided.padding = {5, 5, 0};
+  wide_strided.stride = {2, 2, 1};
   const Case cases[] = {
       {ConvOp::conv2d, {2, 24, 16, 56}, {32, 24, 3, 3}, pad1},              // W a multiple of 8
       {ConvOp::conv2d, {1, 20, 13, 57}, {48, 20, 3, 3}, pad1},              // W = 57: runs cut by row ends
@@ -368,6 +375,8 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {1, 32, 30, 34}, {40, 32, 3, 3}, strided},           // stride 2: out_w 17
       {ConvOp::conv2d, {1, 24, 28, 56}, {32, 24, 3, 3}, strided},           // stride 2: out_w 28
       {ConvOp::conv2d, {1, 8, 20, 57}, {16, 8, 5, 5}, strided_5x5},         // stride 2, 5x5, W odd
+      {ConvOp::conv2d, {1, 16, 20, 32}, {32, 16, 3, 3}, wide_dilated},      // ASPP-like: dilation 6, padding 6
+      {ConvOp::conv2d, {1, 16, 24, 61}, {32, 16, 3, 3}, wide_strided},      // stride 2, padding 5: out_w 35
       {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, strided_1d},              // 1-D stride 2
       {ConvOp::conv2d, {1, 3, 33, 48}, {32, 3, 3, 3}, pad1},                // K = 27: weight rows misaligned
       {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},     // 1x1, plane 196
@@ -377,11 +386,22 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, pad_1d},                   // 1-D, L odd
       {ConvOp::conv1d, {1, 48, 256}, {32, 48, 3}, pad_1d},                   // 1-D, L a multiple of 8
       {ConvOp::conv3d, {1, 8, 5, 9, 24}, {16, 8, 3, 3, 3}, pad_d},           // 3-D, rows padded in z and y
-      {ConvOp::conv2d, {4, 32, 64, 72}, {128, 32, 3, 3}, pad1},              // the 128x128 tile (144 tiles)
-      {ConvOp::conv2d, {2, 96, 28, 28}, {160, 96, 3, 3}, pad1},              // 27 K tiles split 4 ways
+      {ConvOp::conv2d, {4, 3, 64, 72}, {128, 3, 3, 3}, pad1},                // mma.sync 128x128 (K = 27, 144 tiles)
       {ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, pad1},               // 57 K tiles split 4 ways
       {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles split 2 ways, C_out 40
       {ConvOp::pointwise_conv2d, {1, 512, 7, 7}, {256, 512, 1, 1}, none},    // 1x1 of 16 K tiles, split
+      // The wgmma tiles (the cases above with C_out >= 64, K >= 64 and planes >= 128 too: the 1-D
+      // ones, 1x1 of plane 196).
+      {ConvOp::conv2d, {4, 32, 64, 72}, {128, 32, 3, 3}, pad1},              // 128x128 (144 tiles), K 4.5 tiles
+      {ConvOp::conv2d, {2, 32, 64, 80}, {192, 32, 3, 3}, pad1},              // 128x128, C_out 1.5 tiles
+      {ConvOp::conv2d, {2, 64, 20, 30}, {96, 64, 3, 3}, pad1},               // 64x128, C_out 96, plane 600
+      {ConvOp::conv2d_bias_relu, {1, 40, 17, 23}, {72, 40, 3, 3}, pad1},     // 64x128, ReLU, K 360
+      {ConvOp::conv2d, {1, 64, 40, 66}, {64, 64, 3, 3}, strided},            // 64x128, stride 2: out_w 33
+      {ConvOp::conv2d, {1, 64, 24, 32}, {64, 64, 3, 3}, wide_dilated},       // 64x128, ASPP-like
+      {ConvOp::conv3d, {1, 16, 6, 12, 20}, {64, 16, 3, 3, 3}, pad_d},        // 64x128, 3-D, K 432
+      {ConvOp::conv3d, {1, 3, 6, 10, 30}, {64, 3, 3, 3, 3}, pad_d},          // 64x128, K = 81: weight rows misaligned
+      {ConvOp::conv2d, {2, 96, 28, 28}, {160, 96, 3, 3}, pad1},              // 64x128, 14 K tiles split 2 ways
+      {ConvOp::conv2d, {1, 230, 12, 12}, {64, 230, 3, 3}, pad1},             // 64x128, 33 K tiles split 4: 8, 8, 8, 9
   };
   for (const Case& c : cases) {
     for (DType dtype : {DType::f16, DType::bf16}) {
@@ -394,28 +414,32 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
 }
 
 TEST_F(ConvGpu, SplitKIsBitwiseRepeatable) {
-  // 57 K tiles over a cluster of 4 (on a 132-SM GPU): the ranks' partial sums are added in rank
-  // order, so two calls agree to the bit.
+  // K split over a cluster of 4 (on a 132-SM GPU): the ranks' partial sums are added in rank order,
+  // so two calls agree to the bit. 57 K tiles of the mma.sync tile (a 9x9 plane), 33 of the wgmma
+  // 64x128 tile (a 12x12 plane).
   std::mt19937_64 rng(78);
   Conv p;
   p.padding = {1, 1, 0};
-  ConvInputs in = make_inputs(ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, true, p, DType::bf16, rng);
-  const auto x = upload(in.x.bytes, 0), weight = upload(in.weight.bytes, 0), bias = upload(in.bias->bytes, 0);
-  const Shape y_shape = in.output_shape();
-  const size_t y_bytes = static_cast<size_t>(HostTensor(y_shape, DType::bf16).bytes.size());
-  std::vector<unsigned char> first(y_bytes), second(y_bytes);
-  for (std::vector<unsigned char>* out : {&first, &second}) {
-    DeviceBuffer y(y_bytes);
-    y.poison();
-    const TensorRef bias_ref = device_ref(bias->data(), DType::bf16, in.bias->shape, false);
-    solops::conv(in.op, device_ref(x->data(), DType::bf16, in.x.shape, false),
-                 device_ref(weight->data(), DType::bf16, in.weight.shape, false), &bias_ref,
-                 device_ref(y.data(), DType::bf16, y_shape, false), in.p);
-    cuda_ok(cudaDeviceSynchronize(), "synchronize");
-    y.download(out->data());
+  const Shape shapes[][2] = {{{1, 200, 9, 9}, {64, 200, 3, 3}}, {{1, 230, 12, 12}, {64, 230, 3, 3}}};
+  for (const auto& [x_shape, weight_shape] : shapes) {
+    ConvInputs in = make_inputs(ConvOp::conv2d, x_shape, weight_shape, true, p, DType::bf16, rng);
+    const auto x = upload(in.x.bytes, 0), weight = upload(in.weight.bytes, 0), bias = upload(in.bias->bytes, 0);
+    const Shape y_shape = in.output_shape();
+    const size_t y_bytes = static_cast<size_t>(HostTensor(y_shape, DType::bf16).bytes.size());
+    std::vector<unsigned char> first(y_bytes), second(y_bytes);
+    for (std::vector<unsigned char>* out : {&first, &second}) {
+      DeviceBuffer y(y_bytes);
+      y.poison();
+      const TensorRef bias_ref = device_ref(bias->data(), DType::bf16, in.bias->shape, false);
+      solops::conv(in.op, device_ref(x->data(), DType::bf16, in.x.shape, false),
+                   device_ref(weight->data(), DType::bf16, in.weight.shape, false), &bias_ref,
+                   device_ref(y.data(), DType::bf16, y_shape, false), in.p);
+      cuda_ok(cudaDeviceSynchronize(), "synchronize");
+      y.download(out->data());
+    }
+    EXPECT_TRUE(first == second) << in.describe();
+    EXPECT_EQ(compare(in), "") << in.describe();
   }
-  EXPECT_TRUE(first == second);
-  EXPECT_EQ(compare(in), "") << in.describe();
 }
 
 TEST_F(ConvGpu, ChannelsLastEveryKernelClass) {
