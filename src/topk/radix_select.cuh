@@ -77,10 +77,11 @@ struct Parity {
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x & 31); }
 __device__ __forceinline__ int warp_id() { return static_cast<int>(threadIdx.x >> 5); }
 
-template <class V>
+// The sum over this lane and the lanes below it, exact in the first kLanes lanes (a power of two).
+template <int kLanes = 32, class V>
 __device__ V warp_inclusive_sum(V value) {
 #pragma unroll
-  for (int d = 1; d < 32; d *= 2) {
+  for (int d = 1; d < kLanes; d *= 2) {
     const V lower = __shfl_up_sync(kFullMask, value, d);
     if (lane_id() >= d) value += lower;
   }
@@ -110,27 +111,27 @@ __device__ __forceinline__ V* at_rank(V* address, int rank) {
   return cg::cluster_group::map_shared_rank(address, rank);
 }
 
-// The CTA's slots for a round: this thread's `count` items (at most kItems) follow those of the threads
-// before it. Returns the thread's first slot; `total` gets the CTA's count. The warp's sum comes from
-// one ballot per bit of the counts, which issue together, rather than a chain of shuffles: a round's
-// latency is mostly this function's.
-__device__ inline int place(int count, int& total, SelectShared& sh, Parity& parity) {
-  static_assert(kItems < 8, "a count has three bits");
-  const unsigned up_to_lane = (2u << lane_id()) - 1u;  // lane 31: 0 - 1, every lane
-  int inclusive = 0;
+// The CTA's slots for a round: this thread's kept items (keep[e]) follow those of the threads before
+// it, in thread order. Returns the thread's first slot; `total` gets the CTA's count. A ballot an item
+// orders the warp; the warps' counts meet after one barrier.
+__device__ inline int place(const bool (&keep)[kItems], int& total, SelectShared& sh, Parity& parity) {
+  const unsigned below = (1u << lane_id()) - 1u;
+  int before = 0, warp_total = 0;
 #pragma unroll
-  for (int bit = 0; bit < 3; ++bit) {
-    inclusive += __popc(__ballot_sync(kFullMask, (count >> bit) & 1) & up_to_lane) << bit;
+  for (int e = 0; e < kItems; ++e) {
+    const unsigned votes = __ballot_sync(kFullMask, keep[e]);
+    before += __popc(votes & below);
+    warp_total += __popc(votes);
   }
   uint32_t(*words)[2] = sh.warp_words[parity.block];
-  if (lane_id() == 31) words[warp_id()][0] = static_cast<uint32_t>(inclusive);
+  if (lane_id() == 0) words[warp_id()][0] = static_cast<uint32_t>(warp_total);
   __syncthreads();
   const int warp_count = lane_id() < kWarps ? static_cast<int>(words[lane_id()][0]) : 0;
-  const int warps_inclusive = warp_inclusive_sum(warp_count);
+  const int warps_inclusive = warp_inclusive_sum<kWarps>(warp_count);
   total = __shfl_sync(kFullMask, warps_inclusive, kWarps - 1);
   const int warp_base = __shfl_sync(kFullMask, warps_inclusive - warp_count, warp_id());
   parity.block ^= 1;
-  return warp_base + inclusive - count;
+  return warp_base + before;
 }
 
 // Publishes this CTA's two words to its cluster; returns them, readable at every rank (at_rank) until
@@ -324,15 +325,13 @@ __device__ int compact(const Source& source, const Selection& take, const Select
     Items items;
     source.round(r, items);
     bool keep[kItems];
-    int count = 0;
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
       keep[e] = items.valid[e] && take.contains(items.key[e], items.position[e]) &&
                 !skip.contains(items.key[e], items.position[e]);
-      count += keep[e];
     }
     int total;
-    int slot = written + place(count, total, sh, parity);
+    int slot = written + place(keep, total, sh, parity);
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
       if (keep[e]) write(slot++, items.key[e], items.position[e]);

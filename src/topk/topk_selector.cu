@@ -68,22 +68,25 @@ struct Params {
   bool sorted;
 };
 
+// The f32 bits of a score's bits (f16 and bf16 widen exactly).
 template <class T>
-__device__ uint32_t key_of(uint32_t bits) {
+__device__ uint32_t widen(uint32_t bits) {
   if constexpr (std::is_same_v<T, float>) {
-    return score_key(bits);
+    return bits;
   } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return score_key(bits << 16);
+    return bits << 16;
   } else {
-    return score_key(__float_as_uint(__half2float(__ushort_as_half(static_cast<unsigned short>(bits)))));
+    return __float_as_uint(__half2float(__ushort_as_half(static_cast<unsigned short>(bits))));
   }
 }
 
-// A CTA's slice [low, high) of one row of index_score, whose score at position j is row[j * stride].
-// Round r gives thread t the positions first + r * kRound + t * kItems + [0, kItems), first being low
-// rounded down to kItems; positions outside the slice are invalid. kVector: one 16-byte (f32) or
-// 8-byte (f16, bf16) load a round, which needs G = 1, S_kv a multiple of kItems and an aligned row;
-// otherwise one load a valid position.
+// A CTA's slice [low, high) of one row of index_score, whose score at position j is row[(j - first) *
+// stride], first being low rounded down to kItems. Round r gives thread t the kItems positions at
+// offset r * kRound + t * kItems past first; positions outside the slice are invalid. kVector: one
+// 16-byte (f32) or 8-byte (f16, bf16) load a round, which needs G = 1, S_kv a multiple of kItems and an
+// aligned row; otherwise one load a valid position.
+// Offsets and positions are 32-bit (S_kv < 2^31, and offsets stay under high - first + kRound): the
+// stream spends a few instructions a score, and 64-bit bounds cost several of them.
 template <class T, bool kVector>
 struct RowScores {
   static constexpr int kWords = kItems * static_cast<int>(sizeof(T)) / 4;
@@ -91,58 +94,103 @@ struct RowScores {
     uint32_t word[kWords];
   };
 
-  const T* row;
+  const T* row;  // the score at position first
   int64_t stride;
-  int64_t low, high, first;
+  int32_t low, high, first;
 
-  __device__ int64_t start(int r) const { return first + int64_t{r} * kRound + threadIdx.x * kItems; }
-  __device__ int rounds() const { return high > low ? static_cast<int>(ceil_div(high - first, kRound)) : 0; }
+  __device__ uint32_t offset(int r) const {
+    return static_cast<uint32_t>(r) * kRound + threadIdx.x * static_cast<uint32_t>(kItems);
+  }
+  __device__ int rounds() const {
+    return high > low ? static_cast<int>(ceil_div(int64_t{high} - first, kRound)) : 0;
+  }
 
-  // The kItems scores from position p, a multiple of kItems past `first`.
-  __device__ Raw load_at(int64_t p, bool evict_first, uint64_t policy) const {
+  // The kItems scores from offset o, a multiple of kItems.
+  __device__ Raw load_at(uint32_t o, bool evict_first, uint64_t policy) const {
     Raw raw{};
     if constexpr (kVector) {
-      // p and S_kv are multiples of kItems: a vector that starts in the row ends in it.
-      const bool valid = p < high;
+      // o and S_kv are multiples of kItems: a vector that starts in the row ends in it.
+      const bool valid = o < static_cast<uint32_t>(high - first);
       if constexpr (kWords == 4) {
-        const auto* address = reinterpret_cast<const uint4*>(row + p);
+        const auto* address = reinterpret_cast<const uint4*>(row + o);
         const uint4 v = evict_first ? load_evict_first(address, valid, policy) : valid ? __ldg(address) : uint4{};
         raw.word[0] = v.x, raw.word[1] = v.y, raw.word[2] = v.z, raw.word[3] = v.w;
       } else {
-        const auto* address = reinterpret_cast<const uint2*>(row + p);
+        const auto* address = reinterpret_cast<const uint2*>(row + o);
         const uint2 v = evict_first ? load_evict_first(address, valid, policy) : valid ? __ldg(address) : uint2{};
         raw.word[0] = v.x, raw.word[1] = v.y;
       }
     } else {
 #pragma unroll
       for (int e = 0; e < kItems; ++e) {
-        const int64_t j = p + e;
-        if (j < low || j >= high) continue;
+        if (!valid_at(o + e)) continue;
+        const int64_t at = int64_t{o + e} * stride;
         if constexpr (kWords == 4) {
-          raw.word[e] = __ldg(reinterpret_cast<const unsigned*>(row) + j * stride);
+          raw.word[e] = __ldg(reinterpret_cast<const unsigned*>(row) + at);
         } else {
-          raw.word[e / 2] |= uint32_t{__ldg(reinterpret_cast<const unsigned short*>(row) + j * stride)} << (16 * (e % 2));
+          raw.word[e / 2] |= uint32_t{__ldg(reinterpret_cast<const unsigned short*>(row) + at)} << (16 * (e % 2));
         }
       }
     }
     return raw;
   }
 
-  __device__ void decode_at(const Raw& raw, int64_t p, Items& items) const {
+  // Whether offset o is in the slice: one unsigned compare, offsets before low wrapping past it.
+  __device__ bool valid_at(uint32_t o) const {
+    return o - static_cast<uint32_t>(low - first) < static_cast<uint32_t>(high - low);
+  }
+
+  // Score e of a load, as f32 bits.
+  __device__ uint32_t bits_at(const Raw& raw, int e) const {
+    if constexpr (kWords == 4) return widen<T>(raw.word[e]);
+    else return widen<T>(raw.word[e / 2] >> (16 * (e % 2)) & 0xFFFFu);
+  }
+
+  __device__ int32_t position_at(uint32_t o) const { return static_cast<int32_t>(static_cast<uint32_t>(first) + o); }
+
+  __device__ void decode_at(const Raw& raw, uint32_t o, Items& items) const {
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      const int64_t j = p + e;
-      uint32_t bits;
-      if constexpr (kWords == 4) bits = raw.word[e];
-      else bits = raw.word[e / 2] >> (16 * (e % 2)) & 0xFFFFu;
-      items.valid[e] = j >= low && j < high;
-      items.key[e] = key_of<T>(bits);
-      items.position[e] = static_cast<int32_t>(j);
+      items.valid[e] = valid_at(o + e);
+      items.key[e] = score_key(bits_at(raw, e));
+      items.position[e] = position_at(o + e);
     }
   }
 
-  __device__ Raw load(int r, bool evict_first, uint64_t policy) const { return load_at(start(r), evict_first, policy); }
-  __device__ void decode(const Raw& raw, int r, Items& items) const { decode_at(raw, start(r), items); }
+  // The stream's load of round r into `raw` (evict-first), the slot of an earlier round: with vector
+  // loads, a vector that starts past the slice is not loaded and its slot keeps what it held (a last
+  // round's entries past the slice are masked where they are keyed; later rounds are never read), which
+  // saves the zeroing and the round's bounds test.
+  __device__ void refill(Raw& raw, int r, uint64_t policy) const {
+    const uint32_t o = offset(r);
+    if constexpr (kVector) {
+      const int valid = o < static_cast<uint32_t>(high - first);
+      if constexpr (kWords == 4) {
+        asm volatile(
+            "{\n"
+            "  .reg .pred p;\n"
+            "  setp.ne.b32 p, %5, 0;\n"
+            "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n"
+            "}"
+            : "+r"(raw.word[0]), "+r"(raw.word[1]), "+r"(raw.word[2]), "+r"(raw.word[3])
+            : "l"(row + o), "r"(valid), "l"(policy));
+      } else {
+        asm volatile(
+            "{\n"
+            "  .reg .pred p;\n"
+            "  setp.ne.b32 p, %3, 0;\n"
+            "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %4;\n"
+            "}"
+            : "+r"(raw.word[0]), "+r"(raw.word[1])
+            : "l"(row + o), "r"(valid), "l"(policy));
+      }
+    } else {
+      raw = load_at(o, false, policy);
+    }
+  }
+
+  __device__ Raw load(int r, bool evict_first, uint64_t policy) const { return load_at(offset(r), evict_first, policy); }
+  __device__ void decode(const Raw& raw, int r, Items& items) const { decode_at(raw, offset(r), items); }
   __device__ void round(int r, Items& items) const { decode(load(r, false, 0), r, items); }
 };
 
@@ -154,7 +202,8 @@ struct HeldItems {
   __device__ void round(int, Items& out) const { out = items; }
 };
 
-// The CTA's candidates: the first `size` entries of the shared buffer, in position order.
+// The CTA's candidates: the first `size` entries of the shared buffer, in position order. The stream
+// stores stream keys (append_keys), the steps over the buffer keys: a key is fixed where read.
 struct Candidates {
   const uint32_t* key;
   const int32_t* position;
@@ -169,7 +218,7 @@ struct Candidates {
     const int32_t p[kItems] = {positions.x, positions.y, positions.z, positions.w};
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      items.key[e] = k[e];
+      items.key[e] = fixed_key(k[e]);
       items.position[e] = p[e];
       items.valid[e] = first + e < size;
     }
@@ -178,44 +227,74 @@ struct Candidates {
 
 __device__ Candidates candidates(const Shared& sh, int size) { return {sh.entries.key, sh.entries.position, size}; }
 
-// Appends a round's entries with keys above `floor` to the buffer; first cuts the buffer to its top
-// `topk` and raises the floor where they would not fit.
-__device__ void append(const Items& items, int topk, int& size, uint32_t& floor, Shared& sh, Parity& parity) {
-  bool keep[kItems];
-  int count = 0;
-  const auto mark = [&] {
-    count = 0;
+// Cuts the buffer's `size` candidates (more than topk) to their top topk, in place and in position
+// order; returns the key under them, the stream's new floor: no later score at or under it can enter
+// the top topk, since topk candidates at lower positions beat it.
+__device__ uint32_t cut(int topk, int size, Shared& sh, Parity& parity) {
+  const Candidates held = candidates(sh, size);
+  const Selection top = select_top<false>(held, topk, 1, sh.select, parity);
+  compact(
+      held, top, nothing(),
+      [&](int at, uint32_t key, int32_t position) {
+        sh.entries.key[at] = key;
+        sh.entries.position[at] = position;
+      },
+      sh.select, parity);
+  return top.key_above;
+}
+
+// The stream's keys of round r (stream_key; 0, which passes no floor, where a position lies outside the
+// slice: in the first and last rounds only).
+template <class T, bool kVector>
+__device__ void stream_keys(const RowScores<T, kVector>& scores, const typename RowScores<T, kVector>::Raw& raw,
+                            int r, int rounds, uint32_t (&key)[kItems]) {
+#pragma unroll
+  for (int e = 0; e < kItems; ++e) {
+    const uint32_t bits = scores.bits_at(raw, e);
+    key[e] = stream_key(bits, isnan(__uint_as_float(bits)));
+  }
+  if (r == 0 || r == rounds - 1) {
+    const uint32_t o = scores.offset(r);
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      keep[e] = items.valid[e] && items.key[e] > floor;
-      count += keep[e];
+      if (!scores.valid_at(o + e)) key[e] = 0;
     }
+  }
+}
+
+// One round of the stream: the entries of round r whose keys are above the floor, appended to the
+// buffer in position order; where they would overflow it, the buffer is first cut to its top topk and
+// the floor raised (cut). The stream is bound by its instructions a score (the SM issues some 2.4 scores
+// a cycle at its share of the copy rate), so that a score costs a flip, a NaN select and a compare
+// (stream_key, FloorTest), a ballot, and the stores where it passes: the buffer takes stream keys,
+// fixed where read (Candidates), and bounds are checked in the first and last rounds only.
+template <class T, bool kVector>
+__device__ void append_keys(const RowScores<T, kVector>& scores, const uint32_t (&key)[kItems], int r, int topk,
+                            int& size, uint32_t& floor, Shared& sh, Parity& parity) {
+  bool keep[kItems];
+  const auto mark = [&] {
+    const FloorTest test(floor);
+#pragma unroll
+    for (int e = 0; e < kItems; ++e) keep[e] = test.passes(key[e]);
   };
   mark();
   int total;
-  int slot = place(count, total, sh.select, parity);
+  int slot = place(keep, total, sh.select, parity);
   if (size + total > kCapacity) {
     // size > kCapacity - kRound >= topk: there is something to cut.
-    const Candidates held = candidates(sh, size);
-    const Selection top = select_top<false>(held, topk, 1, sh.select, parity);
-    compact(
-        held, top, nothing(),
-        [&](int at, uint32_t key, int32_t position) {
-          sh.entries.key[at] = key;
-          sh.entries.position[at] = position;
-        },
-        sh.select, parity);
+    floor = cut(topk, size, sh, parity);
     size = topk;
-    floor = top.key_above;
     mark();
-    slot = place(count, total, sh.select, parity);
+    slot = place(keep, total, sh.select, parity);
   }
+  int at = size + slot;
+  const int32_t position = scores.position_at(scores.offset(r));
 #pragma unroll
   for (int e = 0; e < kItems; ++e) {
     if (keep[e]) {
-      sh.entries.key[size + slot] = items.key[e];
-      sh.entries.position[size + slot] = items.position[e];
-      ++slot;
+      sh.entries.key[at] = key[e];
+      sh.entries.position[at] = position + e;
+      ++at;
     }
   }
   size += total;
@@ -230,16 +309,16 @@ __device__ void append(const Items& items, int topk, int& size, uint32_t& floor,
 // key passes) where the slice fits the buffer whole, or the sample is too small to help.
 template <class T, bool kVector>
 __device__ uint32_t sampled_floor(const RowScores<T, kVector>& scores, int topk, Shared& sh, Parity& parity) {
-  const int64_t length = scores.high - scores.low;
+  const int length = scores.high - scores.low;
   if (length <= kCapacity) return 0;
   // step * kThreads <= high - first, so that every spot's kItems scores lie before high; only thread 0's
   // first ones may lie before low.
-  const int64_t step = (scores.high - scores.first) / kRound * kItems;
-  const int n = kRound - static_cast<int>(scores.low - scores.first);
+  const uint32_t step = static_cast<uint32_t>(scores.high - scores.first) / kRound * kItems;
+  const int n = kRound - (scores.low - scores.first);
   const float m = static_cast<float>(topk) * static_cast<float>(n) / static_cast<float>(length);
   const int r = static_cast<int>(m + 4.0f * sqrtf(m)) + 1;
   if (r >= n) return 0;
-  const int64_t spot = scores.first + threadIdx.x * step;
+  const uint32_t spot = threadIdx.x * step;
   HeldItems sample;
   scores.decode_at(scores.load_at(spot, false, 0), spot, sample.items);
   begin_search(sh.select, parity);
@@ -270,9 +349,7 @@ __device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, 
   for (bool sampled = true;; sampled = false) {
     Raw ahead[kDepth]{};
 #pragma unroll
-    for (int h = 0; h < kDepth; ++h) {
-      if (h < rounds) ahead[h] = scores.load(h, true, policy);
-    }
+    for (int h = 0; h < kDepth; ++h) scores.refill(ahead[h], h, policy);
     // The sample's loads and selection overlap the first rounds' loads.
     uint32_t floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
     const bool guessed = floor != 0;
@@ -281,12 +358,11 @@ __device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, 
 #pragma unroll
       for (int h = 0; h < kDepth; ++h) {
         if (r + h < rounds) {
-          // Round r + h's slot takes round r + h + kDepth's load as soon as its scores are read.
-          const Raw now = ahead[h];
-          if (r + h + kDepth < rounds) ahead[h] = scores.load(r + h + kDepth, true, policy);
-          Items items;
-          scores.decode(now, r + h, items);
-          append(items, topk, size, floor, sh, parity);
+          // Round r + h's slot takes round r + h + kDepth's load as soon as its scores are keyed.
+          uint32_t key[kItems];
+          stream_keys(scores, ahead[h], r + h, rounds, key);
+          scores.refill(ahead[h], r + h + kDepth, policy);
+          append_keys(scores, key, r + h, topk, size, floor, sh, parity);
         }
       }
     }
@@ -391,8 +467,10 @@ __device__ void select_rows_of_cta(const Params& p, Shared& sh) {
     if (wanted > 0) {
       const int64_t share = ceil_div(ceil_div(count, ranks), kItems) * kItems;
       const int64_t mine_low = min(low + rank * share, high), mine_high = min(mine_low + share, high);
-      const RowScores<T, kVector> scores{static_cast<const T*>(p.scores) + query * p.keys * p.groups + group,
-                                         p.groups, mine_low, mine_high, mine_low / kItems * kItems};
+      const int64_t first = mine_low / kItems * kItems;
+      const RowScores<T, kVector> scores{
+          static_cast<const T*>(p.scores) + (query * p.keys + first) * p.groups + group, p.groups,
+          static_cast<int32_t>(mine_low), static_cast<int32_t>(mine_high), static_cast<int32_t>(first)};
       if constexpr (kBuffered) {
         const int size = stream_candidates(scores, p.topk, sh, parity);
         write_row(candidates(sh, size), wanted, p.sorted, out, ranks, rank, sh, parity);
