@@ -134,6 +134,36 @@ __device__ inline int place(const bool (&keep)[kItems], int& total, SelectShared
   return warp_base + before;
 }
 
+// place for two rounds at once, with one barrier: the second round's items follow all of the
+// first's. A thread's counts of both travel as the halves of one word through one scan of the warp and
+// one of the warps (a CTA's count is at most kRound, so that the halves never carry into each other):
+// fewer instructions than a ballot an item once there are eight. slot_first and slot_second get the
+// thread's first slot in each round's run, first_total the first round's count and total both rounds'.
+__device__ inline void place_two(const bool (&first)[kItems], const bool (&second)[kItems], int& slot_first,
+                                 int& slot_second, int& first_total, int& total, SelectShared& sh, Parity& parity) {
+  static_assert(kRound < (1 << 16), "a round's count fits a half word");
+  uint32_t low = 0, high = 0;
+#pragma unroll
+  for (int e = 0; e < kItems; ++e) {
+    low += first[e];
+    high += second[e];
+  }
+  const uint32_t mine = low | high << 16;
+  const uint32_t inclusive = warp_inclusive_sum(mine);
+  uint32_t(*words)[2] = sh.warp_words[parity.block];
+  if (lane_id() == 31) words[warp_id()][0] = inclusive;
+  __syncthreads();
+  const uint32_t warp_count = lane_id() < kWarps ? words[lane_id()][0] : 0;
+  const uint32_t warps_inclusive = warp_inclusive_sum<kWarps>(warp_count);
+  const uint32_t totals = __shfl_sync(kFullMask, warps_inclusive, kWarps - 1);
+  const uint32_t slots = __shfl_sync(kFullMask, warps_inclusive - warp_count, warp_id()) + inclusive - mine;
+  parity.block ^= 1;
+  first_total = static_cast<int>(totals & 0xFFFFu);
+  total = first_total + static_cast<int>(totals >> 16);
+  slot_first = static_cast<int>(slots & 0xFFFFu);
+  slot_second = first_total + static_cast<int>(slots >> 16);
+}
+
 // Publishes this CTA's two words to its cluster; returns them, readable at every rank (at_rank) until
 // the second publish after this one.
 __device__ inline uint32_t* publish(uint32_t first, uint32_t second, SelectShared& sh, Parity& parity) {

@@ -157,36 +157,40 @@ struct RowScores {
     }
   }
 
-  // The stream's load of round r into `raw` (evict-first), the slot of an earlier round: with vector
-  // loads, a vector that starts past the slice is not loaded and its slot keeps what it held (a last
-  // round's entries past the slice are masked where they are keyed; later rounds are never read), which
-  // saves the zeroing and the round's bounds test.
-  __device__ void refill(Raw& raw, int r, uint64_t policy) const {
+  // The stream's copy of round r (vector loads) into slot `slot` of the ring in shared memory, each
+  // thread's kWords words of a slot its own (at `mine`, the shared address of its words of slot 0):
+  // evict-first; zeros, no bytes read (from the slice's first vector), where the vector starts past the
+  // slice. None for a round past the last: the stream never reads it.
+  __device__ void stage(uint32_t mine, int slot, int r, int rounds, uint64_t policy) const {
+    static_assert(kVector);
+    if (r >= rounds) return;
     const uint32_t o = offset(r);
-    if constexpr (kVector) {
-      const int valid = o < static_cast<uint32_t>(high - first);
-      if constexpr (kWords == 4) {
-        asm volatile(
-            "{\n"
-            "  .reg .pred p;\n"
-            "  setp.ne.b32 p, %5, 0;\n"
-            "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %6;\n"
-            "}"
-            : "+r"(raw.word[0]), "+r"(raw.word[1]), "+r"(raw.word[2]), "+r"(raw.word[3])
-            : "l"(row + o), "r"(valid), "l"(policy));
-      } else {
-        asm volatile(
-            "{\n"
-            "  .reg .pred p;\n"
-            "  setp.ne.b32 p, %3, 0;\n"
-            "  @p ld.global.nc.L1::no_allocate.L2::cache_hint.v2.u32 {%0, %1}, [%2], %4;\n"
-            "}"
-            : "+r"(raw.word[0]), "+r"(raw.word[1])
-            : "l"(row + o), "r"(valid), "l"(policy));
-      }
+    const bool valid = o < static_cast<uint32_t>(high - first);
+    const uint32_t to = mine + static_cast<uint32_t>(slot) * (kThreads * kWords * 4);
+    const T* from = row + (valid ? o : 0);
+    if constexpr (kWords == 4) {
+      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(to), "l"(from),
+                   "r"(valid ? 16 : 0), "l"(policy)
+                   : "memory");
     } else {
-      raw = load_at(o, false, policy);
+      asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2, %3;" ::"r"(to), "l"(from),
+                   "r"(valid ? 8 : 0), "l"(policy)
+                   : "memory");
     }
+  }
+
+  // This thread's words of the round in slot `slot`, once its copy has landed.
+  __device__ Raw staged(const uint32_t* ring, int slot) const {
+    const uint32_t* at = ring + (slot * kThreads + threadIdx.x) * kWords;
+    Raw raw;
+    if constexpr (kWords == 4) {
+      const uint4 v = *reinterpret_cast<const uint4*>(at);
+      raw.word[0] = v.x, raw.word[1] = v.y, raw.word[2] = v.z, raw.word[3] = v.w;
+    } else {
+      const uint2 v = *reinterpret_cast<const uint2*>(at);
+      raw.word[0] = v.x, raw.word[1] = v.y;
+    }
+    return raw;
   }
 
   __device__ Raw load(int r, bool evict_first, uint64_t policy) const { return load_at(offset(r), evict_first, policy); }
@@ -244,7 +248,7 @@ __device__ uint32_t cut(int topk, int size, Shared& sh, Parity& parity) {
 }
 
 // The stream's keys of round r (stream_key; 0, which passes no floor, where a position lies outside the
-// slice: in the first and last rounds only).
+// slice: in the first round, the last and the one past it, which ends an odd count's last pair).
 template <class T, bool kVector>
 __device__ void stream_keys(const RowScores<T, kVector>& scores, const typename RowScores<T, kVector>::Raw& raw,
                             int r, int rounds, uint32_t (&key)[kItems]) {
@@ -253,11 +257,30 @@ __device__ void stream_keys(const RowScores<T, kVector>& scores, const typename 
     const uint32_t bits = scores.bits_at(raw, e);
     key[e] = stream_key(bits, isnan(__uint_as_float(bits)));
   }
-  if (r == 0 || r == rounds - 1) {
+  if (r == 0 || r >= rounds - 1) {
     const uint32_t o = scores.offset(r);
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
       if (!scores.valid_at(o + e)) key[e] = 0;
+    }
+  }
+}
+
+// Writes the entries of round r that pass `test` to the buffer from slot `at` on.
+template <class T, bool kVector>
+__device__ void store_kept(const RowScores<T, kVector>& scores, FloorTest test, const uint32_t (&key)[kItems], int r,
+                           int at, Shared& sh) {
+  // The test again rather than the flags of the placement, which the compiler would otherwise hold
+  // across its barrier: eight for a pair, past the SM's seven predicates, packed and unpacked in a
+  // register at some four instructions each. An opaque copy of the bound stops it reusing the flags.
+  asm("" : "+r"(test.below));
+  const int32_t position = scores.position_at(scores.offset(r));
+#pragma unroll
+  for (int e = 0; e < kItems; ++e) {
+    if (test.passes(key[e])) {
+      sh.entries.key[at] = key[e];
+      sh.entries.position[at] = position + e;
+      ++at;
     }
   }
 }
@@ -287,16 +310,33 @@ __device__ void append_keys(const RowScores<T, kVector>& scores, const uint32_t 
     mark();
     slot = place(keep, total, sh.select, parity);
   }
-  int at = size + slot;
-  const int32_t position = scores.position_at(scores.offset(r));
+  store_kept(scores, FloorTest(floor), key, r, size + slot, sh);
+  size += total;
+}
+
+// Two rounds of the stream at once (append_keys) with one placement, whose barrier and scan over the
+// warps' counts are much of a round's instructions. Where the two would overflow the buffer, each round
+// goes alone, cutting as it must.
+template <class T, bool kVector>
+__device__ void append_pair(const RowScores<T, kVector>& scores, const uint32_t (&first)[kItems],
+                            const uint32_t (&second)[kItems], int r, int topk, int& size, uint32_t& floor,
+                            Shared& sh, Parity& parity) {
+  const FloorTest test(floor);
+  bool keep_first[kItems], keep_second[kItems];
 #pragma unroll
   for (int e = 0; e < kItems; ++e) {
-    if (keep[e]) {
-      sh.entries.key[at] = key[e];
-      sh.entries.position[at] = position + e;
-      ++at;
-    }
+    keep_first[e] = test.passes(first[e]);
+    keep_second[e] = test.passes(second[e]);
   }
+  int slot_first, slot_second, first_total, total;
+  place_two(keep_first, keep_second, slot_first, slot_second, first_total, total, sh.select, parity);
+  if (size + total > kCapacity) {
+    append_keys(scores, first, r, topk, size, floor, sh, parity);
+    append_keys(scores, second, r + 1, topk, size, floor, sh, parity);
+    return;
+  }
+  store_kept(scores, test, first, r, size + slot_first, sh);
+  store_kept(scores, test, second, r + 1, size + slot_second, sh);
   size += total;
 }
 
@@ -330,39 +370,84 @@ __device__ uint32_t sampled_floor(const RowScores<T, kVector>& scores, int topk,
   return find_value<false>(sample, by_key, r, 1, sh.select, parity).low - 1;
 }
 
-// Rounds of scores a thread has in flight while the stream filters: with vector loads 48 bytes, 3 rounds
-// of f32 scores or 6 of f16 and bf16 (24 KB a CTA, 48 KB an SM: some 1.5 to 2 times what the copy rate
-// needs at DRAM's loaded latency); with one load a score, 8 words (the registers of 64 a thread that the
-// two CTAs an SM leave).
-template <class T, bool kVector>
-constexpr int kAhead = (kVector ? 12 : 8) / RowScores<T, kVector>::kWords;
+// Rounds of scores a thread has in flight with one load a score: 8 words in registers (of the 64 a
+// thread that two CTAs an SM leave).
+template <class T>
+constexpr int kAhead = 8 / (kItems * static_cast<int>(sizeof(T)) / 4);
+
+template <int kPending>
+__device__ void wait_for_copies() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
+__device__ inline void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+// The ring of rounds in flight with vector loads: 48 KB a CTA (6 rounds of f32 scores, 12 of f16 and
+// bf16), copied into shared memory (cp.async), so that they hold no registers and stay in flight
+// through the pair's placement, a cut, the sample's search. With the buffers, 83 KB a CTA: two CTAs an
+// SM still, and 96 KB of loads in flight an SM, some four times what the copy rate needs at DRAM's
+// loaded latency, so that the SM keeps its share while one of its CTAs selects.
+constexpr int kRingBytes = 48 * 1024;
+template <class T>
+constexpr int kRingRounds = kRingBytes / (kRound * static_cast<int>(sizeof(T)));
+static_assert(kRingRounds<float> % 2 == 0 && kRingRounds<__half> % 2 == 0, "the ring holds whole pairs");
 
 // Streams the CTA's slice into the candidate buffer: returns the candidates' count. They hold the
 // slice's top topk entries. The floor starts at the sampled one (sampled_floor); where fewer than topk
 // keys passed it, the slice is streamed again from floor 0.
+// With vector loads, rounds go in pairs (append_pair) through the ring in shared memory, a group of
+// copies a pair; with one load a score, one at a time through kAhead rounds in registers.
 template <class T, bool kVector>
-__device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, Shared& sh, Parity& parity) {
-  using Raw = typename RowScores<T, kVector>::Raw;
-  constexpr int kDepth = kAhead<T, kVector>;
+__device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, uint32_t* ring, Shared& sh,
+                                 Parity& parity) {
   const uint64_t policy = evict_first_policy();
   const int rounds = scores.rounds();
+  if (rounds == 0) return 0;  // a cluster's rank past a short row's end
   for (bool sampled = true;; sampled = false) {
-    Raw ahead[kDepth]{};
-#pragma unroll
-    for (int h = 0; h < kDepth; ++h) scores.refill(ahead[h], h, policy);
-    // The sample's loads and selection overlap the first rounds' loads.
-    uint32_t floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
-    const bool guessed = floor != 0;
     int size = 0;
-    for (int r = 0; r < rounds; r += kDepth) {
+    uint32_t floor = 0;
+    bool guessed = false;
+    if constexpr (kVector) {
+      constexpr int kSlots = kRingRounds<T>;
+      const auto mine = static_cast<uint32_t>(__cvta_generic_to_shared(ring + threadIdx.x * (kItems * sizeof(T) / 4)));
+      for (int r = 0; r < kSlots; r += 2) {
+        scores.stage(mine, r, r, rounds, policy);
+        scores.stage(mine, r + 1, r + 1, rounds, policy);
+        commit_copies();
+      }
+      // The sample's loads and search overlap the first rounds' copies.
+      floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
+      guessed = floor != 0;
+      for (int r = 0, slot = 0; r < rounds; r += 2, slot = slot + 2 == kSlots ? 0 : slot + 2) {
+        wait_for_copies<kSlots / 2 - 1>();  // the pair's group, the oldest of kSlots / 2
+        uint32_t first[kItems], second[kItems];
+        stream_keys(scores, scores.staged(ring, slot), r, rounds, first);
+        stream_keys(scores, scores.staged(ring, slot + 1), r + 1, rounds, second);
+        append_pair(scores, first, second, r, topk, size, floor, sh, parity);
+        // The pair's slots take the rounds kSlots later (the thread read its words of them above).
+        scores.stage(mine, slot, r + kSlots, rounds, policy);
+        scores.stage(mine, slot + 1, r + 1 + kSlots, rounds, policy);
+        commit_copies();
+      }
+      wait_for_copies<0>();  // a second stream, or the next row's, reuses the slots
+    } else {
+      using Raw = typename RowScores<T, kVector>::Raw;
+      constexpr int kDepth = kAhead<T>;
+      Raw ahead[kDepth];
 #pragma unroll
-      for (int h = 0; h < kDepth; ++h) {
-        if (r + h < rounds) {
-          // Round r + h's slot takes round r + h + kDepth's load as soon as its scores are keyed.
-          uint32_t key[kItems];
-          stream_keys(scores, ahead[h], r + h, rounds, key);
-          scores.refill(ahead[h], r + h + kDepth, policy);
-          append_keys(scores, key, r + h, topk, size, floor, sh, parity);
+      for (int h = 0; h < kDepth; ++h) ahead[h] = scores.load(h, false, policy);
+      floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
+      guessed = floor != 0;
+      for (int r = 0; r < rounds; r += kDepth) {
+#pragma unroll
+        for (int h = 0; h < kDepth; ++h) {
+          if (r + h < rounds) {
+            // Round r + h's slot takes round r + h + kDepth's load as soon as its scores are keyed.
+            uint32_t key[kItems];
+            stream_keys(scores, ahead[h], r + h, rounds, key);
+            ahead[h] = scores.load(r + h + kDepth, false, policy);
+            append_keys(scores, key, r + h, topk, size, floor, sh, parity);
+          }
         }
       }
     }
@@ -450,7 +535,7 @@ __device__ void write_row(const Source& source, int wanted, bool sorted, int32_t
 // One CTA's part: rows are walked cluster-stride; the rank's slice of a row is a ceil(count / ranks)
 // share of its window, a multiple of kItems.
 template <class T, bool kVector, bool kBuffered>
-__device__ void select_rows_of_cta(const Params& p, Shared& sh) {
+__device__ void select_rows_of_cta(const Params& p, uint32_t* ring, Shared& sh) {
   const int ranks = static_cast<int>(cg::cluster_group::num_blocks());
   const int rank = static_cast<int>(cg::cluster_group::block_rank());
   Parity parity;
@@ -472,7 +557,7 @@ __device__ void select_rows_of_cta(const Params& p, Shared& sh) {
           static_cast<const T*>(p.scores) + (query * p.keys + first) * p.groups + group, p.groups,
           static_cast<int32_t>(mine_low), static_cast<int32_t>(mine_high), static_cast<int32_t>(first)};
       if constexpr (kBuffered) {
-        const int size = stream_candidates(scores, p.topk, sh, parity);
+        const int size = stream_candidates(scores, p.topk, ring, sh, parity);
         write_row(candidates(sh, size), wanted, p.sorted, out, ranks, rank, sh, parity);
       } else {
         write_row(scores, wanted, p.sorted, out, ranks, rank, sh, parity);
@@ -488,7 +573,8 @@ __device__ void select_rows_of_cta(const Params& p, Shared& sh) {
 template <class T, bool kVector, bool kBuffered>
 __global__ void __launch_bounds__(kThreads, 2) select_rows(const Params p) {
   __shared__ Shared sh;
-  select_rows_of_cta<T, kVector, kBuffered>(p, sh);
+  extern __shared__ uint4 ring[];  // kRingBytes where kVector and kBuffered (stream_candidates), else none
+  select_rows_of_cta<T, kVector, kBuffered>(p, reinterpret_cast<uint32_t*>(ring), sh);
 }
 
 // A cluster splits rows only while the rows alone leave fewer CTAs than two an SM, and each CTA keeps
@@ -534,6 +620,16 @@ void launch(std::string_view op, const TopkGeometry& g, const TopkSelectorTensor
   config.attrs = &cluster;
   config.numAttrs = 1;
   const auto kernel = vector ? kernel_for<T, true>(buffered) : kernel_for<T, false>(buffered);
+  if (vector && buffered) {
+    // The ring takes static and dynamic shared memory past the 48 KB that needs no opt-in; the carveout
+    // at its most shared memory keeps two CTAs an SM. Attributes, not stream work: capturable.
+    config.dynamicSmemBytes = kRingBytes;
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingBytes), op,
+               "cudaFuncSetAttribute");
+    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                    cudaSharedmemCarveoutMaxShared),
+               op, "cudaFuncSetAttribute");
+  }
   check_cuda(cudaLaunchKernelEx(&config, kernel, p), op, "cudaLaunchKernelEx");
 }
 
