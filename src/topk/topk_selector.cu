@@ -1,10 +1,10 @@
 // TopkSelectorFwd's kernel: one CTA per query row and group, or a cluster of CTAs that split a long row
 // where the rows alone would leave SMs idle. Design and roofline: docs/perf/topk.md.
 //
-// A row is read once, streaming (topk <= kMaxBufferedTopk, every serving shape): each round of kRound
-// scores (48 bytes a thread in flight, evict-first) is turned into keys (score_key) and filtered
-// against the CTA's floor; survivors are appended to a candidate buffer in shared memory, in position
-// order. The floor starts just under a sample's estimate of the slice's topk-th key (sampled_floor), so
+// A row is read once, streaming (topk <= kMaxBufferedTopk, every serving shape): rounds of kRound scores
+// are copied into a ring in shared memory (48 KB a CTA in flight, evict-first; registers where a score
+// takes its own load), turned into keys (stream_key) and filtered against the CTA's floor, two rounds at
+// a time; survivors are appended to a candidate buffer in shared memory, in position order. The floor starts just under a sample's estimate of the slice's topk-th key (sampled_floor), so
 // that on random scores a row's candidates fit the buffer; after the stream, fewer than topk candidates
 // mean the estimate was too high, and the slice is streamed again from floor 0. When a round would
 // overflow the buffer, the buffer is cut to its exact top topk (select_top with the tie rule) and the
@@ -287,10 +287,11 @@ __device__ void store_kept(const RowScores<T, kVector>& scores, FloorTest test, 
 
 // One round of the stream: the entries of round r whose keys are above the floor, appended to the
 // buffer in position order; where they would overflow it, the buffer is first cut to its top topk and
-// the floor raised (cut). The stream is bound by its instructions a score (the SM issues some 2.4 scores
-// a cycle at its share of the copy rate), so that a score costs a flip, a NaN select and a compare
-// (stream_key, FloorTest), a ballot, and the stores where it passes: the buffer takes stream keys,
-// fixed where read (Candidates), and bounds are checked in the first and last rounds only.
+// the floor raised (cut). The stream is bound by its instructions a score (the SM must take some 3
+// scores a cycle to keep its share of the copy rate), so that a score costs a flip, a NaN select, a compare
+// (stream_key, FloorTest), its share of the placement, and the stores where it passes: the buffer
+// takes stream keys, fixed where read (Candidates), and bounds are checked in the first and last rounds
+// only.
 template <class T, bool kVector>
 __device__ void append_keys(const RowScores<T, kVector>& scores, const uint32_t (&key)[kItems], int r, int topk,
                             int& size, uint32_t& floor, Shared& sh, Parity& parity) {
