@@ -78,12 +78,21 @@ __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x &
 __device__ __forceinline__ int warp_id() { return static_cast<int>(threadIdx.x >> 5); }
 
 // The sum over this lane and the lanes below it, exact in the first kLanes lanes (a power of two).
-template <int kLanes = 32, class V>
-__device__ V warp_inclusive_sum(V value) {
+// Each step adds under the shuffle's own in-range predicate (as CUB's scans do) rather than a compare
+// of the lane: the stream's loop runs short of predicate registers, and a lane test a step held across
+// it costs several instructions a step.
+template <int kLanes = 32>
+__device__ uint32_t warp_inclusive_sum(uint32_t value) {
 #pragma unroll
   for (int d = 1; d < kLanes; d *= 2) {
-    const V lower = __shfl_up_sync(kFullMask, value, d);
-    if (lane_id() >= d) value += lower;
+    asm("{\n"
+        "  .reg .u32 lower;\n"
+        "  .reg .pred in_range;\n"
+        "  shfl.sync.up.b32 lower|in_range, %0, %1, 0, -1;\n"
+        "  @in_range add.u32 %0, lower, %0;\n"
+        "}"
+        : "+r"(value)
+        : "r"(d));
   }
   return value;
 }
@@ -126,10 +135,10 @@ __device__ inline int place(const bool (&keep)[kItems], int& total, SelectShared
   uint32_t(*words)[2] = sh.warp_words[parity.block];
   if (lane_id() == 0) words[warp_id()][0] = static_cast<uint32_t>(warp_total);
   __syncthreads();
-  const int warp_count = lane_id() < kWarps ? static_cast<int>(words[lane_id()][0]) : 0;
-  const int warps_inclusive = warp_inclusive_sum<kWarps>(warp_count);
-  total = __shfl_sync(kFullMask, warps_inclusive, kWarps - 1);
-  const int warp_base = __shfl_sync(kFullMask, warps_inclusive - warp_count, warp_id());
+  const uint32_t warp_count = lane_id() < kWarps ? words[lane_id()][0] : 0;
+  const uint32_t warps_inclusive = warp_inclusive_sum<kWarps>(warp_count);
+  total = static_cast<int>(__shfl_sync(kFullMask, warps_inclusive, kWarps - 1));
+  const int warp_base = static_cast<int>(__shfl_sync(kFullMask, warps_inclusive - warp_count, warp_id()));
   parity.block ^= 1;
   return warp_base + before;
 }

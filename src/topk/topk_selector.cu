@@ -179,16 +179,18 @@ struct RowScores {
     }
   }
 
-  // This thread's words of the round in slot `slot`, once its copy has landed.
-  __device__ Raw staged(const uint32_t* ring, int slot) const {
-    const uint32_t* at = ring + (slot * kThreads + threadIdx.x) * kWords;
+  // This thread's words of the round in slot `slot` (mine as for stage), once its copy has landed: read
+  // by shared address, in order after the wait (volatile, as the wait is).
+  __device__ Raw staged(uint32_t mine, int slot) const {
+    const uint32_t at = mine + static_cast<uint32_t>(slot) * (kThreads * kWords * 4);
     Raw raw;
     if constexpr (kWords == 4) {
-      const uint4 v = *reinterpret_cast<const uint4*>(at);
-      raw.word[0] = v.x, raw.word[1] = v.y, raw.word[2] = v.z, raw.word[3] = v.w;
+      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                   : "=r"(raw.word[0]), "=r"(raw.word[1]), "=r"(raw.word[2]), "=r"(raw.word[3])
+                   : "r"(at)
+                   : "memory");
     } else {
-      const uint2 v = *reinterpret_cast<const uint2*>(at);
-      raw.word[0] = v.x, raw.word[1] = v.y;
+      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(raw.word[0]), "=r"(raw.word[1]) : "r"(at) : "memory");
     }
     return raw;
   }
@@ -422,8 +424,8 @@ __device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, 
       for (int r = 0, slot = 0; r < rounds; r += 2, slot = slot + 2 == kSlots ? 0 : slot + 2) {
         wait_for_copies<kSlots / 2 - 1>();  // the pair's group, the oldest of kSlots / 2
         uint32_t first[kItems], second[kItems];
-        stream_keys(scores, scores.staged(ring, slot), r, rounds, first);
-        stream_keys(scores, scores.staged(ring, slot + 1), r + 1, rounds, second);
+        stream_keys(scores, scores.staged(mine, slot), r, rounds, first);
+        stream_keys(scores, scores.staged(mine, slot + 1), r + 1, rounds, second);
         append_pair(scores, first, second, r, topk, size, floor, sh, parity);
         // The pair's slots take the rounds kSlots later (the thread read its words of them above).
         scores.stage(mine, slot, r + kSlots, rounds, policy);
