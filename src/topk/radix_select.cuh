@@ -85,7 +85,7 @@ template <int kLanes = 32>
 __device__ uint32_t warp_inclusive_sum(uint32_t value) {
 #pragma unroll
   for (int d = 1; d < kLanes; d *= 2) {
-    asm("{\n"
+    asm volatile("{\n"
         "  .reg .u32 lower;\n"
         "  .reg .pred in_range;\n"
         "  shfl.sync.up.b32 lower|in_range, %0, %1, 0, -1;\n"
