@@ -67,6 +67,11 @@ def _output_size(input, output_size):
     """F.adaptive_*_pool2d's output_size: an int, or a pair whose None entries keep the input's size."""
     if isinstance(output_size, int):
         return [output_size, output_size]
+    # The common pair of sizes goes to the op as given: this runs on every eager call.
+    if len(output_size) == 2:
+        height, width = output_size
+        if height is not None and width is not None:
+            return output_size
     sizes = list(output_size)
     return [input.shape[axis - len(sizes)] if size is None else size for axis, size in enumerate(sizes)]
 
