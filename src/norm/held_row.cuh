@@ -617,7 +617,8 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
 // (for_each_held_row), paying its setup (parameters, cache policy) once, not once a row.
 template <class Kernel>
 dim3 resident_grid(std::string_view op, Kernel kernel, dim3 grid, dim3 block, int multiprocessors) {
-  const int resident = resident_blocks(op, reinterpret_cast<const void*>(kernel), static_cast<int>(block.x * block.y), 0);
+  const int resident =
+      resident_blocks(op, reinterpret_cast<const void*>(kernel), static_cast<int>(block.x * block.y), 0);
   grid.x = std::min(grid.x, static_cast<unsigned>(std::max(resident, 1) * multiprocessors));
   return grid;
 }
