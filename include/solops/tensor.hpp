@@ -26,6 +26,10 @@ struct TensorRef {
   std::array<int64_t, kMaxRank> shape{};
   std::array<int64_t, kMaxRank> strides{};  // in elements
   int32_t device = kCpu;
+  // Set where the caller guarantees that `data` is memory of CUDA device `device` (PyTorch's CUDA
+  // tensors are): the ops then skip their query of the pointer's kind (cudaPointerGetAttributes, a
+  // driver call per tensor per call). Left false, every CUDA op asks the driver.
+  bool device_memory_known = false;
 
   std::span<const int64_t> sizes() const { return {shape.data(), static_cast<size_t>(rank)}; }
   // numel(), bytes() and is_contiguous() throw solops::Error where the count passes int64 (as do

@@ -58,23 +58,20 @@ def _shape(normalized_shape):
     return [normalized_shape] if isinstance(normalized_shape, int) else normalized_shape
 
 
-def _requires_grad(t):
-    """Whether an optional tensor requires a gradient."""
-    return t is not None and t.requires_grad
-
-
 def _needs_grad(input, weight, bias):
     """Whether a norm of input, weight and bias must run its differentiable op (spelled out rather
-    than a loop over the tensors: this runs on every eager call)."""
-    return torch.is_grad_enabled() and (input.requires_grad or _requires_grad(weight) or _requires_grad(bias))
+    than a loop over the tensors or a helper per tensor, and the grad mode asked last: this runs on
+    every eager call)."""
+    return ((input.requires_grad or weight is not None and weight.requires_grad
+             or bias is not None and bias.requires_grad) and torch.is_grad_enabled())
 
 
 def rms_norm(input, normalized_shape, weight=None, eps=None):
     """F.rms_norm: input / sqrt(mean(input^2 over normalized_shape) + eps) * weight. eps=None is
     PyTorch's CUDA default, the float32 machine epsilon. Differentiable in input and weight.
     Ops: solops::rms_norm, or solops::rms_norm_with_stats when a gradient is needed."""
-    # Spelled out rather than a loop over the tensors: this runs on every eager call.
-    if torch.is_grad_enabled() and (input.requires_grad or _requires_grad(weight)):
+    # Spelled out as _needs_grad is: this runs on every eager call.
+    if (input.requires_grad or weight is not None and weight.requires_grad) and torch.is_grad_enabled():
         return _rms_norm_with_stats(input, _shape(normalized_shape), weight, eps)[0]
     return _rms_norm(input, _shape(normalized_shape), weight, eps)
 

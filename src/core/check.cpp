@@ -95,7 +95,7 @@ void check_device_tensor(std::string_view op, std::string_view name, const Tenso
   check_cuda(cudaGetDevice(&current), op, "cudaGetDevice");
   require(t.device == current, op, name, " is on cuda:", t.device, " but the current device is cuda:",
           current);
-  if (t.numel() == 0) return;
+  if (t.numel() == 0 || t.device_memory_known) return;
   cudaPointerAttributes attributes{};
   check_cuda(cudaPointerGetAttributes(&attributes, t.data), op, "cudaPointerGetAttributes");
   require(attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged, op,

@@ -66,7 +66,8 @@ bool is_channels_last(const TensorRef& t);
 bool is_strictly_channels_last(const TensorRef& t);
 
 // A tensor the kernel reads or writes: non-null data (unless empty) in device memory of the
-// current device, in one of `layouts`.
+// current device, in one of `layouts`. The memory's kind is asked of the driver unless the caller
+// vouches for it (TensorRef::device_memory_known).
 void check_device_tensor(std::string_view op, std::string_view name, const TensorRef& t,
                          Layouts layouts = Layouts::contiguous);
 void check_float_dtype(std::string_view op, std::string_view name, const TensorRef& t);

@@ -17,6 +17,7 @@
 
 #include "core/check.hpp"
 #include "core/cluster_launch.cuh"
+#include "core/device.hpp"
 #include "core/dispatch.cuh"
 #include "core/evict_first.cuh"
 #include "core/integer.hpp"
@@ -616,9 +617,8 @@ void launch_row_kernel(std::initializer_list<const void*> pointers, const RowSha
 // (for_each_held_row), paying its setup (parameters, cache policy) once, not once a row.
 template <class Kernel>
 dim3 resident_grid(std::string_view op, Kernel kernel, dim3 grid, dim3 block, int multiprocessors) {
-  int resident = 0;
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, static_cast<int>(block.x * block.y), 0),
-             op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const int resident =
+      resident_blocks(op, reinterpret_cast<const void*>(kernel), static_cast<int>(block.x * block.y), 0);
   grid.x = std::min(grid.x, static_cast<unsigned>(std::max(resident, 1) * multiprocessors));
   return grid;
 }

@@ -425,15 +425,9 @@ template <class T, class Kernel>
 PartialsLaunch partials_launch(std::string_view op, Kernel kernel, const BackwardPointers<T>& p, const RowShape& s,
                                dim3 block, int64_t groups, int multiprocessors) {
   const size_t shared_bytes = block.y * column_sum_bytes(p, s);
-  if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) {
-    check_cuda(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)), op,
-        "cudaFuncSetAttribute");
-  }
-  int resident = 0;
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, static_cast<int>(block.x * block.y),
-                                                           shared_bytes),
-             op, "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  const auto* function = reinterpret_cast<const void*>(kernel);
+  if (shared_bytes + kHeldRowSharedBytes > kDefaultSharedBytes) set_dynamic_shared_bytes(op, function, shared_bytes);
+  const int resident = resident_blocks(op, function, static_cast<int>(block.x * block.y), shared_bytes);
   return {shared_bytes, std::min({groups, int64_t{std::max(resident, 1)} * multiprocessors,
                                   backward_partial_blocks({s.rows, s.row_len})})};
 }

@@ -105,18 +105,14 @@ inline int staged_vecs(int vectors) {
 template <class... Params, class... Args>
 int64_t launch_staged(std::string_view op, void (*kernel)(Params...), int threads, size_t shared_bytes, int64_t rows,
                       int64_t most_blocks, int multiprocessors, cudaStream_t stream, const Args&... args) {
-  cudaFuncAttributes attributes{};
-  check_cuda(cudaFuncGetAttributes(&attributes, kernel), op, "cudaFuncGetAttributes");
-  int device = 0, most_shared = 0;
+  const auto* function = reinterpret_cast<const void*>(kernel);
+  int device = 0;
   check_cuda(cudaGetDevice(&device), op, "cudaGetDevice");
-  check_cuda(cudaDeviceGetAttribute(&most_shared, cudaDevAttrMaxSharedMemoryPerBlockOptin, device), op,
-             "cudaDeviceGetAttribute");
-  if (shared_bytes + attributes.sharedSizeBytes > static_cast<size_t>(most_shared)) return 0;
-  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
-             op, "cudaFuncSetAttribute");
-  int resident = 0;
-  check_cuda(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&resident, kernel, threads, shared_bytes), op,
-             "cudaOccupancyMaxActiveBlocksPerMultiprocessor");
+  if (shared_bytes + static_shared_bytes(op, function) > static_cast<size_t>(max_shared_bytes_optin(device))) {
+    return 0;
+  }
+  set_dynamic_shared_bytes(op, function, shared_bytes);
+  const int resident = resident_blocks(op, function, threads, shared_bytes);
   const int64_t blocks = std::min({rows, int64_t{std::max(resident, 1)} * multiprocessors, most_blocks});
   kernel<<<static_cast<unsigned>(blocks), threads, shared_bytes, stream>>>(args...);
   return blocks;

@@ -82,7 +82,9 @@ TensorRef view(const Tensor& t, std::string_view op, std::string_view name) {
   const auto strides = t.strides();
   std::copy(shape.begin(), shape.end(), ref.shape.begin());
   std::copy(strides.begin(), strides.end(), ref.strides.begin());
+  // PyTorch's CUDA tensors hold memory of their device: the ops need not ask the driver.
   ref.device = t.is_cuda() ? t.get_device_index() : kCpu;
+  ref.device_memory_known = ref.device != kCpu;
   return ref;
 }
 
