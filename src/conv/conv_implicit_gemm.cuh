@@ -784,9 +784,7 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
   if constexpr (kSharedBytes > 48 * 1024) {
-    check_cuda(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSharedBytes)),
-        "conv", "cudaFuncSetAttribute");
+    set_dynamic_shared_bytes("conv", reinterpret_cast<const void*>(kernel), kSharedBytes);
   }
   // Unsplit calls launch without clusters (each CTA its own implicit cluster of one).
   launch_clustered(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(items, INT_MAX / kMostSplits) * splits)),

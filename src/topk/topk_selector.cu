@@ -4,8 +4,9 @@
 // A row is read once, streaming (topk <= kMaxBufferedTopk, every serving shape): rounds of kRound scores
 // are copied into a ring in shared memory (48 KB a CTA in flight, evict-first; registers where a score
 // takes its own load), turned into keys (stream_key) and filtered against the CTA's floor, two rounds at
-// a time; survivors are appended to a candidate buffer in shared memory, in position order. The floor starts just under a sample's estimate of the slice's topk-th key (sampled_floor), so
-// that on random scores a row's candidates fit the buffer; after the stream, fewer than topk candidates
+// a time; survivors are appended to a candidate buffer in shared memory, in position order. The floor
+// starts just under a sample's estimate of the slice's topk-th key (sampled_floor), so that on random
+// scores a row's candidates fit the buffer; after the stream, fewer than topk candidates
 // mean the estimate was too high, and the slice is streamed again from floor 0. When a round would
 // overflow the buffer, the buffer is cut to its exact top topk (select_top with the tie rule) and the
 // floor rises to the key below them: no later score at or under it can enter the top topk, since topk
@@ -195,7 +196,9 @@ struct RowScores {
     return raw;
   }
 
-  __device__ Raw load(int r, bool evict_first, uint64_t policy) const { return load_at(offset(r), evict_first, policy); }
+  __device__ Raw load(int r, bool evict_first, uint64_t policy) const {
+    return load_at(offset(r), evict_first, policy);
+  }
   __device__ void decode(const Raw& raw, int r, Items& items) const { decode_at(raw, offset(r), items); }
   __device__ void round(int r, Items& items) const { decode(load(r, false, 0), r, items); }
 };
@@ -627,11 +630,10 @@ void launch(std::string_view op, const TopkGeometry& g, const TopkSelectorTensor
     // The ring takes static and dynamic shared memory past the 48 KB that needs no opt-in; the carveout
     // at its most shared memory keeps two CTAs an SM. Attributes, not stream work: capturable.
     config.dynamicSmemBytes = kRingBytes;
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, kRingBytes), op,
-               "cudaFuncSetAttribute");
-    check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                    cudaSharedmemCarveoutMaxShared),
-               op, "cudaFuncSetAttribute");
+    const auto* function = reinterpret_cast<const void*>(kernel);
+    set_dynamic_shared_bytes(op, function, kRingBytes);
+    set_function_attribute(op, function, cudaFuncAttributePreferredSharedMemoryCarveout,
+                           cudaSharedmemCarveoutMaxShared);
   }
   check_cuda(cudaLaunchKernelEx(&config, kernel, p), op, "cudaLaunchKernelEx");
 }
