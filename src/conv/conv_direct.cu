@@ -11,6 +11,8 @@
 //     loads in flight instead of one tap's: a small call is a few memory round trips a thread, not
 //     one per tap (unrolling by four costs about 60 more registers);
 //   - the position decode (work item, row, segment) is paid once for kPix * kCo outputs.
+// A call too small to give every SM eight warps that way takes one output a thread (kPix = 1): its
+// time is each thread's chain of memory round trips, which more threads shorten.
 // The inputs a warp's neighbouring threads share (overlapping windows) come from L1. Every tensor
 // is addressed through its strides, so channels_last calls take the same path. Work items are
 // (image, group, channel chunk, block of row segments), walked grid-stride, segments fastest.
@@ -107,6 +109,11 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+// Threads of a launch with kPix outputs a thread.
+int64_t threads_for(const ConvProblem& p, int co, int pixels) {
+  return p.batch * p.groups * ceil_div(p.out_per_group, co) * p.out_d * p.out_h * ceil_div(p.out_w, pixels);
+}
+
 template <class T, int kCo, int kPix>
 void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, cudaStream_t stream) {
   const int segments_per_row = static_cast<int>(ceil_div(p.out_w, kPix));
@@ -120,21 +127,39 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
       FastDivisor(segments_per_row), FastDivisor(p.out_h), segments, co_chunks, segment_blocks, items);
 }
 
+// kPix outputs a thread where that still gives every SM at least eight warps, else one: a small
+// call is bound by each thread's chain of memory round trips, which more threads shorten and
+// register blocking does not.
+template <class T, int kCo, int kPix>
+void launch_blocked(const ConvProblem& p, int multiprocessors, const void* x, const void* weight, const void* bias,
+                    void* y, cudaStream_t stream) {
+  constexpr int kWarpsPerSm = 8;
+  if (threads_for(p, kCo, kPix) >= int64_t{multiprocessors} * kWarpsPerSm * 32) {
+    launch<T, kCo, kPix>(p, x, weight, bias, y, stream);
+  } else {
+    launch<T, kCo, 1>(p, x, weight, bias, y, stream);
+  }
+}
+
 }  // namespace solops::detail::conv_direct
 
 namespace solops::detail {
 
 void launch_conv_direct(const ConvProblem& problem, DType dtype, const void* x, const void* weight, const void* bias,
                         void* y, cudaStream_t stream) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "conv", "cudaGetDevice");
+  const int multiprocessors = multiprocessor_count(device);
   dispatch_float(dtype, [&]<class T>() {
     // kCo: the group's channel count rounded up to a power of two, at most eight (a larger group is
     // walked in chunks of eight, the last one masked). kPix: eight outputs a thread, four for eight
-    // channels (at most 32 sums: no spills, and a small call still spreads over many threads).
+    // channels (at most 32 sums: no spills), or one for a small call.
     const int channels = problem.out_per_group;
-    if (channels == 1) conv_direct::launch<T, 1, 8>(problem, x, weight, bias, y, stream);
-    else if (channels == 2) conv_direct::launch<T, 2, 8>(problem, x, weight, bias, y, stream);
-    else if (channels <= 4) conv_direct::launch<T, 4, 8>(problem, x, weight, bias, y, stream);
-    else conv_direct::launch<T, 8, 4>(problem, x, weight, bias, y, stream);
+    using namespace conv_direct;
+    if (channels == 1) launch_blocked<T, 1, 8>(problem, multiprocessors, x, weight, bias, y, stream);
+    else if (channels == 2) launch_blocked<T, 2, 8>(problem, multiprocessors, x, weight, bias, y, stream);
+    else if (channels <= 4) launch_blocked<T, 4, 8>(problem, multiprocessors, x, weight, bias, y, stream);
+    else launch_blocked<T, 8, 4>(problem, multiprocessors, x, weight, bias, y, stream);
   });
 }
 
