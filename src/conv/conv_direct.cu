@@ -52,6 +52,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const T* x_group = x + n * p.x.n + int64_t{group} * p.in_per_group * p.x.c;
     const T* w_chunk = weight + first_co * p.weight.n;
     const int64_t pixel_step = int64_t{p.stride_w} * p.x.w;  // between a thread's outputs' windows
+    const int pixels = min(kPix, p.out_w - ow0);               // this segment's, <= kPix
 
     float sums[kCo][kPix];
 #pragma unroll
@@ -78,8 +79,10 @@ __global__ void __launch_bounds__(kThreads, 1)
             float values[kPix];
 #pragma unroll
             for (int i = 0; i < kPix; ++i) {
-              // Outside the input (padding, or past the row's last output): contributes zero.
-              const bool inside = static_cast<unsigned>(xx + i * p.stride_w) < static_cast<unsigned>(p.in_w);
+              // Past the row's last output (whose position could overflow), or in the padding:
+              // contributes zero.
+              const bool inside =
+                  i < pixels && static_cast<unsigned>(xx + i * p.stride_w) < static_cast<unsigned>(p.in_w);
               values[i] = inside ? to_float(x_tap[i * pixel_step]) : 0.0f;
             }
             const T* w_tap = w_row + kw * p.weight.w;
@@ -94,7 +97,6 @@ __global__ void __launch_bounds__(kThreads, 1)
       }
     }
     T* y_row = y + n * p.y.n + first_co * p.y.c + od * p.y.d + oh * p.y.h + int64_t{ow0} * p.y.w;
-    const int pixels = min(kPix, p.out_w - ow0);  // this segment's, <= kPix
 #pragma unroll
     for (int j = 0; j < kCo; ++j) {
 #pragma unroll
