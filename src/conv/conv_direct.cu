@@ -2,12 +2,20 @@
 // calls whose GEMM would leave a tensor-core tile mostly empty (few output channels a group:
 // depthwise, small groups; or a reduction shorter than one MMA step: C_in = 1).
 //
-// A thread computes one output pixel for kCo consecutive output channels of one group: it reads
-// each input value of its window once and multiplies it into all kCo sums (f32 FMAs), the weights
-// coming through the L1 cache, where a warp's threads share each one (they differ in the pixel
-// only). Taps that fall in the padding are skipped. Every tensor is addressed through its strides,
-// so channels_last calls take the same path. Work items are (image, group, channel chunk, block of
-// pixels), walked grid-stride, pixels fastest.
+// A thread computes kPix consecutive outputs of one output row (along W) for kCo consecutive
+// output channels of one group, kPix * kCo f32 sums in registers (f32 FMAs):
+//   - per tap, the kCo weights are loaded once and used for kPix outputs, and the kPix inputs once
+//     and used for kCo channels, so loads per FMA fall from 1 + 1/kCo to 1/kPix + 1/kCo;
+//   - the kPix input loads of a tap are independent (each predicated on the padding, not
+//     branched), and the taps along W are unrolled by two, so a thread has up to 2 * (kPix + kCo)
+//     loads in flight instead of one tap's: a small call is a few memory round trips a thread, not
+//     one per tap (unrolling by four costs about 60 more registers);
+//   - the position decode (work item, row, segment) is paid once for kPix * kCo outputs.
+// A call too small to give every SM eight warps that way takes one output a thread (kPix = 1): its
+// time is each thread's chain of memory round trips, which more threads shorten.
+// The inputs a warp's neighbouring threads share (overlapping windows) come from L1. Every tensor
+// is addressed through its strides, so channels_last calls take the same path. Work items are
+// (image, group, channel chunk, block of row segments), walked grid-stride, segments fastest.
 #include "conv/conv.hpp"
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
@@ -17,34 +25,42 @@ namespace solops::detail::conv_direct {
 
 constexpr int kThreads = 128;
 
-template <class T, int kCo>
-__global__ void __launch_bounds__(kThreads)
+template <class T, int kCo, int kPix>
+// At least one block an SM: without it ptxas caps the kernel near 96 registers and spills.
+__global__ void __launch_bounds__(kThreads, 1)
     direct(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ y,
-           const ConvProblem p, const int64_t co_chunks, const int64_t pixel_blocks, const int64_t items) {
-  const int plane_hw = p.out_h * p.out_w;
+           const ConvProblem p, const FastDivisor segments_per_row, const FastDivisor out_h, const int segments,
+           const int64_t co_chunks, const int64_t segment_blocks, const int64_t items) {
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const int64_t pixel_block = item % pixel_blocks;
-    const int64_t rest = item / pixel_blocks;
+    const int64_t segment_block = item % segment_blocks;
+    const int64_t rest = item / segment_blocks;
     const int64_t chunk = rest % co_chunks;
     const int64_t image_group = rest / co_chunks;
     const int64_t n = image_group / p.groups;
     const int group = static_cast<int>(image_group - n * p.groups);
-    const int64_t pixel = pixel_block * kThreads + threadIdx.x;
-    if (pixel >= p.out_plane) continue;
-    const int q = static_cast<int>(pixel);
-    const int od = q / plane_hw, in_plane = q - od * plane_hw;
-    const int oh = in_plane / p.out_w, ow = in_plane - oh * p.out_w;
+    const int64_t segment64 = segment_block * kThreads + threadIdx.x;
+    if (segment64 >= segments) continue;
+    const int segment = static_cast<int>(segment64);
+    const int row = segments_per_row.divide(segment);  // od * out_h + oh
+    const int od = out_h.divide(row), oh = row - od * p.out_h;
+    const int ow0 = (segment - row * segments_per_row.divisor()) * kPix;
     const int origin_z = od * p.stride_d - p.pad_d, origin_y = oh * p.stride_h - p.pad_h,
-              origin_x = ow * p.stride_w - p.pad_w;
+              origin_x = ow0 * p.stride_w - p.pad_w;
     const int co0 = static_cast<int>(chunk * kCo);
     const int channels = min(kCo, p.out_per_group - co0);  // this chunk's, <= kCo
     const int64_t first_co = int64_t{group} * p.out_per_group + co0;
     const T* x_group = x + n * p.x.n + int64_t{group} * p.in_per_group * p.x.c;
     const T* w_chunk = weight + first_co * p.weight.n;
+    const int64_t pixel_step = int64_t{p.stride_w} * p.x.w;  // between a thread's outputs' windows
+    const int pixels = min(kPix, p.out_w - ow0);               // this segment's, <= kPix
 
-    float sums[kCo];
+    float sums[kCo][kPix];
 #pragma unroll
-    for (int j = 0; j < kCo; ++j) sums[j] = bias && j < channels ? to_float(bias[first_co + j]) : 0.0f;
+    for (int j = 0; j < kCo; ++j) {
+      const float b = bias && j < channels ? to_float(bias[first_co + j]) : 0.0f;
+#pragma unroll
+      for (int i = 0; i < kPix; ++i) sums[j][i] = b;
+    }
     for (int ci = 0; ci < p.in_per_group; ++ci) {
       const T* x_channel = x_group + ci * p.x.c;
       const T* w_channel = w_chunk + ci * p.weight.c;
@@ -56,38 +72,75 @@ __global__ void __launch_bounds__(kThreads)
           if (static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) continue;
           const T* x_row = x_channel + z * p.x.d + yy * p.x.h;
           const T* w_row = w_channel + kd * p.weight.d + kh * p.weight.h;
+#pragma unroll 2  // the taps along W whose loads a thread issues together
           for (int kw = 0; kw < p.kernel_w; ++kw) {
             const int xx = origin_x + kw * p.dilation_w;
-            if (static_cast<unsigned>(xx) >= static_cast<unsigned>(p.in_w)) continue;
-            const float value = to_float(x_row[xx * p.x.w]);
+            const T* x_tap = x_row + int64_t{xx} * p.x.w;
+            float values[kPix];
+#pragma unroll
+            for (int i = 0; i < kPix; ++i) {
+              // Past the row's last output (whose position could overflow), or in the padding:
+              // contributes zero.
+              const bool inside =
+                  i < pixels && static_cast<unsigned>(xx + i * p.stride_w) < static_cast<unsigned>(p.in_w);
+              values[i] = inside ? to_float(x_tap[i * pixel_step]) : 0.0f;
+            }
             const T* w_tap = w_row + kw * p.weight.w;
 #pragma unroll
             for (int j = 0; j < kCo; ++j) {
-              if (j < channels) sums[j] = fmaf(value, to_float(w_tap[j * p.weight.n]), sums[j]);
+              const float w = j < channels ? to_float(w_tap[j * p.weight.n]) : 0.0f;
+#pragma unroll
+              for (int i = 0; i < kPix; ++i) sums[j][i] = fmaf(values[i], w, sums[j][i]);
             }
           }
         }
       }
     }
-    T* y_pixel = y + n * p.y.n + first_co * p.y.c + od * p.y.d + oh * p.y.h + ow * p.y.w;
+    T* y_row = y + n * p.y.n + first_co * p.y.c + od * p.y.d + oh * p.y.h + int64_t{ow0} * p.y.w;
 #pragma unroll
     for (int j = 0; j < kCo; ++j) {
-      if (j >= channels) break;
-      // relu(NaN) is NaN: the comparison is false for it.
-      const float v = p.relu && sums[j] < 0.0f ? 0.0f : sums[j];
-      y_pixel[j * p.y.c] = from_float<T>(v);
+#pragma unroll
+      for (int i = 0; i < kPix; ++i) {
+        if (j < channels && i < pixels) {
+          // relu(NaN) is NaN: the comparison is false for it.
+          const float v = p.relu && sums[j][i] < 0.0f ? 0.0f : sums[j][i];
+          y_row[j * p.y.c + i * p.y.w] = from_float<T>(v);
+        }
+      }
     }
   }
 }
 
-template <class T, int kCo>
+// Threads of a launch with kPix outputs a thread.
+int64_t threads_for(const ConvProblem& p, int co, int pixels) {
+  return p.batch * p.groups * ceil_div(p.out_per_group, co) * p.out_d * p.out_h * ceil_div(p.out_w, pixels);
+}
+
+template <class T, int kCo, int kPix>
 void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, cudaStream_t stream) {
+  const int segments_per_row = static_cast<int>(ceil_div(p.out_w, kPix));
+  const int rows = p.out_d * p.out_h;
+  const int segments = rows * segments_per_row;  // <= out_plane < 2^31
   const int64_t co_chunks = ceil_div(p.out_per_group, kCo);
-  const int64_t pixel_blocks = ceil_div(p.out_plane, kThreads);
-  const int64_t items = p.batch * p.groups * co_chunks * pixel_blocks;
-  direct<T, kCo><<<grid_for(items), kThreads, 0, stream>>>(static_cast<const T*>(x), static_cast<const T*>(weight),
-                                                            static_cast<const T*>(bias), static_cast<T*>(y), p,
-                                                            co_chunks, pixel_blocks, items);
+  const int64_t segment_blocks = ceil_div(segments, kThreads);
+  const int64_t items = p.batch * p.groups * co_chunks * segment_blocks;
+  direct<T, kCo, kPix><<<grid_for(items), kThreads, 0, stream>>>(
+      static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,
+      FastDivisor(segments_per_row), FastDivisor(p.out_h), segments, co_chunks, segment_blocks, items);
+}
+
+// kPix outputs a thread where that still gives every SM at least eight warps, else one: a small
+// call is bound by each thread's chain of memory round trips, which more threads shorten and
+// register blocking does not.
+template <class T, int kCo, int kPix>
+void launch_blocked(const ConvProblem& p, int multiprocessors, const void* x, const void* weight, const void* bias,
+                    void* y, cudaStream_t stream) {
+  constexpr int kWarpsPerSm = 8;
+  if (threads_for(p, kCo, kPix) >= int64_t{multiprocessors} * kWarpsPerSm * 32) {
+    launch<T, kCo, kPix>(p, x, weight, bias, y, stream);
+  } else {
+    launch<T, kCo, 1>(p, x, weight, bias, y, stream);
+  }
 }
 
 }  // namespace solops::detail::conv_direct
@@ -96,11 +149,19 @@ namespace solops::detail {
 
 void launch_conv_direct(const ConvProblem& problem, DType dtype, const void* x, const void* weight, const void* bias,
                         void* y, cudaStream_t stream) {
+  int device = 0;
+  check_cuda(cudaGetDevice(&device), "conv", "cudaGetDevice");
+  const int multiprocessors = multiprocessor_count(device);
   dispatch_float(dtype, [&]<class T>() {
-    // One output channel a group (depthwise) takes one a thread; any other count eight, the last
-    // chunk of a group masked.
-    if (problem.out_per_group == 1) conv_direct::launch<T, 1>(problem, x, weight, bias, y, stream);
-    else conv_direct::launch<T, 8>(problem, x, weight, bias, y, stream);
+    // kCo: the group's channel count rounded up to a power of two, at most eight (a larger group is
+    // walked in chunks of eight, the last one masked). kPix: eight outputs a thread, four for eight
+    // channels (at most 32 sums: no spills), or one for a small call.
+    const int channels = problem.out_per_group;
+    using namespace conv_direct;
+    if (channels == 1) launch_blocked<T, 1, 8>(problem, multiprocessors, x, weight, bias, y, stream);
+    else if (channels == 2) launch_blocked<T, 2, 8>(problem, multiprocessors, x, weight, bias, y, stream);
+    else if (channels <= 4) launch_blocked<T, 4, 8>(problem, multiprocessors, x, weight, bias, y, stream);
+    else launch_blocked<T, 8, 4>(problem, multiprocessors, x, weight, bias, y, stream);
   });
 }
 

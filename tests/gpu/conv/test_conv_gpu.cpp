@@ -442,6 +442,52 @@ TEST_F(ConvGpu, SplitKIsBitwiseRepeatable) {
   }
 }
 
+// The direct kernel's classes (conv_direct.cu: 1, 2, 4 or 8 channels a thread; eight or four
+// outputs along W where the call fills the SMs, one where it does not): channel counts a group on
+// either side of each class (the last chunk of eight masked), rows narrower than one thread's
+// outputs and not a multiple of them, padding on both sides, stride 2 and 3 along W (windows that
+// skip inputs), dilation, a 3-D call, and taps along W that the unroll by two does not divide. The
+// first four calls have over 132 * 8 warps of several outputs each (register-blocked on an H100 or
+// H200), the rest are small (one output a thread).
+TEST_F(ConvGpu, DirectKernelClasses) {
+  std::mt19937_64 rng(77);
+  struct Case {
+    ConvOp op;
+    Shape x, weight;
+    int64_t groups, stride_w, dilation_w, pad_w;
+  };
+  const Case cases[] = {
+      {ConvOp::conv2d, {2, 32, 72, 67}, {32, 1, 3, 3}, 32, 1, 1, 1},   // depthwise, 67 = 8 * 8 + 3
+      {ConvOp::conv2d, {2, 32, 72, 131}, {64, 1, 3, 3}, 32, 2, 1, 1},  // 2 a group, stride 2
+      {ConvOp::conv2d, {2, 32, 72, 67}, {128, 1, 3, 5}, 32, 1, 2, 3},  // 4 a group, dilation 2
+      {ConvOp::conv2d, {2, 64, 24, 67}, {384, 2, 3, 3}, 32, 1, 1, 1},  // 12 a group: chunks of 8 and 4
+      {ConvOp::conv2d, {2, 6, 9, 13}, {6, 1, 3, 3}, 6, 1, 1, 1},      // depthwise, 13 = 8 + 5
+      {ConvOp::conv2d, {1, 4, 7, 5}, {4, 1, 3, 5}, 4, 1, 1, 2},       // one segment narrower than 8
+      {ConvOp::conv2d, {2, 8, 11, 17}, {16, 2, 3, 3}, 4, 2, 1, 1},    // 4 channels a group, stride 2
+      {ConvOp::conv2d, {1, 6, 10, 23}, {9, 2, 3, 3}, 3, 3, 2, 3},     // 3 a group (kCo 4), stride 3, dilation 2
+      {ConvOp::conv2d, {1, 10, 9, 19}, {10, 2, 2, 4}, 5, 1, 3, 2},    // 2 a group, dilation 3
+      {ConvOp::conv2d, {2, 12, 8, 11}, {36, 4, 3, 3}, 3, 1, 1, 1},    // 12 a group: chunks of 8 and 4
+      {ConvOp::conv2d, {1, 3, 12, 9}, {9, 1, 1, 7}, 3, 2, 1, 3},      // 7 taps along W (odd for the unroll)
+      {ConvOp::conv1d, {1, 1, 997}, {40, 1, 10}, 1, 5, 1, 0},         // C_in = 1, stride 5 (wav2vec2's)
+      {ConvOp::conv1d, {2, 1, 301}, {5, 1, 7}, 1, 1, 1, 3},           // C_in = 1, 5 channels
+      {ConvOp::conv3d, {1, 8, 5, 6, 13}, {16, 2, 3, 3, 3}, 4, 1, 1, 1}, // 3-D grouped
+  };
+  for (const Case& c : cases) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      Conv p;
+      p.groups = c.groups;
+      const size_t w_axis = c.x.size() - 3;  // W: the op's last spatial axis
+      for (size_t a = 0; a + 2 < c.x.size(); ++a) p.padding[a] = 1;
+      p.stride[w_axis] = c.stride_w;
+      p.dilation[w_axis] = c.dilation_w;
+      p.padding[w_axis] = c.pad_w;
+      ConvInputs in = make_inputs(c.op, c.x, c.weight, c.groups % 2 == 0, p, dtype, rng);
+      EXPECT_EQ(compare(in), "") << in.describe();
+      EXPECT_EQ(compare(in, 1), "") << in.describe() << " offset 1";
+    }
+  }
+}
+
 TEST_F(ConvGpu, ChannelsLastEveryKernelClass) {
   std::mt19937_64 rng(73);
   struct Case {
