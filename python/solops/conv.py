@@ -114,13 +114,10 @@ def conv1d_causal(input, weight, bias=None, stride=1, dilation=1, groups=1):
     output t sees inputs up to t * stride only; L_out = (L_in - 1) // stride + 1. Depthwise with
     kW <= 4 (groups = C_in = C_out, Mamba's short convolutions) runs a copy-shaped kernel. Op
     solops::conv1d_causal."""
-    if groups is not _ONE:
-        return _conv1d_causal(input, weight, bias, stride, dilation, groups)
-    if dilation is not _ONE:
-        return _conv1d_causal(input, weight, bias, stride, dilation)
-    if stride is not _ONE:
-        return _conv1d_causal(input, weight, bias, stride)
-    return _conv1d_causal(input, weight, bias)
+    # Defaults left out as _call leaves them, where only stride may be set (its usual calls).
+    if groups is _ONE and dilation is _ONE:
+        return _conv1d_causal(input, weight, bias) if stride is _ONE else _conv1d_causal(input, weight, bias, stride)
+    return _conv1d_causal(input, weight, bias, stride, dilation, groups)
 
 
 # ---- the fakes ---------------------------------------------------------------------------------
