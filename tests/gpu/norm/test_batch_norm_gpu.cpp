@@ -240,6 +240,7 @@ TEST_F(BatchNormTrainingGpu, EdgeShapes) {
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes: single elements
       {{2, 300000}, DType::f16},      // many channels of one value an image
       {{5, 37, 3}, DType::bf16},      // planes of three, 37 channels: a partial last group
+      {{6, 37, 16}, DType::f16},      // planes of two vectors, 37 channels: idle threads' loads predicated off
       {{17, 5, 4097}, DType::f16},    // planes one element past a vector multiple
       {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
       {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
@@ -505,6 +506,7 @@ TEST_F(BatchNormBackwardGpu, EdgeShapes) {
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes
       {{2, 300000}, DType::f16},      // many channels
       {{5, 37, 3}, DType::bf16},      // planes of three, a partial last group of channels
+      {{6, 37, 16}, DType::f16},      // planes of two vectors, a partial last group: loads predicated off
       {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
       {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
   };
