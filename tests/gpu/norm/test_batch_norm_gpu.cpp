@@ -236,7 +236,8 @@ TEST_F(BatchNormTrainingGpu, EdgeShapes) {
       {{2, 1}, DType::f32},           // two values, one channel
       {{2, 1, 1, 1}, DType::f16},     // planes of one element
       {{70000, 2}, DType::bf16},      // rank 2 in two passes (a block serves both channels)
-      {{3, 2, 8200}, DType::f16},     // vector planes in two passes, a partial last chunk
+      {{3, 2, 8200}, DType::f16},     // vector planes, a cluster of 2 blocks, the second partial
+      {{3, 2, 44000}, DType::f16},    // vector planes in two passes (16500 vectors), a partial last chunk
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes: single elements
       {{2, 300000}, DType::f16},      // many channels of one value an image
       {{5, 37, 3}, DType::bf16},      // planes of three, 37 channels: a partial last group
@@ -247,6 +248,23 @@ TEST_F(BatchNormTrainingGpu, EdgeShapes) {
   };
   for (const auto& [shape, dtype] : cases) {
     const TrainingInputs in = training_inputs(shape, dtype, rng);
+    EXPECT_EQ(compare_training(in), "") << describe(in);
+  }
+}
+
+// weight, bias and the running statistics in x's dtype (loaded as bits with x, converted after x's
+// loads) on every plan: single blocks, clusters, two passes, idle channel slots.
+TEST_F(BatchNormTrainingGpu, ParametersInXsDtype) {
+  std::mt19937_64 rng(73);
+  const ShapeAndType cases[] = {
+      {{8, 64, 32, 32}, DType::f16},   // single blocks, 4 vectors a thread
+      {{1, 3, 16, 4096}, DType::bf16}, // a cluster of 4 blocks a channel
+      {{3, 2, 44000}, DType::f16},     // two passes
+      {{6, 37, 16}, DType::bf16},      // idle channel slots
+      {{5, 37, 3}, DType::f16},        // single elements
+  };
+  for (const auto& [shape, dtype] : cases) {
+    const TrainingInputs in = training_inputs(shape, dtype, rng, true, true, true);
     EXPECT_EQ(compare_training(in), "") << describe(in);
   }
 }
@@ -502,7 +520,8 @@ TEST_F(BatchNormBackwardGpu, EdgeShapes) {
       {{2, 0, 5}, DType::f32},        // no channels
       {{2, 1}, DType::f32},           // two values, one channel
       {{70000, 2}, DType::bf16},      // rank 2 in two passes
-      {{3, 2, 8200}, DType::f16},     // vector planes in two passes
+      {{3, 2, 8200}, DType::f16},     // vector planes, a cluster of 2 blocks, the second partial
+      {{3, 2, 44000}, DType::f16},    // vector planes in two passes (16500 vectors), a partial last chunk
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes
       {{2, 300000}, DType::f16},      // many channels
       {{5, 37, 3}, DType::bf16},      // planes of three, a partial last group of channels
@@ -512,6 +531,22 @@ TEST_F(BatchNormBackwardGpu, EdgeShapes) {
   };
   for (const auto& [shape, dtype] : cases) {
     const BackwardInputs in = backward_inputs(shape, dtype, rng);
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+  }
+}
+
+// weight and the parameters' gradients in x's dtype on every plan, as the forward's test above.
+TEST_F(BatchNormBackwardGpu, ParametersInXsDtype) {
+  std::mt19937_64 rng(83);
+  const ShapeAndType cases[] = {
+      {{8, 64, 32, 32}, DType::f16},   // single blocks, 4 vectors a thread
+      {{1, 3, 16, 4096}, DType::bf16}, // a cluster of 4 blocks a channel
+      {{3, 2, 44000}, DType::f16},     // two passes
+      {{6, 37, 16}, DType::bf16},      // idle channel slots
+      {{5, 37, 3}, DType::f16},        // single elements
+  };
+  for (const auto& [shape, dtype] : cases) {
+    const BackwardInputs in = backward_inputs(shape, dtype, rng, true, true);
     EXPECT_EQ(compare_backward(in), "") << describe(in);
   }
 }
