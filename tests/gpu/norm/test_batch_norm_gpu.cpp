@@ -252,18 +252,20 @@ TEST_F(BatchNormTrainingGpu, EdgeShapes) {
   }
 }
 
-// weight, bias and the running statistics in x's dtype (loaded as bits with x, converted after x's
-// loads) on every plan: single blocks, clusters, two passes, idle channel slots.
+// A shape and dtype for each plan, for the tests of [C] tensors in x's dtype (loaded as bits with x,
+// converted after x's loads).
+const ShapeAndType kEveryPlan[] = {
+    {{8, 64, 32, 32}, DType::f16},   // single blocks, 4 vectors a thread
+    {{1, 3, 16, 4096}, DType::bf16}, // a cluster of 4 blocks a channel
+    {{3, 2, 44000}, DType::f16},     // two passes
+    {{6, 37, 16}, DType::bf16},      // idle channel slots
+    {{5, 37, 3}, DType::f16},        // single elements
+};
+
+// weight, bias and the running statistics in x's dtype on every plan.
 TEST_F(BatchNormTrainingGpu, ParametersInXsDtype) {
   std::mt19937_64 rng(73);
-  const ShapeAndType cases[] = {
-      {{8, 64, 32, 32}, DType::f16},   // single blocks, 4 vectors a thread
-      {{1, 3, 16, 4096}, DType::bf16}, // a cluster of 4 blocks a channel
-      {{3, 2, 44000}, DType::f16},     // two passes
-      {{6, 37, 16}, DType::bf16},      // idle channel slots
-      {{5, 37, 3}, DType::f16},        // single elements
-  };
-  for (const auto& [shape, dtype] : cases) {
+  for (const auto& [shape, dtype] : kEveryPlan) {
     const TrainingInputs in = training_inputs(shape, dtype, rng, true, true, true);
     EXPECT_EQ(compare_training(in), "") << describe(in);
   }
@@ -535,17 +537,10 @@ TEST_F(BatchNormBackwardGpu, EdgeShapes) {
   }
 }
 
-// weight and the parameters' gradients in x's dtype on every plan, as the forward's test above.
+// weight and the parameters' gradients in x's dtype on every plan.
 TEST_F(BatchNormBackwardGpu, ParametersInXsDtype) {
   std::mt19937_64 rng(83);
-  const ShapeAndType cases[] = {
-      {{8, 64, 32, 32}, DType::f16},   // single blocks, 4 vectors a thread
-      {{1, 3, 16, 4096}, DType::bf16}, // a cluster of 4 blocks a channel
-      {{3, 2, 44000}, DType::f16},     // two passes
-      {{6, 37, 16}, DType::bf16},      // idle channel slots
-      {{5, 37, 3}, DType::f16},        // single elements
-  };
-  for (const auto& [shape, dtype] : cases) {
+  for (const auto& [shape, dtype] : kEveryPlan) {
     const BackwardInputs in = backward_inputs(shape, dtype, rng, true, true);
     EXPECT_EQ(compare_backward(in), "") << describe(in);
   }
