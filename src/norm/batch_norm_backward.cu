@@ -85,10 +85,11 @@ __global__ void __launch_bounds__(kThreads)
   // at the end of the kernel's critical path).
   const float mean = p.active ? b.save_mean[p.channel] : 0.0f;
   const float invstd = p.active ? b.save_invstd[p.channel] : 0.0f;
-  const float weight = p.active ? load_channel<T>(b.weight, p.channel, 1.0f) : 0.0f;
+  const uint32_t weight_bits = p.active ? load_channel_bits<T>(b.weight, p.channel) : 0;  // converted after x's loads
   Pack<T, kVec> dy_bits[kHeld], x_bits[kHeld];
   load_held<T, kVec, kHeld>(grad_out, w, p, dy_bits);
   load_held<T, kVec, kHeld>(x, w, p, x_bits);
+  const float weight = channel_value<T>(b.weight, weight_bits, 1.0f);
   float2 sums = chunk_sums<T, kVec, kHeld>(dy_bits, x_bits, w, p, mean, partials);
   if (blocks > 1) {
     exchange_in_cluster(cluster, slots, p, sums);
@@ -149,11 +150,12 @@ __global__ void __launch_bounds__(kThreads)
                    const BackwardChannels b, const Walk w) {
   const Place p = place_of(w, gridDim.x - 1 - blockIdx.x);
   if (!p.active) return;
+  const uint32_t weight_bits = load_channel_bits<T>(b.weight, p.channel);  // converted after x's loads
   Pack<T, kVec> dy_bits[kPassHeld], x_bits[kPassHeld];
   load_held<T, kVec, kPassHeld>(grad_out, w, p, dy_bits);
   load_held<T, kVec, kPassHeld>(x, w, p, x_bits);
   store_grad_x<T, kVec, kPassHeld>(dy_bits, x_bits, grad_x, w, p, b.save_mean[p.channel], b.save_invstd[p.channel],
-                                   load_channel<T>(b.weight, p.channel, 1.0f), b.totals[p.channel]);
+                                   channel_value<T>(b.weight, weight_bits, 1.0f), b.totals[p.channel]);
 }
 
 template <class T, int kVec>

@@ -79,14 +79,15 @@ __device__ Moments chunk_moments(const Pack<T, kVec> (&bits)[kHeld], const Walk&
 // The per-channel results of the channel's moments (one thread a channel): the saved mean and invstd
 // and the running statistics' update (with the unbiased variance). A channel without values saves
 // NaN (0 / 0) and leaves the running statistics alone.
-// A channel's running statistics as the finishing thread read them, before they are updated.
+// A channel's running statistics as the finishing thread read them, before they are updated: their
+// bits (load_channel_bits), converted where they are used.
 struct Running {
-  float mean = 0.0f, var = 0.0f;
+  uint32_t mean = 0, var = 0;
 };
 
 template <class T>
 __device__ __forceinline__ Running load_running(const ForwardChannels& f, int64_t c) {
-  return {load_channel<T>(f.running_mean, c, 0.0f), load_channel<T>(f.running_var, c, 0.0f)};
+  return {load_channel_bits<T>(f.running_mean, c), load_channel_bits<T>(f.running_var, c)};
 }
 
 // `running`: the channel's running statistics, loaded by the caller (the clustered kernel loads them
@@ -103,8 +104,10 @@ __device__ void finish_channel(const ForwardChannels& f, const Walk& w, int64_t 
   f.save_invstd[c] = 1.0f / sqrtf(m.m2 / w.count + f.eps);
   if (f.running_mean.data) {
     const float keep = 1.0f - f.momentum;
-    store_channel<T>(f.running_mean, c, keep * running.mean + f.momentum * m.mean);
-    store_channel<T>(f.running_var, c, keep * running.var + f.momentum * (m.m2 / (w.count - 1.0f)));
+    const float mean = channel_value<T>(f.running_mean, running.mean, 0.0f);
+    const float var = channel_value<T>(f.running_var, running.var, 0.0f);
+    store_channel<T>(f.running_mean, c, keep * mean + f.momentum * m.mean);
+    store_channel<T>(f.running_var, c, keep * var + f.momentum * (m.m2 / (w.count - 1.0f)));
   }
 }
 
@@ -131,11 +134,11 @@ __global__ void __launch_bounds__(kThreads)
   if (blocks > 1) cluster.barrier_arrive();  // exchange_in_cluster waits
   const Place p = place_of(w, blockIdx.x);
   // The [C] values are loaded with x, not after the reductions: each would be a DRAM round trip of
-  // its own at the end of the kernel's critical path.
+  // its own at the end of the kernel's critical path. Their bits, converted after x's loads.
   const bool finishes = p.active && p.chunk == 0 && p.rank == 0;
   const Running running = finishes ? load_running<T>(f, p.channel) : Running{};
-  const float weight = p.active ? load_channel<T>(f.weight, p.channel, 1.0f) : 0.0f;
-  const float bias = p.active ? load_channel<T>(f.bias, p.channel, 0.0f) : 0.0f;
+  const uint32_t weight_bits = p.active ? load_channel_bits<T>(f.weight, p.channel) : 0;
+  const uint32_t bias_bits = p.active ? load_channel_bits<T>(f.bias, p.channel) : 0;
   Pack<T, kVec> bits[kHeld];
   load_held<T, kVec, kHeld>(x, w, p, bits);
   Moments m = chunk_moments<T, kVec, kHeld>(bits, w, p, partials);
@@ -150,6 +153,7 @@ __global__ void __launch_bounds__(kThreads)
   if (!p.active) return;
   if (finishes) finish_channel<T>(f, w, p.channel, m, running);
   const float invstd = 1.0f / sqrtf(m.m2 / w.count + f.eps);
+  const float weight = channel_value<T>(f.weight, weight_bits, 1.0f), bias = channel_value<T>(f.bias, bias_bits, 0.0f);
   store_normalized<T, kVec, kHeld>(bits, y, w, p, m.mean, invstd * weight, bias);
 }
 

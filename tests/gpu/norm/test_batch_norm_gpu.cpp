@@ -236,16 +236,37 @@ TEST_F(BatchNormTrainingGpu, EdgeShapes) {
       {{2, 1}, DType::f32},           // two values, one channel
       {{2, 1, 1, 1}, DType::f16},     // planes of one element
       {{70000, 2}, DType::bf16},      // rank 2 in two passes (a block serves both channels)
-      {{3, 2, 8200}, DType::f16},     // vector planes in two passes, a partial last chunk
+      {{3, 2, 8200}, DType::f16},     // vector planes, a cluster of 2 blocks, the second partial
+      {{3, 2, 44000}, DType::f16},    // vector planes in two passes (16500 vectors), a partial last chunk
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes: single elements
       {{2, 300000}, DType::f16},      // many channels of one value an image
       {{5, 37, 3}, DType::bf16},      // planes of three, 37 channels: a partial last group
+      {{6, 37, 16}, DType::f16},      // planes of two vectors, 37 channels: idle threads' loads predicated off
       {{17, 5, 4097}, DType::f16},    // planes one element past a vector multiple
       {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
       {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
   };
   for (const auto& [shape, dtype] : cases) {
     const TrainingInputs in = training_inputs(shape, dtype, rng);
+    EXPECT_EQ(compare_training(in), "") << describe(in);
+  }
+}
+
+// A shape and dtype for each plan, for the tests of [C] tensors in x's dtype (loaded as bits with x,
+// converted after x's loads).
+const ShapeAndType kEveryPlan[] = {
+    {{8, 64, 32, 32}, DType::f16},   // single blocks, 4 vectors a thread
+    {{1, 3, 16, 4096}, DType::bf16}, // a cluster of 4 blocks a channel
+    {{3, 2, 44000}, DType::f16},     // two passes
+    {{6, 37, 16}, DType::bf16},      // idle channel slots
+    {{5, 37, 3}, DType::f16},        // single elements
+};
+
+// weight, bias and the running statistics in x's dtype on every plan.
+TEST_F(BatchNormTrainingGpu, ParametersInXsDtype) {
+  std::mt19937_64 rng(73);
+  for (const auto& [shape, dtype] : kEveryPlan) {
+    const TrainingInputs in = training_inputs(shape, dtype, rng, true, true, true);
     EXPECT_EQ(compare_training(in), "") << describe(in);
   }
 }
@@ -501,15 +522,26 @@ TEST_F(BatchNormBackwardGpu, EdgeShapes) {
       {{2, 0, 5}, DType::f32},        // no channels
       {{2, 1}, DType::f32},           // two values, one channel
       {{70000, 2}, DType::bf16},      // rank 2 in two passes
-      {{3, 2, 8200}, DType::f16},     // vector planes in two passes
+      {{3, 2, 8200}, DType::f16},     // vector planes, a cluster of 2 blocks, the second partial
+      {{3, 2, 44000}, DType::f16},    // vector planes in two passes (16500 vectors), a partial last chunk
       {{1, 2, 200001}, DType::f32},   // odd planes in two passes
       {{2, 300000}, DType::f16},      // many channels
       {{5, 37, 3}, DType::bf16},      // planes of three, a partial last group of channels
+      {{6, 37, 16}, DType::f16},      // planes of two vectors, a partial last group: loads predicated off
       {{1, 3, 16, 1024}, DType::f32}, // a cluster of 2 blocks a channel
       {{1, 3, 16, 4096}, DType::f32}, // a full cluster of 8 blocks a channel
   };
   for (const auto& [shape, dtype] : cases) {
     const BackwardInputs in = backward_inputs(shape, dtype, rng);
+    EXPECT_EQ(compare_backward(in), "") << describe(in);
+  }
+}
+
+// weight and the parameters' gradients in x's dtype on every plan.
+TEST_F(BatchNormBackwardGpu, ParametersInXsDtype) {
+  std::mt19937_64 rng(83);
+  for (const auto& [shape, dtype] : kEveryPlan) {
+    const BackwardInputs in = backward_inputs(shape, dtype, rng, true, true);
     EXPECT_EQ(compare_backward(in), "") << describe(in);
   }
 }
