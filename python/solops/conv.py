@@ -42,8 +42,8 @@ _ONE, _ZERO = 1, 0
 
 def _call(op, input, weight, bias, stride, padding, dilation, groups):
     """op(input, weight, bias, stride, padding, dilation, groups) without the trailing arguments the
-    caller kept at their schema defaults: each argument costs the op call ~0.15-0.4 µs of parsing and
-    boxing (docs/perf/binding.md). Identity tests: a value that only compares equal ((1, 1), a SymInt)
+    caller kept at their schema defaults: each argument costs the op call its parsing and boxing
+    (docs/perf/binding.md). Identity tests: a value that only compares equal ((1, 1), a SymInt)
     still goes to the op, which checks it. bias is always passed: conv2d_bias_relu's has no default."""
     if groups is not _ONE:
         return op(input, weight, bias, stride, padding, dilation, groups)

@@ -34,7 +34,7 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 
 # The average pools leave out the trailing arguments at their schema defaults where the caller kept
 # them (identity tests: a value that only compares equal still goes to the op, which checks its
-# type): each argument costs the op call ~0.1 µs of parsing and boxing (docs/perf/binding.md).
+# type): each argument costs the op call its parsing and boxing (docs/perf/binding.md).
 
 
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
