@@ -133,24 +133,6 @@ __device__ __forceinline__ void block_channel_sums(float (&values)[kN], const Wa
   __syncthreads();  // the next call stores into the same partials
 }
 
-// The 16-byte vector at `address` where `valid`, zeros elsewhere: a predicated load on the read-only
-// path, no branch. Under a branch a vector (`if (valid) bits = __ldg(...)`) nvcc moved an f16
-// vector's lanes into the registers the sums use inside the branch, right after the load, so each of
-// a thread's loads waited for the one before: one 16-byte load in flight a warp (SASS of every f16
-// training kernel). volatile: nvcc keeps the loads where load_held issues them, together, rather than
-// sinking each down to its vector's sums.
-__device__ __forceinline__ uint4 load_vector_if(const uint4* address, bool valid) {
-  uint4 bits{0, 0, 0, 0};
-  asm volatile("{\n"
-      "  .reg .pred p;\n"
-      "  setp.ne.b32 p, %5, 0;\n"
-      "  @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-      "}"
-      : "+r"(bits.x), "+r"(bits.y), "+r"(bits.z), "+r"(bits.w)
-      : "l"(address), "r"(static_cast<int>(valid)));
-  return bits;
-}
-
 // This thread's vectors of x: kHeld loads in flight at once; those it does not hold stay zero.
 template <class T, int kVec, int kHeld>
 __device__ __forceinline__ void load_held(const T* x, const Walk& w, const Place& p, Pack<T, kVec> (&bits)[kHeld]) {
@@ -161,7 +143,7 @@ __device__ __forceinline__ void load_held(const T* x, const Walk& w, const Place
     if constexpr (kVec == 1) {
       bits[i] = held ? __ldg(vectors + w.offset(p.channel, p.vector<kHeld>(w, i))) : T{};
     } else {
-      bits[i] = load_vector_if(vectors + w.offset(p.channel, p.vector<kHeld>(w, i)), held);
+      bits[i] = row_norm::load_vector_if(vectors + w.offset(p.channel, p.vector<kHeld>(w, i)), held);
     }
   }
 }

@@ -58,9 +58,9 @@ __global__ void __launch_bounds__(kThreads)
   const unsigned chunk = blockIdx.x - group * s.chunks;
   const int64_t c = int64_t{group} * blockDim.y + threadIdx.y;
   if (c >= s.channels) return;
-  const float weight = load_channel<T>(channels.weight, c, 1.0f), bias = load_channel<T>(channels.bias, c, 0.0f);
-  const float running_mean = load_channel<T>(channels.running_mean, c, 0.0f);
-  const float running_var = load_channel<T>(channels.running_var, c, 0.0f);
+  float weight = load_channel<T>(channels.weight, c, 1.0f), bias = load_channel<T>(channels.bias, c, 0.0f);
+  float running_mean = load_channel<T>(channels.running_mean, c, 0.0f);
+  float running_var = load_channel<T>(channels.running_var, c, 0.0f);
   const int64_t first = int64_t{chunk} * kUnroll * blockDim.x + threadIdx.x;
   const int64_t images = int64_t{gridDim.y} * blockDim.z;
   for (int64_t b = int64_t{blockIdx.y} * blockDim.z + threadIdx.z; b < s.batch; b += images) {
@@ -71,8 +71,16 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
       const int64_t v = first + k * int64_t{blockDim.x};
-      if (v < s.plane_vectors) bits[k] = __ldg(in + v);
+      if constexpr (kVec == 1) {
+        if (v < s.plane_vectors) bits[k] = __ldg(in + v);
+      } else {
+        bits[k] = row_norm::load_vector_if(in + v, v < s.plane_vectors);
+      }
     }
+    // The [C] values pass through a volatile asm after the loads' own: the square root and division
+    // that use them (and their slow-path branches) cannot then be scheduled ahead of x's loads, which
+    // nvcc did, issuing one vector's load, normalizing and storing it before the next load.
+    asm volatile("" : "+f"(weight), "+f"(bias), "+f"(running_mean), "+f"(running_var));
     // scale and shift after x's loads are issued: computed before them (the square root and division
     // wait for their four loads), they would put a DRAM round trip ahead of x's. A correctly rounded
     // square root and division: an error in scale (rsqrtf's is up to two ulps) grows, relative to y,

@@ -53,6 +53,24 @@ struct RowShape {
 template <class T, int kVec>
 using Pack = std::conditional_t<kVec == 1, T, uint4>;
 
+// The 16-byte vector at `address` where `valid`, zeros elsewhere: a predicated load on the read-only
+// path, no branch. Under a branch a vector (`if (valid) bits = __ldg(...)`) nvcc moved an f16
+// vector's lanes into the registers the sums use inside the branch, right after the load, so each of
+// a thread's loads waited for the one before: one 16-byte load in flight a warp (SASS of every f16
+// BatchNorm kernel). volatile: nvcc keeps the loads where the caller issues them, together, rather
+// than sinking each down to its vector's use.
+__device__ __forceinline__ uint4 load_vector_if(const uint4* address, bool valid) {
+  uint4 bits{0, 0, 0, 0};
+  asm volatile("{\n"
+      "  .reg .pred p;\n"
+      "  setp.ne.b32 p, %5, 0;\n"
+      "  @p ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+      "}"
+      : "+r"(bits.x), "+r"(bits.y), "+r"(bits.z), "+r"(bits.w)
+      : "l"(address), "r"(static_cast<int>(valid)));
+  return bits;
+}
+
 // `bits` by value: bound by reference to global or shared memory, the memcpy below read it a byte or
 // two at a time (16 LDG.U8 a vector in the fused add-norms, LDS.U16 in a staged kernel).
 template <class T, int kVec>
