@@ -93,16 +93,6 @@ inline TensorRef with_channels_last(TensorRef t) {
   return t;
 }
 
-// A catalogue row's [N, C, H, W] for the channels_last tests, its channels cut to keep it within 2^24
-// elements: the contiguous tests take every row whole; in channels_last the largest row keeps its
-// channels of N·H·W values (the plan that passes over x twice) at a few of them, so that its float64
-// reference takes seconds, not minutes.
-inline Shape channels_last_catalogue_shape(Shape shape) {
-  const int64_t channel_values = shape[0] * shape[2] * shape[3];
-  if (channel_values > 0) shape[1] = std::clamp<int64_t>((int64_t{1} << 24) / channel_values, 1, shape[1]);
-  return shape;
-}
-
 // The first element of `actual` outside the tolerance of `expected`; "" when none is.
 inline std::string first_difference(const char* what, HostTensor& expected, HostTensor& actual, double atol,
                                     double rtol) {
@@ -165,6 +155,21 @@ inline NormInputs make_inputs(Op op, Shape shape, DType dtype, std::mt19937_64& 
 inline std::string describe(const NormInputs& in) {
   return detail::concat(op_name(in.op), " x ", detail::shape_text(in.x.shape), " ", dtype_name(in.x.dtype),
                         " normalized dims ", in.normalized_dims, in.weight ? " weight" : "", in.bias ? " bias" : "");
+}
+
+// Calls test(row, x_shape, dtype) for every catalogue row of `op` with a 4-D x, for the channels_last
+// tests: the contiguous tests take every row whole; here a row's channels are cut to keep it within
+// 2^24 elements, so that the largest row keeps its channels of N·H·W values (the plan that passes
+// over x twice) at a few of them and its float64 reference takes seconds, not minutes.
+template <class Test>
+void for_each_channels_last_catalogue_row(const char* op, Test test) {
+  for (const auto& row : testing::catalogue_rows(op)) {
+    Shape shape = row["tensors"]["x"].get<Shape>();
+    if (shape.size() != 4) continue;
+    const int64_t channel_values = shape[0] * shape[2] * shape[3];
+    if (channel_values > 0) shape[1] = std::clamp<int64_t>((int64_t{1} << 24) / channel_values, 1, shape[1]);
+    test(row, shape, testing::parse_dtype(row["dtype"]));
+  }
 }
 
 // One case of the tests that walk a list of shapes.

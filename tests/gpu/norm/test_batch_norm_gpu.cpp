@@ -281,13 +281,10 @@ Shape draw_4d_shape(std::mt19937_64& rng) {
 
 TEST_F(BatchNormTrainingGpu, ChannelsLast) {
   std::mt19937_64 rng(77);
-  for (const auto& row : testing::catalogue_rows("BatchNormFwd")) {
-    const Shape catalogue_shape = row["tensors"]["x"].get<Shape>();
-    if (catalogue_shape.size() != 4) continue;
-    const Shape shape = channels_last_catalogue_shape(catalogue_shape);
-    const TrainingInputs in = training_inputs(shape, testing::parse_dtype(row["dtype"]), rng);
+  for_each_channels_last_catalogue_row("BatchNormFwd", [&](const auto& row, const Shape& shape, DType dtype) {
+    const TrainingInputs in = training_inputs(shape, dtype, rng);
     EXPECT_EQ(compare_training(in, 0, false, true), "") << row["workload"] << " channels_last " << describe(in);
-  }
+  });
   for (int c = 0; c < kRandomCases / 2; ++c) {
     const DType dtype = kRandomDtypes[c % 3];
     TrainingInputs in = training_inputs(draw_4d_shape(rng), dtype, rng, c % 4 != 3, c % 5 != 4, c % 7 == 2,
@@ -548,13 +545,10 @@ TEST_F(BatchNormBackwardGpu, ParametersInXsDtype) {
 
 TEST_F(BatchNormBackwardGpu, ChannelsLast) {
   std::mt19937_64 rng(84);
-  for (const auto& row : testing::catalogue_rows("BatchNormBwd")) {
-    const Shape catalogue_shape = row["tensors"]["x"].get<Shape>();
-    if (catalogue_shape.size() != 4) continue;
-    const Shape shape = channels_last_catalogue_shape(catalogue_shape);
-    const BackwardInputs in = backward_inputs(shape, testing::parse_dtype(row["dtype"]), rng);
+  for_each_channels_last_catalogue_row("BatchNormBwd", [&](const auto& row, const Shape& shape, DType dtype) {
+    const BackwardInputs in = backward_inputs(shape, dtype, rng);
     EXPECT_EQ(compare_backward(in, 0, false, true), "") << row["workload"] << " channels_last " << describe(in);
-  }
+  });
   for (int c = 0; c < kRandomCases / 2; ++c) {
     const DType dtype = kRandomDtypes[c % 3];
     const BackwardInputs in = backward_inputs(draw_4d_shape(rng), dtype, rng, c % 4 != 3, c % 7 == 2, draw_values(c));

@@ -153,13 +153,10 @@ TEST_F(BatchNormInferenceGpu, RandomShapes) {
 
 TEST_F(BatchNormInferenceGpu, ChannelsLast) {
   std::mt19937_64 rng(64);
-  for (const auto& row : testing::catalogue_rows("BatchNormInferenceFwd")) {
-    const Shape catalogue_shape = row["tensors"]["x"].get<Shape>();
-    if (catalogue_shape.size() != 4) continue;
-    const Shape shape = channels_last_catalogue_shape(catalogue_shape);
-    BatchNormInputs in = random_inputs(shape, testing::parse_dtype(row["dtype"]), rng);
+  for_each_channels_last_catalogue_row("BatchNormInferenceFwd", [&](const auto& row, const Shape& shape, DType dtype) {
+    BatchNormInputs in = random_inputs(shape, dtype, rng);
     EXPECT_EQ(compare(in, 0, false, true), "") << row["workload"] << " channels_last " << describe(in);
-  }
+  });
   for (int c = 0; c < kRandomCases / 2; ++c) {
     Shape shape = draw_shape(rng);
     while (shape.size() != 4) shape = draw_shape(rng);
