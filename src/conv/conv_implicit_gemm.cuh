@@ -597,7 +597,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         if (next < k_tiles) issue_tile(k_begin + next, next % kStages);
         cp_async_commit();
         // Tile t + kStages's K rows into tile t's slot, which only tile t's copies read (issued
-        // kStages - 2 tiles ago).
+        // two tiles ago).
         if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
       }
       wgmma_wait<0>();
