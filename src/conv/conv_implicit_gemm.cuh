@@ -26,13 +26,9 @@
 // multiplied (cp.async groups), one barrier a tile. B chunks that go through registers are held as
 // loaded while the MMAs of tile kt run and finished (shifted, masked) and stored after them, so
 // that their loads' latency hides behind the MMAs; gathered A chunks are stored at once (rare: they
-// keep their registers off the MMAs'). Two MMA back-ends, chosen by the tile type (launch_for_shape):
-// mma.sync m16n8k16 fed by ldmatrix (B with .trans: it is stored pixel-major), K tiles of 32; and
-// wgmma (sm_90a) with both operands read from 128-byte-swizzled shared tiles through descriptors
-// (B MN-major through the transpose bit), K tiles of 64, where the GEMM fills its 64x128 or
-// 128x128 tiles: its pipeline (WgmmaTile, the main loop) keeps one tile's wgmmas in flight and
-// holds register-held B chunks one tile longer. Every tensor is addressed through its strides, so
-// the same kernel serves channels_last x, weight and y (through the element gather).
+// keep their registers off the MMAs'). The MMAs are mma.sync m16n8k16 fed by ldmatrix (B with
+// .trans: it is stored pixel-major). Every tensor is addressed through its strides, so the same
+// kernel serves channels_last x, weight and y (through the element gather).
 //
 // After the main loop the f32 sums go through shared memory (the stage buffers), so that each
 // thread finishes runs of 8 pixels of one output channel: bias, ReLU, one rounding, and one 16-byte
