@@ -401,7 +401,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv3d, {1, 16, 6, 12, 20}, {64, 16, 3, 3, 3}, pad_d},        // 64x128, 3-D, K 432
       {ConvOp::conv3d, {1, 3, 6, 10, 30}, {64, 3, 3, 3, 3}, pad_d},          // 64x128, K = 81: weight rows misaligned
       {ConvOp::conv2d, {2, 96, 28, 28}, {160, 96, 3, 3}, pad1},              // 64x128, 14 K tiles split 2 ways
-      {ConvOp::conv2d, {1, 230, 12, 12}, {64, 230, 3, 3}, pad1},             // 64x128, 33 K tiles split 4: 8, 8, 8, 9
+      {ConvOp::conv2d, {1, 230, 12, 12}, {64, 230, 3, 3}, pad1},             // 64x128, 33 K tiles split 4 ways (8, 8, 8, 9)
   };
   for (const Case& c : cases) {
     for (DType dtype : {DType::f16, DType::bf16}) {
