@@ -62,12 +62,17 @@ namespace solops::detail::conv_gemm {
 
 namespace cg = cooperative_groups;
 
-// What every tile shape shares: the producers' split of a K tile's A and B chunks (8 elements, 16
-// bytes of shared memory each) over the threads.
-template <int kTileM, int kTileN, int kTileK, int kThreadCount, int kStageCount, int kMinBlocks>
-struct TileCommon {
-  static constexpr int M = kTileM, N = kTileN, K = kTileK, kStages = kStageCount, kThreads = kThreadCount;
+template <int kTileM, int kTileN, int kWarpsM, int kWarpsN, int kStageCount, int kMinBlocks>
+struct Tile {
+  static constexpr int M = kTileM, N = kTileN, K = 32, kStages = kStageCount;
   static constexpr int kBlocksPerSm = kMinBlocks;  // the register budget: 64K / (threads * blocks) a thread
+  static constexpr int kWarpsAlongN = kWarpsN;
+  static constexpr int kThreads = 32 * kWarpsM * kWarpsN;
+  static constexpr int kWarpTileM = M / kWarpsM, kWarpTileN = N / kWarpsN;
+  static constexpr int kMmaM = kWarpTileM / 16, kMmaN = kWarpTileN / 8;  // m16n8 MMAs of a warp
+  // Shared rows padded by 8 elements (16 bytes): the eight rows an ldmatrix reads fall in distinct
+  // banks, and every row stays 16-byte aligned.
+  static constexpr int kPitchA = K + 8, kPitchB = N + 8;
   // The f32 tile of sums after the main loop, in the stage buffers: rows padded by 8 floats, so that
   // the accumulators' 8-byte stores of a half warp (4 rows of 8 columns) fall in distinct banks.
   static constexpr int kPitchC = N + 8;
@@ -75,56 +80,10 @@ struct TileCommon {
   // steps down the K rows by kChunkRowStep.
   static constexpr int kChunkColumns = N / 8, kChunkRowStep = kThreads / kChunkColumns;
   static constexpr int kChunksA = M * K / 8 / kThreads, kChunksB = K / kChunkRowStep;
+  static_assert(kMmaM >= 1 && kMmaN % 2 == 0, "a warp tile is whole m16 rows and pairs of n8 columns");
   static_assert(kThreads % kChunkColumns == 0 && K % kChunkRowStep == 0, "each thread fills one chunk column of B");
   static_assert(M * K / 8 % kThreads == 0, "whole A chunks a thread");
-  static_assert(kThreads >= N && kThreads >= K, "a thread a pixel of the tile, a thread a K row of a tile's decode");
-};
-
-// The mma.sync back-end: warps of kWarpTileM x kWarpTileN, K tiles of 32, m16n8k16 MMAs fed by
-// ldmatrix from row-padded tiles.
-template <int kTileM, int kTileN, int kWarpsM, int kWarpsN, int kStageCount, int kMinBlocks>
-struct Tile : TileCommon<kTileM, kTileN, 32, 32 * kWarpsM * kWarpsN, kStageCount, kMinBlocks> {
-  using Base = TileCommon<kTileM, kTileN, 32, 32 * kWarpsM * kWarpsN, kStageCount, kMinBlocks>;
-  static constexpr bool kWgmma = false;
-  static constexpr int kAlign = 16;
-  static constexpr int kWarpsAlongN = kWarpsN;
-  static constexpr int kWarpTileM = Base::M / kWarpsM, kWarpTileN = Base::N / kWarpsN;
-  static constexpr int kMmaM = kWarpTileM / 16, kMmaN = kWarpTileN / 8;  // m16n8 MMAs of a warp
-  // Shared rows padded by 8 elements (16 bytes): the eight rows an ldmatrix reads fall in distinct
-  // banks, and every row stays 16-byte aligned.
-  static constexpr int kPitchA = Base::K + 8, kPitchB = Base::N + 8;
-  static constexpr int kStageA = Base::M * kPitchA, kStageB = Base::K * kPitchB;  // elements a stage
-  // Where the chunk of A row m at K column kc (a multiple of 8), and of B row r at pixel column c,
-  // lie in a stage's tile.
-  __device__ static int a_offset(int m, int kc) { return m * kPitchA + kc; }
-  __device__ static int b_offset(int r, int c) { return r * kPitchB + c; }
-  static_assert(kMmaM >= 1 && kMmaN % 2 == 0, "a warp tile is whole m16 rows and pairs of n8 columns");
-  static_assert(kStageCount >= 2, "one tile multiplied while the next loads");
-};
-
-// The wgmma back-end (sm_90a): kTileM / 64 consumer warpgroups, each the m64n128 slice of rows
-// 64 w of the tile, K tiles of 64 (one 128-byte row of A), every thread also a producer. Both
-// operands are read from shared memory through wgmma descriptors, in the canonical layouts with
-// the 128-byte swizzle (the 16-byte chunk j of each 128-byte row r stored at chunk j ^ r % 8 of its
-// row, r counted in 1024-byte-aligned groups of 8 rows):
-//   - A (weights, [M, K], K contiguous) is K-major: row m is the 64 K of output channel m, rows
-//     128 bytes apart; 8-row groups 1024 bytes apart (the descriptor's stride offset).
-//   - B (im2col, [K, N], pixels contiguous, as the producers write it) is MN-major, which wgmma
-//     reads for 16-bit types through its transpose bit: two 64-pixel halves of 64 K rows each (8 KB
-//     apart, the leading offset), K row r of a half 128 bytes after row r - 1; 8-row groups 1024
-//     bytes apart (the stride offset).
-// A chunk of 8 K of one weight row or of 8 pixels of one K row is one 16-byte slot, as before.
-template <int kTileM, int kStageCount, int kMinBlocks>
-struct WgmmaTile : TileCommon<kTileM, 128, 64, 2 * kTileM, kStageCount, kMinBlocks> {
-  using Base = TileCommon<kTileM, 128, 64, 2 * kTileM, kStageCount, kMinBlocks>;
-  static constexpr bool kWgmma = true;
-  static constexpr int kAlign = 1024;  // the swizzle pattern repeats every 1024 bytes of the address
-  static constexpr int kWarpgroups = kTileM / 64;
-  static constexpr int kStageA = Base::M * Base::K, kStageB = Base::K * Base::N;
-  __device__ static int a_offset(int m, int kc) { return m * 64 + ((kc / 8) ^ (m % 8)) * 8; }
-  __device__ static int b_offset(int r, int c) { return c / 64 * (64 * 64) + r * 64 + ((c % 64 / 8) ^ (r % 8)) * 8; }
-  static_assert(kTileM == 64 || kTileM == 128, "one or two warpgroups");
-  static_assert(kStageCount >= 3, "a tile multiplied, one held, one loading");
+  static_assert(kStages >= 2 && kThreads >= kStages * K, "the first kStages tiles' K rows decode in one step");
 };
 
 // The decoded K rows of one tile: where row k reads x (relative to the pixel's window origin) and
@@ -138,14 +97,14 @@ struct KRows {
 
 template <class Shape>
 struct StageBuffers {
-  alignas(Shape::kAlign) uint16_t a[Shape::kStages][Shape::kStageA];
-  alignas(Shape::kAlign) uint16_t b[Shape::kStages][Shape::kStageB];
+  alignas(16) uint16_t a[Shape::kStages][Shape::M * Shape::kPitchA];
+  alignas(16) uint16_t b[Shape::kStages][Shape::K * Shape::kPitchB];
 };
 
 template <class Shape>
 struct SharedTiles {
   union {
-    StageBuffers<Shape> stages;  // the main loop's (first: the kernel aligns the struct to kAlign)
+    StageBuffers<Shape> stages;  // the main loop's
     alignas(16) float c[Shape::M * Shape::kPitchC];  // the epilogue's sums (a split's partial sums)
   };
   KRows<Shape::K> k_rows[Shape::kStages];  // the t-th tile's rows in slot t % kStages, as its buffers
@@ -214,53 +173,6 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
   }
 }
-
-// wgmma (sm_90a). A shared-memory matrix descriptor: the start address, the leading and stride
-// byte offsets (all in 16-byte units) and the 128-byte swizzle (layout type 1, bits 62-63); the
-// buffers are 1024-byte aligned, so the base offset (bits 49-51) is 0.
-__device__ __forceinline__ uint64_t wgmma_descriptor(const void* start, uint32_t leading_bytes, uint32_t stride_bytes) {
-  return uint64_t{shared_address(start) >> 4 & 0x3fff} | uint64_t{leading_bytes >> 4 & 0x3fff} << 16 |
-         uint64_t{stride_bytes >> 4 & 0x3fff} << 32 | uint64_t{1} << 62;
-}
-
-// The accumulators' registers are not touched by other instructions between these points (wgmma
-// reads and writes them asynchronously): the compiler may not move their uses across.
-__device__ __forceinline__ void wgmma_fence_operands(float (&d)[64]) {
-#pragma unroll
-  for (int i = 0; i < 64; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
-__device__ __forceinline__ void wgmma_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int kPending>
-__device__ __forceinline__ void wgmma_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
-}
-
-// Shared memory written through the generic proxy (st.shared, cp.async) becomes visible to wgmma's
-// reads (the async proxy): each writer fences before the barrier that publishes its writes.
-__device__ __forceinline__ void fence_proxy_async() { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
-
-// D[64 x 128] += A[64 x 16] * B[16 x 128]: A K-major, B MN-major (transpose bit set), f32 sums;
-// scale-d, a predicate operand, is true (D += A B).
-#define SOLOPS_WGMMA_M64N128K16(types)                                                                    \
-  asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"                                               \
-               "wgmma.mma_async.sync.aligned.m64n128k16.f32." types " {%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, %32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63}, %64, %65, p, 1, 1, 0, 1;\n}\n" \
-               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),                    \
-      "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),                    \
-      "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),                    \
-      "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),                    \
-      "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),                    \
-      "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),                    \
-      "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),                    \
-      "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]) \
-               : "l"(a), "l"(b), "r"(1))
-template <class T>
-__device__ __forceinline__ void wgmma_m64n128k16(float (&d)[64], uint64_t a, uint64_t b) {
-  if constexpr (std::is_same_v<T, __half>) SOLOPS_WGMMA_M64N128K16("f16.f16");
-  else SOLOPS_WGMMA_M64N128K16("bf16.bf16");
-}
-#undef SOLOPS_WGMMA_M64N128K16
 
 template <class T>
 __device__ __forceinline__ float bits_to_float(uint16_t bits) {
@@ -383,11 +295,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
                 "the f32 tile fits in the stage buffers");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  // The tiles at the first kAlign-aligned shared address (launch adds the slack).
-  const uint32_t misalignment = shared_address(shared_bytes) % Shape::kAlign;
-  SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(
-      shared_bytes + (misalignment ? Shape::kAlign - misalignment : 0));
+  SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(shared_bytes);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
+  const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
   // This thread's B chunk column (8 pixels of the tile) and its first K row.
   const int chunk_column = tid % Shape::kChunkColumns * 8, first_row = tid / Shape::kChunkColumns;
   const int plane_hw = p.out_h * p.out_w;
@@ -431,8 +341,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       }
       s.y_offset[tid] = y_offset;
     }
-    for (int index = tid; index < kStages * K; index += Shape::kThreads) {
-      const int t = index / K, row = index % K;
+    if (tid < kStages * K) {
+      const int t = tid / K, row = tid % K;
       if (t < k_tiles) decode_k_row(p, (k_begin + t) * K + row, s.k_rows[t], row);
     }
     __syncthreads();
@@ -478,7 +388,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         const int chunk = tid + i * Shape::kThreads;
         const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
         const int co = co0 + m, k0 = kt * K + kc;
-        uint16_t* to = &s.stages.a[stage][Shape::a_offset(m, kc)];
+        uint16_t* to = &s.stages.a[stage][m * Shape::kPitchA + kc];
         const uint16_t* w_row = w_group + int64_t{co} * p.weight.n;
         if (co < p.out_per_group && layout.weight_k_contiguous && k0 + 8 <= p.reduction && aligned_16(w_row + k0)) {
           cp_async_16(to, w_row + k0);
@@ -499,7 +409,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
 #pragma unroll
       for (int i = 0; i < Shape::kChunksB; ++i) {
         const int r = first_row + i * Shape::kChunkRowStep;
-        uint16_t* to = &s.stages.b[stage][Shape::b_offset(r, chunk_column)];
+        uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
         hold_zero(b_held[i]);
         if (rows.w_offset[r] < 0) continue;  // past K
         if (chunk_run) {
@@ -537,144 +447,77 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         const int r = first_row + i * Shape::kChunkRowStep;
         uint32_t words[4];
         finish_run(b_held[i], words);
-        *reinterpret_cast<uint4*>(&s.stages.b[stage][Shape::b_offset(r, chunk_column)]) =
+        *reinterpret_cast<uint4*>(&s.stages.b[stage][r * Shape::kPitchB + chunk_column]) =
             make_uint4(words[0], words[1], words[2], words[3]);
       }
     };
 
-    if constexpr (Shape::kWgmma) {
-      // Warpgroup w multiplies rows [64 w, 64 w + 64) of the tile. The t-th of this rank's K tiles
-      // is tile k_begin + t in buffer t % kStages. While tile t is multiplied (asynchronously),
-      // tile t - 1's wgmmas may still run (wait_group 1), tile t + kStages - 3's register-held B
-      // chunks are stored (loaded one tile earlier: their latency hides behind a tile's MMAs) and tile
-      // t + kStages - 2 is issued into the buffer of tile t - 2, which every warpgroup finished
-      // before this tile's barrier. The first kStages - 2 tiles before the loop, all but the last
-      // stored at once; one cp.async group a tile, empty ones past the last tile, so that
-      // wait_group counts tiles.
-      const int warpgroup = tid / 128;
-      float acc[64] = {};
+    float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
+    // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
+    // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
+    // wait_group counts tiles.
 #pragma unroll
-      for (int t = 0; t < kStages - 2; ++t) {
-        if (t < k_tiles) {
-          issue_tile(k_begin + t, t);
-          if (t < kStages - 3) store_tile(t);
-        }
-        cp_async_commit();
+    for (int t = 0; t < kStages - 1; ++t) {
+      if (t < k_tiles) {
+        issue_tile(k_begin + t, t);
+        store_tile(t);
       }
-      for (int t = 0; t < k_tiles; ++t) {
-        const int stage = t % kStages;
-        // Tile t's copies have landed (this thread's) and its held chunks are stored; fenced for
-        // wgmma's reads, and after the barrier every thread's are.
-        cp_async_wait<kStages - 3>();
-        fence_proxy_async();
-        __syncthreads();
-        wgmma_fence_operands(acc);
-        wgmma_fence();
-        const uint16_t* a_tile = &s.stages.a[stage][warpgroup * 64 * K];
+      cp_async_commit();
+    }
+    for (int t = 0; t < k_tiles; ++t) {
+      const int stage = t % kStages;
+      // Tile t's copies have landed (this thread's), and after the barrier every thread's have,
+      // and every warp is past tile t - 1's MMAs, whose buffer the next copies refill.
+      cp_async_wait<kStages - 2>();
+      __syncthreads();
+      const int next = t + kStages - 1, next_stage = next % kStages;
+      if (next < k_tiles) issue_tile(k_begin + next, next_stage);
+      cp_async_commit();
 #pragma unroll
-        for (int kk = 0; kk < K; kk += 16) {
-          // A: 8-row groups 1024 bytes apart, 16 K columns 32 bytes further on in the swizzled
-          // row. B: halves 8 KB apart, 8-row groups 1024 bytes apart, 16 K rows 2 KB further on.
-          wgmma_m64n128k16<T>(acc, wgmma_descriptor(a_tile + kk, 16, 1024),
-                              wgmma_descriptor(&s.stages.b[stage][kk * 64], 64 * 64 * 2, 1024));
+      for (int kk = 0; kk < K; kk += 16) {
+        uint32_t a_frag[Shape::kMmaM][4];
+        uint32_t b_frag[Shape::kMmaN][2];
+#pragma unroll
+        for (int i = 0; i < Shape::kMmaM; ++i) {
+          const int row = warp_m * Shape::kWarpTileM + i * 16 + (lane & 15);
+          ldmatrix_x4(a_frag[i], &s.stages.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
         }
-        wgmma_commit();
-        wgmma_wait<1>();  // this warpgroup's tile t - 1
-        wgmma_fence_operands(acc);
-        const int held = t + kStages - 3, next = t + kStages - 2;
-        if (held < k_tiles) store_tile(held % kStages);
-        if (next < k_tiles) issue_tile(k_begin + next, next % kStages);
-        cp_async_commit();
-        // Tile t + kStages's K rows into tile t's slot, which only tile t's copies read (issued
-        // two tiles ago).
-        if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
+#pragma unroll
+        for (int j = 0; j < Shape::kMmaN; j += 2) {
+          const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
+          const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
+          uint32_t r[4];
+          ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
+          b_frag[j][0] = r[0];
+          b_frag[j][1] = r[1];
+          b_frag[j + 1][0] = r[2];
+          b_frag[j + 1][1] = r[3];
+        }
+#pragma unroll
+        for (int i = 0; i < Shape::kMmaM; ++i) {
+#pragma unroll
+          for (int j = 0; j < Shape::kMmaN; ++j) mma_m16n8k16<T>(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
+        }
       }
-      wgmma_wait<0>();
-      wgmma_fence_operands(acc);
-      cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
-      __syncthreads();     // every warpgroup is past its MMAs: the stage buffers become the f32 tile
+      // The held B chunks of tile `next` (its buffer was freed by the barrier above); tile
+      // t + kStages's K rows into tile t's slot, which only tile t's copies read.
+      if (next < k_tiles) store_tile(next_stage);
+      if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
+    }
+    cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
+    __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
 
-      // The accumulators (this rank's partial sums) into the f32 tile: register 4 j + 2 h + e of a
-      // thread is row 16 (warp % 4) + lane / 4 + 8 h of its warpgroup's 64, column 8 j + 2 (lane %
-      // 4) + e (wgmma's m64nN fragment: the m16n8 fragment of mma.sync repeated along N).
+    // The accumulators (this rank's partial sums) into the f32 tile.
+#pragma unroll
+    for (int i = 0; i < Shape::kMmaM; ++i) {
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
-        const int row = warpgroup * 64 + warp % 4 * 16 + lane / 4 + half * 8;
+        const int row = warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
 #pragma unroll
-        for (int j = 0; j < N / 8; ++j) {
-          *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + j * 8 + lane % 4 * 2]) =
-              make_float2(acc[4 * j + 2 * half], acc[4 * j + 2 * half + 1]);
-        }
-      }
-    } else {
-      const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
-      float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
-      // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
-      // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
-      // wait_group counts tiles.
-#pragma unroll
-      for (int t = 0; t < kStages - 1; ++t) {
-        if (t < k_tiles) {
-          issue_tile(k_begin + t, t);
-          store_tile(t);
-        }
-        cp_async_commit();
-      }
-      for (int t = 0; t < k_tiles; ++t) {
-        const int stage = t % kStages;
-        // Tile t's copies have landed (this thread's), and after the barrier every thread's have,
-        // and every warp is past tile t - 1's MMAs, whose buffer the next copies refill.
-        cp_async_wait<kStages - 2>();
-        __syncthreads();
-        const int next = t + kStages - 1, next_stage = next % kStages;
-        if (next < k_tiles) issue_tile(k_begin + next, next_stage);
-        cp_async_commit();
-#pragma unroll
-        for (int kk = 0; kk < K; kk += 16) {
-          uint32_t a_frag[Shape::kMmaM][4];
-          uint32_t b_frag[Shape::kMmaN][2];
-#pragma unroll
-          for (int i = 0; i < Shape::kMmaM; ++i) {
-            const int row = warp_m * Shape::kWarpTileM + i * 16 + (lane & 15);
-            ldmatrix_x4(a_frag[i], &s.stages.a[stage][row * Shape::kPitchA + kk + (lane >> 4) * 8]);
-          }
-#pragma unroll
-          for (int j = 0; j < Shape::kMmaN; j += 2) {
-            const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
-            const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
-            uint32_t r[4];
-            ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
-            b_frag[j][0] = r[0];
-            b_frag[j][1] = r[1];
-            b_frag[j + 1][0] = r[2];
-            b_frag[j + 1][1] = r[3];
-          }
-#pragma unroll
-          for (int i = 0; i < Shape::kMmaM; ++i) {
-#pragma unroll
-            for (int j = 0; j < Shape::kMmaN; ++j) mma_m16n8k16<T>(acc[i][j], a_frag[i], b_frag[j][0], b_frag[j][1]);
-          }
-        }
-        // The held B chunks of tile `next` (its buffer was freed by the barrier above); tile
-        // t + kStages's K rows into tile t's slot, which only tile t's copies read.
-        if (next < k_tiles) store_tile(next_stage);
-        if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
-      }
-      cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
-      __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
-
-      // The accumulators (this rank's partial sums) into the f32 tile.
-#pragma unroll
-      for (int i = 0; i < Shape::kMmaM; ++i) {
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          const int row = warp_m * Shape::kWarpTileM + i * 16 + lane / 4 + half * 8;
-#pragma unroll
-          for (int j = 0; j < Shape::kMmaN; ++j) {
-            const int column = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
-            *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
-                make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
-          }
+        for (int j = 0; j < Shape::kMmaN; ++j) {
+          const int column = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
+          *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
+              make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
         }
       }
     }
@@ -767,8 +610,7 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   const int64_t pixel_tiles = ceil_div(p.out_plane, Shape::N);
   const int64_t items = p.batch * p.groups * co_tiles * pixel_tiles;
   const int splits = split_count<Shape>(p, items, multiprocessors);
-  // The slack that lets the kernel align its tiles to kAlign (the dynamic base is 16-byte aligned).
-  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>) + Shape::kAlign - 16;
+  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>);
   const auto kernel = implicit_gemm<T, Shape>;
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
@@ -783,26 +625,11 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
                    pixel_tiles, items);
 }
 
-// mma.sync: 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for
-// every shape the wgmma tiles do not serve; 128x128 tiles of eight warps, one block an SM (its
-// 64x32 warp tiles need more than 128 registers), where the channels fill them and the tiles still
-// make a full wave. Four stages each.
+// 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
+// 128x128 tiles of eight warps, one block an SM (its 64x32 warp tiles need more than 128
+// registers), where the channels fill them and the tiles still make a full wave. Four stages each.
 using SmallTile = Tile<64, 64, 2, 2, 4, 4>;
 using LargeTile = Tile<128, 128, 2, 4, 4, 1>;
-// wgmma: 64x128 tiles of one warpgroup, four stages of 24 KB, two blocks an SM (up to 255
-// registers: 64 accumulators and 8 held B chunks a thread); 128x128 of two warpgroups, five stages
-// of 32 KB, one block an SM.
-using WgmmaSmallTile = WgmmaTile<64, 4, 2>;
-using WgmmaLargeTile = WgmmaTile<128, 5, 1>;
-
-// The wgmma tiles serve GEMMs that fill them: at least 64 output channels a group, a K tile's 64
-// of reduction and a pixel tile's 128 (below these most of a tile would multiply zeros, and the
-// 64x64 mma.sync tile keeps more blocks busy); the 128-row tile where the channels fill it and its
-// tiles still make a full wave.
-template <class Shape>
-int64_t tile_count(const ConvProblem& p) {
-  return p.batch * p.groups * ceil_div(p.out_per_group, Shape::M) * ceil_div(p.out_plane, Shape::N);
-}
 
 template <class T>
 void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
@@ -810,20 +637,11 @@ void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, c
   int device = 0;
   check_cuda(cudaGetDevice(&device), "conv", "cudaGetDevice");
   const int multiprocessors = multiprocessor_count(device);
-  const bool wgmma = p.out_per_group >= WgmmaSmallTile::M && p.reduction >= WgmmaSmallTile::K &&
-                     p.out_plane >= WgmmaSmallTile::N;
-  if (wgmma) {
-    if (p.out_per_group >= WgmmaLargeTile::M && tile_count<WgmmaLargeTile>(p) >= multiprocessors) {
-      launch<T, WgmmaLargeTile>(p, x, weight, bias, y, multiprocessors, stream);
-    } else {
-      launch<T, WgmmaSmallTile>(p, x, weight, bias, y, multiprocessors, stream);
-    }
-  } else if (p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N &&
-             tile_count<LargeTile>(p) >= multiprocessors) {
-    launch<T, LargeTile>(p, x, weight, bias, y, multiprocessors, stream);
-  } else {
-    launch<T, SmallTile>(p, x, weight, bias, y, multiprocessors, stream);
-  }
+  const int64_t large_tiles =
+      p.batch * p.groups * ceil_div(p.out_per_group, LargeTile::M) * ceil_div(p.out_plane, LargeTile::N);
+  const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N && large_tiles >= multiprocessors;
+  if (large) launch<T, LargeTile>(p, x, weight, bias, y, multiprocessors, stream);
+  else launch<T, SmallTile>(p, x, weight, bias, y, multiprocessors, stream);
 }
 
 }  // namespace solops::detail::conv_gemm
