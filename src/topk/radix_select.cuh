@@ -77,22 +77,12 @@ struct Parity {
 __device__ __forceinline__ int lane_id() { return static_cast<int>(threadIdx.x & 31); }
 __device__ __forceinline__ int warp_id() { return static_cast<int>(threadIdx.x >> 5); }
 
-// The sum over this lane and the lanes below it, exact in the first kLanes lanes (a power of two).
-// Each step adds under the shuffle's own in-range predicate (as CUB's scans do) rather than a compare
-// of the lane: the stream's loop runs short of predicate registers, and a lane test a step held across
-// it costs several instructions a step.
-template <int kLanes = 32>
-__device__ uint32_t warp_inclusive_sum(uint32_t value) {
+template <class V>
+__device__ V warp_inclusive_sum(V value) {
 #pragma unroll
-  for (int d = 1; d < kLanes; d *= 2) {
-    asm volatile("{\n"
-        "  .reg .u32 lower;\n"
-        "  .reg .pred in_range;\n"
-        "  shfl.sync.up.b32 lower|in_range, %0, %1, 0, -1;\n"
-        "  @in_range add.u32 %0, lower, %0;\n"
-        "}"
-        : "+r"(value)
-        : "r"(d));
+  for (int d = 1; d < 32; d *= 2) {
+    const V lower = __shfl_up_sync(kFullMask, value, d);
+    if (lane_id() >= d) value += lower;
   }
   return value;
 }
@@ -120,57 +110,27 @@ __device__ __forceinline__ V* at_rank(V* address, int rank) {
   return cg::cluster_group::map_shared_rank(address, rank);
 }
 
-// The CTA's slots for a round: this thread's kept items (keep[e]) follow those of the threads before
-// it, in thread order. Returns the thread's first slot; `total` gets the CTA's count. A ballot an item
-// orders the warp; the warps' counts meet after one barrier.
-__device__ inline int place(const bool (&keep)[kItems], int& total, SelectShared& sh, Parity& parity) {
-  const unsigned below = (1u << lane_id()) - 1u;
-  int before = 0, warp_total = 0;
+// The CTA's slots for a round: this thread's `count` items (at most kItems) follow those of the threads
+// before it. Returns the thread's first slot; `total` gets the CTA's count. The warp's sum comes from
+// one ballot per bit of the counts, which issue together, rather than a chain of shuffles: a round's
+// latency is mostly this function's.
+__device__ inline int place(int count, int& total, SelectShared& sh, Parity& parity) {
+  static_assert(kItems < 8, "a count has three bits");
+  const unsigned up_to_lane = (2u << lane_id()) - 1u;  // lane 31: 0 - 1, every lane
+  int inclusive = 0;
 #pragma unroll
-  for (int e = 0; e < kItems; ++e) {
-    const unsigned votes = __ballot_sync(kFullMask, keep[e]);
-    before += __popc(votes & below);
-    warp_total += __popc(votes);
+  for (int bit = 0; bit < 3; ++bit) {
+    inclusive += __popc(__ballot_sync(kFullMask, (count >> bit) & 1) & up_to_lane) << bit;
   }
   uint32_t(*words)[2] = sh.warp_words[parity.block];
-  if (lane_id() == 0) words[warp_id()][0] = static_cast<uint32_t>(warp_total);
+  if (lane_id() == 31) words[warp_id()][0] = static_cast<uint32_t>(inclusive);
   __syncthreads();
-  const uint32_t warp_count = lane_id() < kWarps ? words[lane_id()][0] : 0;
-  const uint32_t warps_inclusive = warp_inclusive_sum<kWarps>(warp_count);
-  total = static_cast<int>(__shfl_sync(kFullMask, warps_inclusive, kWarps - 1));
-  const int warp_base = static_cast<int>(__shfl_sync(kFullMask, warps_inclusive - warp_count, warp_id()));
+  const int warp_count = lane_id() < kWarps ? static_cast<int>(words[lane_id()][0]) : 0;
+  const int warps_inclusive = warp_inclusive_sum(warp_count);
+  total = __shfl_sync(kFullMask, warps_inclusive, kWarps - 1);
+  const int warp_base = __shfl_sync(kFullMask, warps_inclusive - warp_count, warp_id());
   parity.block ^= 1;
-  return warp_base + before;
-}
-
-// place for two rounds at once, with one barrier: the second round's items follow all of the
-// first's. A thread's counts of both travel as the halves of one word through one scan of the warp and
-// one of the warps (a CTA's count is at most kRound, so that the halves never carry into each other):
-// fewer instructions than a ballot an item once there are eight. slot_first and slot_second get the
-// thread's first slot in each round's run, first_total the first round's count and total both rounds'.
-__device__ inline void place_two(const bool (&first)[kItems], const bool (&second)[kItems], int& slot_first,
-                                 int& slot_second, int& first_total, int& total, SelectShared& sh, Parity& parity) {
-  static_assert(kRound < (1 << 16), "a round's count fits a half word");
-  uint32_t low = 0, high = 0;
-#pragma unroll
-  for (int e = 0; e < kItems; ++e) {
-    low += first[e];
-    high += second[e];
-  }
-  const uint32_t mine = low | high << 16;
-  const uint32_t inclusive = warp_inclusive_sum(mine);
-  uint32_t(*words)[2] = sh.warp_words[parity.block];
-  if (lane_id() == 31) words[warp_id()][0] = inclusive;
-  __syncthreads();
-  const uint32_t warp_count = lane_id() < kWarps ? words[lane_id()][0] : 0;
-  const uint32_t warps_inclusive = warp_inclusive_sum<kWarps>(warp_count);
-  const uint32_t totals = __shfl_sync(kFullMask, warps_inclusive, kWarps - 1);
-  const uint32_t slots = __shfl_sync(kFullMask, warps_inclusive - warp_count, warp_id()) + inclusive - mine;
-  parity.block ^= 1;
-  first_total = static_cast<int>(totals & 0xFFFFu);
-  total = first_total + static_cast<int>(totals >> 16);
-  slot_first = static_cast<int>(slots & 0xFFFFu);
-  slot_second = first_total + static_cast<int>(slots >> 16);
+  return warp_base + inclusive - count;
 }
 
 // Publishes this CTA's two words to its cluster; returns them, readable at every rank (at_rank) until
@@ -364,13 +324,15 @@ __device__ int compact(const Source& source, const Selection& take, const Select
     Items items;
     source.round(r, items);
     bool keep[kItems];
+    int count = 0;
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
       keep[e] = items.valid[e] && take.contains(items.key[e], items.position[e]) &&
                 !skip.contains(items.key[e], items.position[e]);
+      count += keep[e];
     }
     int total;
-    int slot = written + place(keep, total, sh, parity);
+    int slot = written + place(count, total, sh, parity);
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
       if (keep[e]) write(slot++, items.key[e], items.position[e]);

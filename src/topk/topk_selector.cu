@@ -1,12 +1,11 @@
 // TopkSelectorFwd's kernel: one CTA per query row and group, or a cluster of CTAs that split a long row
 // where the rows alone would leave SMs idle. Design and roofline: docs/perf/topk.md.
 //
-// A row is read once, streaming (topk <= kMaxBufferedTopk, every serving shape): rounds of kRound scores
-// are copied into a ring in shared memory (48 KB a CTA in flight, evict-first; registers where a score
-// takes its own load), turned into keys (stream_key) and filtered against the CTA's floor, two rounds at
-// a time; survivors are appended to a candidate buffer in shared memory, in position order. The floor
-// starts just under a sample's estimate of the slice's topk-th key (sampled_floor), so that on random
-// scores a row's candidates fit the buffer; after the stream, fewer than topk candidates
+// A row is read once, streaming (topk <= kMaxBufferedTopk, every serving shape): each round of kRound
+// scores (48 bytes a thread in flight, evict-first) is turned into keys (score_key) and filtered
+// against the CTA's floor; survivors are appended to a candidate buffer in shared memory, in position
+// order. The floor starts just under a sample's estimate of the slice's topk-th key (sampled_floor), so
+// that on random scores a row's candidates fit the buffer; after the stream, fewer than topk candidates
 // mean the estimate was too high, and the slice is streamed again from floor 0. When a round would
 // overflow the buffer, the buffer is cut to its exact top topk (select_top with the tie rule) and the
 // floor rises to the key below them: no later score at or under it can enter the top topk, since topk
@@ -69,25 +68,22 @@ struct Params {
   bool sorted;
 };
 
-// The f32 bits of a score's bits (f16 and bf16 widen exactly).
 template <class T>
-__device__ uint32_t widen(uint32_t bits) {
+__device__ uint32_t key_of(uint32_t bits) {
   if constexpr (std::is_same_v<T, float>) {
-    return bits;
+    return score_key(bits);
   } else if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    return bits << 16;
+    return score_key(bits << 16);
   } else {
-    return __float_as_uint(__half2float(__ushort_as_half(static_cast<unsigned short>(bits))));
+    return score_key(__float_as_uint(__half2float(__ushort_as_half(static_cast<unsigned short>(bits)))));
   }
 }
 
-// A CTA's slice [low, high) of one row of index_score, whose score at position j is row[(j - first) *
-// stride], first being low rounded down to kItems. Round r gives thread t the kItems positions at
-// offset r * kRound + t * kItems past first; positions outside the slice are invalid. kVector: one
-// 16-byte (f32) or 8-byte (f16, bf16) load a round, which needs G = 1, S_kv a multiple of kItems and an
-// aligned row; otherwise one load a valid position.
-// Offsets and positions are 32-bit (S_kv < 2^31, and offsets stay under high - first + kRound): the
-// stream spends a few instructions a score, and 64-bit bounds cost several of them.
+// A CTA's slice [low, high) of one row of index_score, whose score at position j is row[j * stride].
+// Round r gives thread t the positions first + r * kRound + t * kItems + [0, kItems), first being low
+// rounded down to kItems; positions outside the slice are invalid. kVector: one 16-byte (f32) or
+// 8-byte (f16, bf16) load a round, which needs G = 1, S_kv a multiple of kItems and an aligned row;
+// otherwise one load a valid position.
 template <class T, bool kVector>
 struct RowScores {
   static constexpr int kWords = kItems * static_cast<int>(sizeof(T)) / 4;
@@ -95,111 +91,58 @@ struct RowScores {
     uint32_t word[kWords];
   };
 
-  const T* row;  // the score at position first
+  const T* row;
   int64_t stride;
-  int32_t low, high, first;
+  int64_t low, high, first;
 
-  __device__ uint32_t offset(int r) const {
-    return static_cast<uint32_t>(r) * kRound + threadIdx.x * static_cast<uint32_t>(kItems);
-  }
-  __device__ int rounds() const {
-    return high > low ? static_cast<int>(ceil_div(int64_t{high} - first, kRound)) : 0;
-  }
+  __device__ int64_t start(int r) const { return first + int64_t{r} * kRound + threadIdx.x * kItems; }
+  __device__ int rounds() const { return high > low ? static_cast<int>(ceil_div(high - first, kRound)) : 0; }
 
-  // The kItems scores from offset o, a multiple of kItems.
-  __device__ Raw load_at(uint32_t o, bool evict_first, uint64_t policy) const {
+  // The kItems scores from position p, a multiple of kItems past `first`.
+  __device__ Raw load_at(int64_t p, bool evict_first, uint64_t policy) const {
     Raw raw{};
     if constexpr (kVector) {
-      // o and S_kv are multiples of kItems: a vector that starts in the row ends in it.
-      const bool valid = o < static_cast<uint32_t>(high - first);
+      // p and S_kv are multiples of kItems: a vector that starts in the row ends in it.
+      const bool valid = p < high;
       if constexpr (kWords == 4) {
-        const auto* address = reinterpret_cast<const uint4*>(row + o);
+        const auto* address = reinterpret_cast<const uint4*>(row + p);
         const uint4 v = evict_first ? load_evict_first(address, valid, policy) : valid ? __ldg(address) : uint4{};
         raw.word[0] = v.x, raw.word[1] = v.y, raw.word[2] = v.z, raw.word[3] = v.w;
       } else {
-        const auto* address = reinterpret_cast<const uint2*>(row + o);
+        const auto* address = reinterpret_cast<const uint2*>(row + p);
         const uint2 v = evict_first ? load_evict_first(address, valid, policy) : valid ? __ldg(address) : uint2{};
         raw.word[0] = v.x, raw.word[1] = v.y;
       }
     } else {
 #pragma unroll
       for (int e = 0; e < kItems; ++e) {
-        if (!valid_at(o + e)) continue;
-        const int64_t at = int64_t{o + e} * stride;
+        const int64_t j = p + e;
+        if (j < low || j >= high) continue;
         if constexpr (kWords == 4) {
-          raw.word[e] = __ldg(reinterpret_cast<const unsigned*>(row) + at);
+          raw.word[e] = __ldg(reinterpret_cast<const unsigned*>(row) + j * stride);
         } else {
-          raw.word[e / 2] |= uint32_t{__ldg(reinterpret_cast<const unsigned short*>(row) + at)} << (16 * (e % 2));
+          raw.word[e / 2] |= uint32_t{__ldg(reinterpret_cast<const unsigned short*>(row) + j * stride)} << (16 * (e % 2));
         }
       }
     }
     return raw;
   }
 
-  // Whether offset o is in the slice: one unsigned compare, offsets before low wrapping past it.
-  __device__ bool valid_at(uint32_t o) const {
-    return o - static_cast<uint32_t>(low - first) < static_cast<uint32_t>(high - low);
-  }
-
-  // Score e of a load, as f32 bits.
-  __device__ uint32_t bits_at(const Raw& raw, int e) const {
-    if constexpr (kWords == 4) return widen<T>(raw.word[e]);
-    else return widen<T>(raw.word[e / 2] >> (16 * (e % 2)) & 0xFFFFu);
-  }
-
-  __device__ int32_t position_at(uint32_t o) const { return static_cast<int32_t>(static_cast<uint32_t>(first) + o); }
-
-  __device__ void decode_at(const Raw& raw, uint32_t o, Items& items) const {
+  __device__ void decode_at(const Raw& raw, int64_t p, Items& items) const {
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      items.valid[e] = valid_at(o + e);
-      items.key[e] = score_key(bits_at(raw, e));
-      items.position[e] = position_at(o + e);
+      const int64_t j = p + e;
+      uint32_t bits;
+      if constexpr (kWords == 4) bits = raw.word[e];
+      else bits = raw.word[e / 2] >> (16 * (e % 2)) & 0xFFFFu;
+      items.valid[e] = j >= low && j < high;
+      items.key[e] = key_of<T>(bits);
+      items.position[e] = static_cast<int32_t>(j);
     }
   }
 
-  // The stream's copy of round r (vector loads) into slot `slot` of the ring in shared memory, each
-  // thread's kWords words of a slot its own (at `mine`, the shared address of its words of slot 0):
-  // evict-first; zeros, no bytes read (from the slice's first vector), where the vector starts past the
-  // slice. None for a round past the last: the stream never reads it.
-  __device__ void stage(uint32_t mine, int slot, int r, int rounds, uint64_t policy) const {
-    static_assert(kVector);
-    if (r >= rounds) return;
-    const uint32_t o = offset(r);
-    const bool valid = o < static_cast<uint32_t>(high - first);
-    const uint32_t to = mine + static_cast<uint32_t>(slot) * (kThreads * kWords * 4);
-    const T* from = row + (valid ? o : 0);
-    if constexpr (kWords == 4) {
-      asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(to), "l"(from),
-                   "r"(valid ? 16 : 0), "l"(policy)
-                   : "memory");
-    } else {
-      asm volatile("cp.async.ca.shared.global.L2::cache_hint [%0], [%1], 8, %2, %3;" ::"r"(to), "l"(from),
-                   "r"(valid ? 8 : 0), "l"(policy)
-                   : "memory");
-    }
-  }
-
-  // This thread's words of the round in slot `slot` (mine as for stage), once its copy has landed: read
-  // by shared address, in order after the wait (volatile, as the wait is).
-  __device__ Raw staged(uint32_t mine, int slot) const {
-    const uint32_t at = mine + static_cast<uint32_t>(slot) * (kThreads * kWords * 4);
-    Raw raw;
-    if constexpr (kWords == 4) {
-      asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
-                   : "=r"(raw.word[0]), "=r"(raw.word[1]), "=r"(raw.word[2]), "=r"(raw.word[3])
-                   : "r"(at)
-                   : "memory");
-    } else {
-      asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(raw.word[0]), "=r"(raw.word[1]) : "r"(at) : "memory");
-    }
-    return raw;
-  }
-
-  __device__ Raw load(int r, bool evict_first, uint64_t policy) const {
-    return load_at(offset(r), evict_first, policy);
-  }
-  __device__ void decode(const Raw& raw, int r, Items& items) const { decode_at(raw, offset(r), items); }
+  __device__ Raw load(int r, bool evict_first, uint64_t policy) const { return load_at(start(r), evict_first, policy); }
+  __device__ void decode(const Raw& raw, int r, Items& items) const { decode_at(raw, start(r), items); }
   __device__ void round(int r, Items& items) const { decode(load(r, false, 0), r, items); }
 };
 
@@ -211,8 +154,7 @@ struct HeldItems {
   __device__ void round(int, Items& out) const { out = items; }
 };
 
-// The CTA's candidates: the first `size` entries of the shared buffer, in position order. The stream
-// stores stream keys (append_keys), the steps over the buffer keys: a key is fixed where read.
+// The CTA's candidates: the first `size` entries of the shared buffer, in position order.
 struct Candidates {
   const uint32_t* key;
   const int32_t* position;
@@ -227,7 +169,7 @@ struct Candidates {
     const int32_t p[kItems] = {positions.x, positions.y, positions.z, positions.w};
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      items.key[e] = fixed_key(k[e]);
+      items.key[e] = k[e];
       items.position[e] = p[e];
       items.valid[e] = first + e < size;
     }
@@ -236,113 +178,46 @@ struct Candidates {
 
 __device__ Candidates candidates(const Shared& sh, int size) { return {sh.entries.key, sh.entries.position, size}; }
 
-// Cuts the buffer's `size` candidates (more than topk) to their top topk, in place and in position
-// order; returns the key under them, the stream's new floor: no later score at or under it can enter
-// the top topk, since topk candidates at lower positions beat it.
-__device__ uint32_t cut(int topk, int size, Shared& sh, Parity& parity) {
-  const Candidates held = candidates(sh, size);
-  const Selection top = select_top<false>(held, topk, 1, sh.select, parity);
-  compact(
-      held, top, nothing(),
-      [&](int at, uint32_t key, int32_t position) {
-        sh.entries.key[at] = key;
-        sh.entries.position[at] = position;
-      },
-      sh.select, parity);
-  return top.key_above;
-}
-
-// The stream's keys of round r (stream_key; 0, which passes no floor, where a position lies outside the
-// slice: in the first round, the last and the one past it, which ends an odd count's last pair).
-template <class T, bool kVector>
-__device__ void stream_keys(const RowScores<T, kVector>& scores, const typename RowScores<T, kVector>::Raw& raw,
-                            int r, int rounds, uint32_t (&key)[kItems]) {
-#pragma unroll
-  for (int e = 0; e < kItems; ++e) {
-    const uint32_t bits = scores.bits_at(raw, e);
-    key[e] = stream_key(bits, isnan(__uint_as_float(bits)));
-  }
-  if (r == 0 || r >= rounds - 1) {
-    const uint32_t o = scores.offset(r);
+// Appends a round's entries with keys above `floor` to the buffer; first cuts the buffer to its top
+// `topk` and raises the floor where they would not fit.
+__device__ void append(const Items& items, int topk, int& size, uint32_t& floor, Shared& sh, Parity& parity) {
+  bool keep[kItems];
+  int count = 0;
+  const auto mark = [&] {
+    count = 0;
 #pragma unroll
     for (int e = 0; e < kItems; ++e) {
-      if (!scores.valid_at(o + e)) key[e] = 0;
+      keep[e] = items.valid[e] && items.key[e] > floor;
+      count += keep[e];
     }
-  }
-}
-
-// Writes the entries of round r that pass `test` to the buffer from slot `at` on.
-template <class T, bool kVector>
-__device__ void store_kept(const RowScores<T, kVector>& scores, FloorTest test, const uint32_t (&key)[kItems], int r,
-                           int at, Shared& sh) {
-  // The test again rather than the flags of the placement, which the compiler would otherwise hold
-  // across its barrier: eight for a pair, past the SM's seven predicates, packed and unpacked in a
-  // register at some four instructions each. An opaque copy of the bound stops it reusing the flags.
-  asm("" : "+r"(test.below));
-  const int32_t position = scores.position_at(scores.offset(r));
-#pragma unroll
-  for (int e = 0; e < kItems; ++e) {
-    if (test.passes(key[e])) {
-      sh.entries.key[at] = key[e];
-      sh.entries.position[at] = position + e;
-      ++at;
-    }
-  }
-}
-
-// One round of the stream: the entries of round r whose keys are above the floor, appended to the
-// buffer in position order; where they would overflow it, the buffer is first cut to its top topk and
-// the floor raised (cut). The stream is bound by its instructions a score (the SM must take some 3
-// scores a cycle to keep its share of the copy rate), so that a score costs a flip, a NaN select, a compare
-// (stream_key, FloorTest), its share of the placement, and the stores where it passes: the buffer
-// takes stream keys, fixed where read (Candidates), and bounds are checked in the first and last rounds
-// only.
-template <class T, bool kVector>
-__device__ void append_keys(const RowScores<T, kVector>& scores, const uint32_t (&key)[kItems], int r, int topk,
-                            int& size, uint32_t& floor, Shared& sh, Parity& parity) {
-  bool keep[kItems];
-  const auto mark = [&] {
-    const FloorTest test(floor);
-#pragma unroll
-    for (int e = 0; e < kItems; ++e) keep[e] = test.passes(key[e]);
   };
   mark();
   int total;
-  int slot = place(keep, total, sh.select, parity);
+  int slot = place(count, total, sh.select, parity);
   if (size + total > kCapacity) {
     // size > kCapacity - kRound >= topk: there is something to cut.
-    floor = cut(topk, size, sh, parity);
+    const Candidates held = candidates(sh, size);
+    const Selection top = select_top<false>(held, topk, 1, sh.select, parity);
+    compact(
+        held, top, nothing(),
+        [&](int at, uint32_t key, int32_t position) {
+          sh.entries.key[at] = key;
+          sh.entries.position[at] = position;
+        },
+        sh.select, parity);
     size = topk;
+    floor = top.key_above;
     mark();
-    slot = place(keep, total, sh.select, parity);
+    slot = place(count, total, sh.select, parity);
   }
-  store_kept(scores, FloorTest(floor), key, r, size + slot, sh);
-  size += total;
-}
-
-// Two rounds of the stream at once (append_keys) with one placement, whose barrier and scan over the
-// warps' counts are much of a round's instructions. Where the two would overflow the buffer, each round
-// goes alone, cutting as it must.
-template <class T, bool kVector>
-__device__ void append_pair(const RowScores<T, kVector>& scores, const uint32_t (&first)[kItems],
-                            const uint32_t (&second)[kItems], int r, int topk, int& size, uint32_t& floor,
-                            Shared& sh, Parity& parity) {
-  const FloorTest test(floor);
-  bool keep_first[kItems], keep_second[kItems];
 #pragma unroll
   for (int e = 0; e < kItems; ++e) {
-    keep_first[e] = test.passes(first[e]);
-    keep_second[e] = test.passes(second[e]);
+    if (keep[e]) {
+      sh.entries.key[size + slot] = items.key[e];
+      sh.entries.position[size + slot] = items.position[e];
+      ++slot;
+    }
   }
-  int slot_first, slot_second, first_total, total;
-  place_two(keep_first, keep_second, slot_first, slot_second, first_total, total, sh.select, parity);
-  if (size + total > kCapacity) {
-    append_keys(scores, first, r, topk, size, floor, sh, parity);
-    append_keys(scores, second, r + 1, topk, size, floor, sh, parity);
-    return;
-  }
-  store_kept(scores, test, first, r, size + slot_first, sh);
-  store_kept(scores, test, second, r + 1, size + slot_second, sh);
   size += total;
 }
 
@@ -355,16 +230,16 @@ __device__ void append_pair(const RowScores<T, kVector>& scores, const uint32_t 
 // key passes) where the slice fits the buffer whole, or the sample is too small to help.
 template <class T, bool kVector>
 __device__ uint32_t sampled_floor(const RowScores<T, kVector>& scores, int topk, Shared& sh, Parity& parity) {
-  const int length = scores.high - scores.low;
+  const int64_t length = scores.high - scores.low;
   if (length <= kCapacity) return 0;
   // step * kThreads <= high - first, so that every spot's kItems scores lie before high; only thread 0's
   // first ones may lie before low.
-  const uint32_t step = static_cast<uint32_t>(scores.high - scores.first) / kRound * kItems;
-  const int n = kRound - (scores.low - scores.first);
+  const int64_t step = (scores.high - scores.first) / kRound * kItems;
+  const int n = kRound - static_cast<int>(scores.low - scores.first);
   const float m = static_cast<float>(topk) * static_cast<float>(n) / static_cast<float>(length);
   const int r = static_cast<int>(m + 4.0f * sqrtf(m)) + 1;
   if (r >= n) return 0;
-  const uint32_t spot = threadIdx.x * step;
+  const int64_t spot = scores.first + threadIdx.x * step;
   HeldItems sample;
   scores.decode_at(scores.load_at(spot, false, 0), spot, sample.items);
   begin_search(sh.select, parity);
@@ -376,84 +251,42 @@ __device__ uint32_t sampled_floor(const RowScores<T, kVector>& scores, int topk,
   return find_value<false>(sample, by_key, r, 1, sh.select, parity).low - 1;
 }
 
-// Rounds of scores a thread has in flight with one load a score: 8 words in registers (of the 64 a
-// thread that two CTAs an SM leave).
-template <class T>
-constexpr int kAhead = 8 / (kItems * static_cast<int>(sizeof(T)) / 4);
-
-template <int kPending>
-__device__ void wait_for_copies() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
-
-__device__ inline void commit_copies() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-
-// The ring of rounds in flight with vector loads: 48 KB a CTA (6 rounds of f32 scores, 12 of f16 and
-// bf16), copied into shared memory (cp.async), so that they hold no registers and stay in flight
-// through the pair's placement, a cut, the sample's search. With the buffers, 83 KB a CTA: two CTAs an
-// SM still, and 96 KB of loads in flight an SM, some four times what the copy rate needs at DRAM's
-// loaded latency, so that the SM keeps its share while one of its CTAs selects.
-constexpr int kRingBytes = 48 * 1024;
-template <class T>
-constexpr int kRingRounds = kRingBytes / (kRound * static_cast<int>(sizeof(T)));
-static_assert(kRingRounds<float> % 2 == 0 && kRingRounds<__half> % 2 == 0, "the ring holds whole pairs");
+// Rounds of scores a thread has in flight while the stream filters: with vector loads 48 bytes, 3 rounds
+// of f32 scores or 6 of f16 and bf16 (24 KB a CTA, 48 KB an SM: some 1.5 to 2 times what the copy rate
+// needs at DRAM's loaded latency); with one load a score, 8 words (the registers of 64 a thread that the
+// two CTAs an SM leave).
+template <class T, bool kVector>
+constexpr int kAhead = (kVector ? 12 : 8) / RowScores<T, kVector>::kWords;
 
 // Streams the CTA's slice into the candidate buffer: returns the candidates' count. They hold the
 // slice's top topk entries. The floor starts at the sampled one (sampled_floor); where fewer than topk
 // keys passed it, the slice is streamed again from floor 0.
-// With vector loads, rounds go in pairs (append_pair) through the ring in shared memory, a group of
-// copies a pair; with one load a score, one at a time through kAhead rounds in registers.
 template <class T, bool kVector>
-__device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, uint32_t* ring, Shared& sh,
-                                 Parity& parity) {
+__device__ int stream_candidates(const RowScores<T, kVector>& scores, int topk, Shared& sh, Parity& parity) {
+  using Raw = typename RowScores<T, kVector>::Raw;
+  constexpr int kDepth = kAhead<T, kVector>;
   const uint64_t policy = evict_first_policy();
   const int rounds = scores.rounds();
-  if (rounds == 0) return 0;  // a cluster's rank past a short row's end
   for (bool sampled = true;; sampled = false) {
+    Raw ahead[kDepth]{};
+#pragma unroll
+    for (int h = 0; h < kDepth; ++h) {
+      if (h < rounds) ahead[h] = scores.load(h, true, policy);
+    }
+    // The sample's loads and selection overlap the first rounds' loads.
+    uint32_t floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
+    const bool guessed = floor != 0;
     int size = 0;
-    uint32_t floor = 0;
-    bool guessed = false;
-    if constexpr (kVector) {
-      constexpr int kSlots = kRingRounds<T>;
-      const auto mine = static_cast<uint32_t>(__cvta_generic_to_shared(ring + threadIdx.x * (kItems * sizeof(T) / 4)));
-      for (int r = 0; r < kSlots; r += 2) {
-        scores.stage(mine, r, r, rounds, policy);
-        scores.stage(mine, r + 1, r + 1, rounds, policy);
-        commit_copies();
-      }
-      // The sample's loads and search overlap the first rounds' copies.
-      floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
-      guessed = floor != 0;
-      for (int r = 0, slot = 0; r < rounds; r += 2, slot = slot + 2 == kSlots ? 0 : slot + 2) {
-        wait_for_copies<kSlots / 2 - 1>();  // the pair's group, the oldest of kSlots / 2
-        uint32_t first[kItems], second[kItems];
-        stream_keys(scores, scores.staged(mine, slot), r, rounds, first);
-        stream_keys(scores, scores.staged(mine, slot + 1), r + 1, rounds, second);
-        append_pair(scores, first, second, r, topk, size, floor, sh, parity);
-        // The pair's slots take the rounds kSlots later (the thread read its words of them above).
-        scores.stage(mine, slot, r + kSlots, rounds, policy);
-        scores.stage(mine, slot + 1, r + 1 + kSlots, rounds, policy);
-        commit_copies();
-      }
-      wait_for_copies<0>();  // a second stream, or the next row's, reuses the slots
-    } else {
-      using Raw = typename RowScores<T, kVector>::Raw;
-      constexpr int kDepth = kAhead<T>;
-      Raw ahead[kDepth];
+    for (int r = 0; r < rounds; r += kDepth) {
 #pragma unroll
-      for (int h = 0; h < kDepth; ++h) ahead[h] = scores.load(h, false, policy);
-      floor = sampled ? sampled_floor(scores, topk, sh, parity) : 0;
-      guessed = floor != 0;
-      for (int r = 0; r < rounds; r += kDepth) {
-#pragma unroll
-        for (int h = 0; h < kDepth; ++h) {
-          if (r + h < rounds) {
-            // Round r + h's slot takes round r + h + kDepth's load as soon as its scores are keyed.
-            uint32_t key[kItems];
-            stream_keys(scores, ahead[h], r + h, rounds, key);
-            ahead[h] = scores.load(r + h + kDepth, false, policy);
-            append_keys(scores, key, r + h, topk, size, floor, sh, parity);
-          }
+      for (int h = 0; h < kDepth; ++h) {
+        if (r + h < rounds) {
+          // Round r + h's slot takes round r + h + kDepth's load as soon as its scores are read.
+          const Raw now = ahead[h];
+          if (r + h + kDepth < rounds) ahead[h] = scores.load(r + h + kDepth, true, policy);
+          Items items;
+          scores.decode(now, r + h, items);
+          append(items, topk, size, floor, sh, parity);
         }
       }
     }
@@ -541,7 +374,7 @@ __device__ void write_row(const Source& source, int wanted, bool sorted, int32_t
 // One CTA's part: rows are walked cluster-stride; the rank's slice of a row is a ceil(count / ranks)
 // share of its window, a multiple of kItems.
 template <class T, bool kVector, bool kBuffered>
-__device__ void select_rows_of_cta(const Params& p, uint32_t* ring, Shared& sh) {
+__device__ void select_rows_of_cta(const Params& p, Shared& sh) {
   const int ranks = static_cast<int>(cg::cluster_group::num_blocks());
   const int rank = static_cast<int>(cg::cluster_group::block_rank());
   Parity parity;
@@ -558,12 +391,10 @@ __device__ void select_rows_of_cta(const Params& p, uint32_t* ring, Shared& sh) 
     if (wanted > 0) {
       const int64_t share = ceil_div(ceil_div(count, ranks), kItems) * kItems;
       const int64_t mine_low = min(low + rank * share, high), mine_high = min(mine_low + share, high);
-      const int64_t first = mine_low / kItems * kItems;
-      const RowScores<T, kVector> scores{
-          static_cast<const T*>(p.scores) + (query * p.keys + first) * p.groups + group, p.groups,
-          static_cast<int32_t>(mine_low), static_cast<int32_t>(mine_high), static_cast<int32_t>(first)};
+      const RowScores<T, kVector> scores{static_cast<const T*>(p.scores) + query * p.keys * p.groups + group,
+                                         p.groups, mine_low, mine_high, mine_low / kItems * kItems};
       if constexpr (kBuffered) {
-        const int size = stream_candidates(scores, p.topk, ring, sh, parity);
+        const int size = stream_candidates(scores, p.topk, sh, parity);
         write_row(candidates(sh, size), wanted, p.sorted, out, ranks, rank, sh, parity);
       } else {
         write_row(scores, wanted, p.sorted, out, ranks, rank, sh, parity);
@@ -579,8 +410,7 @@ __device__ void select_rows_of_cta(const Params& p, uint32_t* ring, Shared& sh) 
 template <class T, bool kVector, bool kBuffered>
 __global__ void __launch_bounds__(kThreads, 2) select_rows(const Params p) {
   __shared__ Shared sh;
-  extern __shared__ uint4 ring[];  // kRingBytes where kVector and kBuffered (stream_candidates), else none
-  select_rows_of_cta<T, kVector, kBuffered>(p, reinterpret_cast<uint32_t*>(ring), sh);
+  select_rows_of_cta<T, kVector, kBuffered>(p, sh);
 }
 
 // A cluster splits rows only while the rows alone leave fewer CTAs than two an SM, and each CTA keeps
@@ -626,15 +456,6 @@ void launch(std::string_view op, const TopkGeometry& g, const TopkSelectorTensor
   config.attrs = &cluster;
   config.numAttrs = 1;
   const auto kernel = vector ? kernel_for<T, true>(buffered) : kernel_for<T, false>(buffered);
-  if (vector && buffered) {
-    // The ring takes static and dynamic shared memory past the 48 KB that needs no opt-in; the carveout
-    // at its most shared memory keeps two CTAs an SM. Attributes, not stream work: capturable.
-    config.dynamicSmemBytes = kRingBytes;
-    const auto* function = reinterpret_cast<const void*>(kernel);
-    set_dynamic_shared_bytes(op, function, kRingBytes);
-    set_function_attribute(op, function, cudaFuncAttributePreferredSharedMemoryCarveout,
-                           cudaSharedmemCarveoutMaxShared);
-  }
   check_cuda(cudaLaunchKernelEx(&config, kernel, p), op, "cudaLaunchKernelEx");
 }
 

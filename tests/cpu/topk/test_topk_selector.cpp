@@ -203,32 +203,6 @@ TEST(TopkSelectorKeys, OrderAsTheSpecOrdersScores) {
   }
 }
 
-TEST(TopkSelectorKeys, TheStreamsKeysAndFloorTestAgreeWithTheKeys) {
-  // The kernel's stream keys a score by its flip and a NaN select (stream_key), tests it against the
-  // floor by one compare (FloorTest) and fixes the key where the buffer is read (fixed_key): the same
-  // decisions and keys as score_key, for every kind of score and the floors at the edges of each.
-  std::vector<uint32_t> bits = {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x3F800000u, 0xBF800000u,
-                                0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7F800001u, 0xFF800001u,
-                                0x7FC00000u, 0xFFC00000u, 0x7FFFFFFFu, 0xFFFFFFFFu};
-  std::mt19937_64 rng(43);
-  std::uniform_int_distribution<uint32_t> any;
-  for (int i = 0; i < 2000; ++i) bits.push_back(any(rng));
-  std::vector<uint32_t> floors = {0x00000000u, 0x007FFFFEu, 0x007FFFFFu, 0x7FFFFFFEu, 0x7FFFFFFFu, 0x80000000u,
-                                  0x80000001u, 0xFF7FFFFFu, 0xFF800000u, 0xFF800001u, 0xFFFFFFFEu, 0xFFFFFFFFu};
-  for (int i = 0; i < 200; ++i) floors.push_back(any(rng));
-  for (uint32_t b : bits) {
-    const uint32_t key = detail::score_key(b);
-    const uint32_t stream = detail::stream_key(b, std::isnan(std::bit_cast<float>(b)));
-    EXPECT_EQ(detail::fixed_key(stream), key) << std::hex << b;
-    EXPECT_EQ(detail::fixed_key(key), key) << std::hex << b;
-    for (uint32_t floor : floors) {
-      EXPECT_EQ(detail::FloorTest(floor).passes(stream), key > floor) << std::hex << b << " " << floor;
-    }
-  }
-  // 0, an entry outside the slice, passes no floor.
-  for (uint32_t floor : floors) EXPECT_FALSE(detail::FloorTest(floor).passes(0)) << std::hex << floor;
-}
-
 TEST(TopkSelectorValidation, IndexScoreMustBeAFloatTensor) {
   TopkCall call = make_call({1, 2, 4, 1}, {1}, 2);
   HostTensor ints({1, 2, 4, 1}, DType::i32), out(call.output_shape(), DType::i32);
