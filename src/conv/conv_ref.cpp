@@ -11,6 +11,7 @@
 
 #include "conv/conv.hpp"
 #include "core/host_values.hpp"
+#include "core/parallel.hpp"
 #include "solops/reference.hpp"
 
 namespace solops::reference {
@@ -62,52 +63,52 @@ void conv(ConvOp op, const TensorRef& x, const TensorRef& weight, const TensorRe
   const std::vector<double> xv = widened(x, xs, g.batch, g.in_channels, g.in);
   const std::vector<double> wv = widened(weight, ws, g.out_channels, g.in_per_group, g.kernel);
   const int64_t in_plane = g.in_plane(), out_plane = g.out_plane();
-  std::vector<double> sums(static_cast<size_t>(out_plane));
-  for (int64_t n = 0; n < g.batch; ++n) {
-    for (int co = 0; co < g.out_channels; ++co) {
-      const int group = co / g.out_per_group;
-      std::fill(sums.begin(), sums.end(), bias ? detail::load_value(*bias, co) : 0.0);
-      for (int ci = 0; ci < g.in_per_group; ++ci) {
-        const double* plane = xv.data() + (n * g.in_channels + group * g.in_per_group + ci) * in_plane;
-        const double* taps = wv.data() + (int64_t{co} * g.in_per_group + ci) * g.taps();
-        for (int kd = 0; kd < g.kernel[0]; ++kd) {
-          const int od_offset = kd * g.dilation[0];
-          const OutputRange rd = reading_inside(g.in[0], g.out[0], g.stride[0], g.pad_before[0], od_offset);
-          for (int kh = 0; kh < g.kernel[1]; ++kh) {
-            const int oh_offset = kh * g.dilation[1];
-            const OutputRange rh = reading_inside(g.in[1], g.out[1], g.stride[1], g.pad_before[1], oh_offset);
-            for (int kw = 0; kw < g.kernel[2]; ++kw) {
-              const int ow_offset = kw * g.dilation[2];
-              const OutputRange rw = reading_inside(g.in[2], g.out[2], g.stride[2], g.pad_before[2], ow_offset);
-              const double tap = taps[(kd * g.kernel[1] + kh) * g.kernel[2] + kw];
-              for (int od = rd.begin; od < rd.end; ++od) {
-                const int64_t id = int64_t{od} * g.stride[0] - g.pad_before[0] + od_offset;
-                for (int oh = rh.begin; oh < rh.end; ++oh) {
-                  const int64_t ih = int64_t{oh} * g.stride[1] - g.pad_before[1] + oh_offset;
-                  // Where ow = 0 would read; the first ow of the range reads inside the row.
-                  const int64_t row = (id * g.in[1] + ih) * g.in[2] - g.pad_before[2] + ow_offset;
-                  double* out_row = sums.data() + (int64_t{od} * g.out[1] + oh) * g.out[2];
-                  for (int ow = rw.begin; ow < rw.end; ++ow) {
-                    out_row[ow] += tap * plane[row + int64_t{ow} * g.stride[2]];
-                  }
+  // One output plane an item: (image n, output channel co).
+  detail::parallel_for(g.batch * g.out_channels, out_plane * g.in_per_group * g.taps(), [&](int64_t item) {
+    const int64_t n = item / g.out_channels;
+    const int co = static_cast<int>(item % g.out_channels);
+    const int group = co / g.out_per_group;
+    std::vector<double> sums(static_cast<size_t>(out_plane), bias ? detail::load_value(*bias, co) : 0.0);
+    for (int ci = 0; ci < g.in_per_group; ++ci) {
+      const double* plane = xv.data() + (n * g.in_channels + group * g.in_per_group + ci) * in_plane;
+      const double* taps = wv.data() + (int64_t{co} * g.in_per_group + ci) * g.taps();
+      for (int kd = 0; kd < g.kernel[0]; ++kd) {
+        const int od_offset = kd * g.dilation[0];
+        const OutputRange rd = reading_inside(g.in[0], g.out[0], g.stride[0], g.pad_before[0], od_offset);
+        for (int kh = 0; kh < g.kernel[1]; ++kh) {
+          const int oh_offset = kh * g.dilation[1];
+          const OutputRange rh = reading_inside(g.in[1], g.out[1], g.stride[1], g.pad_before[1], oh_offset);
+          for (int kw = 0; kw < g.kernel[2]; ++kw) {
+            const int ow_offset = kw * g.dilation[2];
+            const OutputRange rw = reading_inside(g.in[2], g.out[2], g.stride[2], g.pad_before[2], ow_offset);
+            const double tap = taps[(kd * g.kernel[1] + kh) * g.kernel[2] + kw];
+            for (int od = rd.begin; od < rd.end; ++od) {
+              const int64_t id = int64_t{od} * g.stride[0] - g.pad_before[0] + od_offset;
+              for (int oh = rh.begin; oh < rh.end; ++oh) {
+                const int64_t ih = int64_t{oh} * g.stride[1] - g.pad_before[1] + oh_offset;
+                // Where ow = 0 would read; the first ow of the range reads inside the row.
+                const int64_t row = (id * g.in[1] + ih) * g.in[2] - g.pad_before[2] + ow_offset;
+                double* out_row = sums.data() + (int64_t{od} * g.out[1] + oh) * g.out[2];
+                for (int ow = rw.begin; ow < rw.end; ++ow) {
+                  out_row[ow] += tap * plane[row + int64_t{ow} * g.stride[2]];
                 }
               }
             }
           }
         }
       }
-      int64_t i = 0;
-      for (int od = 0; od < g.out[0]; ++od) {
-        for (int oh = 0; oh < g.out[1]; ++oh) {
-          for (int ow = 0; ow < g.out[2]; ++ow, ++i) {
-            const double sum = sums[static_cast<size_t>(i)];
-            // relu(NaN) is NaN: the comparison is false for it.
-            detail::store_value(y, offset(ys, n, co, od, oh, ow), g.relu && sum < 0 ? 0.0 : sum);
-          }
+    }
+    int64_t i = 0;
+    for (int od = 0; od < g.out[0]; ++od) {
+      for (int oh = 0; oh < g.out[1]; ++oh) {
+        for (int ow = 0; ow < g.out[2]; ++ow, ++i) {
+          const double sum = sums[static_cast<size_t>(i)];
+          // relu(NaN) is NaN: the comparison is false for it.
+          detail::store_value(y, offset(ys, n, co, od, oh, ow), g.relu && sum < 0 ? 0.0 : sum);
         }
       }
     }
-  }
+  });
 }
 
 }  // namespace solops::reference

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "core/host_values.hpp"
+#include "core/parallel.hpp"
 #include "norm/batch_norm.hpp"
 #include "solops/reference.hpp"
 
@@ -31,12 +32,12 @@ void batch_norm_training(const TensorRef& x, const TensorRef* running_mean, cons
   const detail::BatchNormPlanes planes =
       detail::validate_batch_norm_training("reference::batch_norm_training", detail::Placement::host, t, p);
   const int64_t count = planes.batch * planes.plane;
-  for (int64_t c = 0; c < planes.channels; ++c) {
+  detail::parallel_for(planes.channels, count, [&](int64_t c) {
     if (count == 0) {
       // No values: the statistics are 0 / 0, and the running statistics stay as they are.
       detail::store_value(save_mean, c, std::numeric_limits<double>::quiet_NaN());
       detail::store_value(save_invstd, c, std::numeric_limits<double>::quiet_NaN());
-      continue;
+      return;
     }
     double sum = 0;
     for_each_value(planes, c, [&](int64_t i) { sum += detail::load_value(x, i); });
@@ -61,7 +62,7 @@ void batch_norm_training(const TensorRef& x, const TensorRef* running_mean, cons
       detail::store_value(*running_var, c,
                           (1 - p.momentum) * detail::load_value(*running_var, c) + p.momentum * unbiased);
     }
-  }
+  });
 }
 
 void batch_norm_backward(const TensorRef& grad_out, const TensorRef& x, const TensorRef* weight,
@@ -71,7 +72,7 @@ void batch_norm_backward(const TensorRef& grad_out, const TensorRef& x, const Te
   const detail::BatchNormPlanes planes =
       detail::validate_batch_norm_backward("reference::batch_norm_backward", detail::Placement::host, t);
   const auto count = static_cast<double>(planes.batch * planes.plane);
-  for (int64_t c = 0; c < planes.channels; ++c) {
+  detail::parallel_for(planes.channels, planes.batch * planes.plane, [&](int64_t c) {
     const double mean = detail::load_value(save_mean, c), invstd = detail::load_value(save_invstd, c);
     double sum_dy = 0, sum_dy_centered = 0;
     for_each_value(planes, c, [&](int64_t i) {
@@ -88,7 +89,7 @@ void batch_norm_backward(const TensorRef& grad_out, const TensorRef& x, const Te
     });
     if (grad_weight) detail::store_value(*grad_weight, c, invstd * sum_dy_centered);
     if (grad_bias) detail::store_value(*grad_bias, c, sum_dy);
-  }
+  });
 }
 
 }  // namespace solops::reference
