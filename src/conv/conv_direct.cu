@@ -17,6 +17,7 @@
 // is addressed through its strides, so channels_last calls take the same path. Work items are
 // (image, group, channel chunk, block of row segments), walked grid-stride, segments fastest.
 #include "conv/conv.hpp"
+#include "conv/x_runs.cuh"
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
 #include "core/integer.hpp"
@@ -25,12 +26,71 @@ namespace solops::detail::conv_direct {
 
 constexpr int kThreads = 128;
 
+// The kPix inputs of one tap, x_tap[i * pixel_step] for the thread's outputs i (xx: the first's
+// position in its row), zero in the padding and past the row's last output. Where a 16-bit row is
+// contiguous along W with stride 1 or 2 (run_stride) and the thread has all 8 outputs, the inputs are
+// a run of x: two or three 16-byte loads (x_runs.cuh); otherwise one load an input.
+template <class T, int kPix>
+__device__ __forceinline__ void load_inputs(const T* x_tap, int xx, int pixels, const ConvProblem& p,
+                                            int64_t pixel_step, int run_stride, float (&values)[kPix]) {
+  if constexpr (sizeof(T) == 2 && kPix == 8) {
+    if (run_stride != 0 && pixels == kPix) {
+      // The run's elements [lo, hi) of x_tap[0, 7 s + 1) lie inside the row.
+      const int lo = max(0, -xx), hi = min(7 * run_stride + 1, p.in_w - xx);
+      uint32_t words[4] = {};
+      if (lo < hi) {
+        HeldRun run;
+        const auto* src = reinterpret_cast<const uint16_t*>(x_tap);
+        if (run_stride == 1) fetch_run<1>(src, lo, hi, run);
+        else fetch_run<2>(src, lo, hi, run);
+        finish_run(run, words);
+      }
+#pragma unroll
+      for (int i = 0; i < kPix; ++i) {
+        values[i] = bits_to_float<T>(static_cast<uint16_t>(words[i / 2] >> (16 * (i % 2))));
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPix; ++i) {
+    // Past the row's last output (whose position could overflow), or in the padding: contributes
+    // zero.
+    const bool inside = i < pixels && static_cast<unsigned>(xx + i * p.stride_w) < static_cast<unsigned>(p.in_w);
+    values[i] = inside ? to_float(x_tap[i * pixel_step]) : 0.0f;
+  }
+}
+
+// Stores a thread's kPix outputs of one channel (ReLU applied): one 16-byte store where they are an
+// aligned run of a 16-bit y, else one store an output.
+template <class T, int kPix>
+__device__ __forceinline__ void store_outputs(T* y_run, const float (&sums)[kPix], int pixels, const ConvProblem& p) {
+  float v[kPix];
+#pragma unroll
+  for (int i = 0; i < kPix; ++i) v[i] = p.relu && sums[i] < 0.0f ? 0.0f : sums[i];  // relu(NaN) is NaN
+  if constexpr (sizeof(T) == 2 && kPix == 8) {
+    if (p.y.w == 1 && pixels == kPix && aligned_16(y_run)) {
+      uint32_t words[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        words[i] = float_to_bits<T>(v[2 * i]) | uint32_t{float_to_bits<T>(v[2 * i + 1])} << 16;
+      }
+      *reinterpret_cast<uint4*>(y_run) = make_uint4(words[0], words[1], words[2], words[3]);
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kPix; ++i) {
+    if (i < pixels) y_run[i * p.y.w] = from_float<T>(v[i]);
+  }
+}
+
 template <class T, int kCo, int kPix>
 // At least one block an SM: without it ptxas caps the kernel near 96 registers and spills.
 __global__ void __launch_bounds__(kThreads, 1)
     direct(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ y,
            const ConvProblem p, const FastDivisor segments_per_row, const FastDivisor out_h, const int segments,
-           const int64_t co_chunks, const int64_t segment_blocks, const int64_t items) {
+           const int64_t co_chunks, const int64_t segment_blocks, const int64_t items, const int run_stride) {
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t segment_block = item % segment_blocks;
     const int64_t rest = item / segment_blocks;
@@ -77,14 +137,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int xx = origin_x + kw * p.dilation_w;
             const T* x_tap = x_row + int64_t{xx} * p.x.w;
             float values[kPix];
-#pragma unroll
-            for (int i = 0; i < kPix; ++i) {
-              // Past the row's last output (whose position could overflow), or in the padding:
-              // contributes zero.
-              const bool inside =
-                  i < pixels && static_cast<unsigned>(xx + i * p.stride_w) < static_cast<unsigned>(p.in_w);
-              values[i] = inside ? to_float(x_tap[i * pixel_step]) : 0.0f;
-            }
+            load_inputs<T, kPix>(x_tap, xx, pixels, p, pixel_step, run_stride, values);
             const T* w_tap = w_row + kw * p.weight.w;
 #pragma unroll
             for (int j = 0; j < kCo; ++j) {
@@ -99,14 +152,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     T* y_row = y + n * p.y.n + first_co * p.y.c + od * p.y.d + oh * p.y.h + int64_t{ow0} * p.y.w;
 #pragma unroll
     for (int j = 0; j < kCo; ++j) {
-#pragma unroll
-      for (int i = 0; i < kPix; ++i) {
-        if (j < channels && i < pixels) {
-          // relu(NaN) is NaN: the comparison is false for it.
-          const float v = p.relu && sums[j][i] < 0.0f ? 0.0f : sums[j][i];
-          y_row[j * p.y.c + i * p.y.w] = from_float<T>(v);
-        }
-      }
+      if (j < channels) store_outputs<T, kPix>(y_row + j * p.y.c, sums[j], pixels, p);
     }
   }
 }
@@ -126,7 +172,8 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   const int64_t items = p.batch * p.groups * co_chunks * segment_blocks;
   direct<T, kCo, kPix><<<grid_for(items), kThreads, 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,
-      FastDivisor(segments_per_row), FastDivisor(p.out_h), segments, co_chunks, segment_blocks, items);
+      FastDivisor(segments_per_row), FastDivisor(p.out_h), segments, co_chunks, segment_blocks, items,
+      p.x.w == 1 && (p.stride_w == 1 || p.stride_w == 2) ? p.stride_w : 0);
 }
 
 // kPix outputs a thread where that still gives every SM at least eight warps, else one: a small

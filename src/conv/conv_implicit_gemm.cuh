@@ -53,6 +53,7 @@
 #include <type_traits>
 
 #include "conv/conv.hpp"
+#include "conv/x_runs.cuh"
 #include "core/cluster_launch.cuh"
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
@@ -174,18 +175,6 @@ __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[
   }
 }
 
-template <class T>
-__device__ __forceinline__ float bits_to_float(uint16_t bits) {
-  if constexpr (std::is_same_v<T, __half>) return __half2float(__ushort_as_half(bits));
-  else return __bfloat162float(__ushort_as_bfloat16(bits));
-}
-
-template <class T>
-__device__ __forceinline__ uint16_t float_to_bits(float v) {
-  if constexpr (std::is_same_v<T, __half>) return __half_as_ushort(__float2half_rn(v));
-  else return __bfloat16_as_ushort(__float2bfloat16_rn(v));
-}
-
 __device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global) : "memory");
 }
@@ -195,95 +184,6 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 template <int kPending>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
-
-__device__ __forceinline__ bool aligned_16(const void* pointer) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
-}
-
-// Elements [shift, shift + 2 kOut) of the words w (element j in half j % 2 of word j / 2), shift
-// 0..7, as kOut words: whole words dropped first (by 2, then by 1: constant indices keep w in
-// registers), then half a word.
-template <int kOut, int kWords>
-__device__ __forceinline__ void shift_down(uint32_t (&w)[kWords], int shift, uint32_t (&out)[kOut]) {
-  static_assert(kWords >= kOut + 4, "the words hold every shift's elements");
-  if (shift & 4) {
-#pragma unroll
-    for (int i = 0; i < kWords - 2; ++i) w[i] = w[i + 2];
-  }
-  if (shift & 2) {
-#pragma unroll
-    for (int i = 0; i < kWords - 1; ++i) w[i] = w[i + 1];
-  }
-#pragma unroll
-  for (int i = 0; i < kOut; ++i) out[i] = shift & 1 ? __funnelshift_r(w[i], w[i + 1], 16) : w[i];
-}
-
-// A B chunk held in registers while the MMAs of the current tile run, so that its loads' latency
-// hides behind them: the 16-byte blocks of x that hold its elements as loaded (finish_run, after
-// the MMAs, makes the chunk of them), or its 8 elements one a word (gathered, or zero).
-struct HeldRun {
-  uint32_t w[12];
-  int shape;  // bits 0-3: src's misalignment in elements; 4-7, 8-11: the kept elements [first, last)
-              // of the chunk; bit 12: stride 2 (every other element of the blocks); or kGathered,
-              // or kCopied
-};
-constexpr int kGathered = 1 << 13;  // w[e] holds element e
-constexpr int kCopied = -1;         // the chunk went by cp.async: nothing held
-
-// A zero chunk (the gather overwrites its elements).
-__device__ __forceinline__ void hold_zero(HeldRun& run) {
-#pragma unroll
-  for (int e = 0; e < 8; ++e) run.w[e] = 0;
-  run.shape = kGathered;
-}
-
-// Loads the run src[0], src[s], ..., src[7 s] (s = kStride, 1 or 2; src 2-byte aligned) keeping only
-// its elements [lo, hi) of src[0, 7 s + 1) (0 <= lo < hi <= 7 s + 1: the part inside one row of x),
-// the others zero (the padding): the aligned 16-byte blocks that hold src[0, 7 s + 1), each only
-// where it holds a kept element (so each lies in the memory of the row).
-template <int kStride>
-__device__ __forceinline__ void fetch_run(const uint16_t* src, int lo, int hi, HeldRun& run) {
-  constexpr int kBlocks = kStride == 1 ? 2 : 3;  // the blocks 8 (15) elements at any misalignment touch
-  const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 0..7 elements
-  const uint4* block = reinterpret_cast<const uint4*>(src - shift);
-#pragma unroll
-  for (int j = 0; j < 3; ++j) {
-    // Block j holds the run's elements [8 j - shift, 8 j + 8 - shift).
-    const bool needed = j < kBlocks && 8 * j - shift < hi && 8 * j + 8 - shift > lo;
-    const uint4 b = needed ? __ldg(block + j) : make_uint4(0, 0, 0, 0);
-    run.w[4 * j] = b.x, run.w[4 * j + 1] = b.y, run.w[4 * j + 2] = b.z, run.w[4 * j + 3] = b.w;
-  }
-  // Chunk element e is the run's element e s: kept for e in [first, last).
-  const int first = (lo + kStride - 1) / kStride, last = (hi + kStride - 1) / kStride;
-  run.shape = shift | first << 4 | last << 8 | (kStride == 2) << 12;
-}
-
-// The chunk of a held run, as four words: its gathered elements packed, or its blocks shifted down
-// by src's misalignment, the elements of the stride picked, those outside [first, last) zeroed.
-__device__ __forceinline__ void finish_run(HeldRun& run, uint32_t (&out)[4]) {
-  if (run.shape == kGathered) {
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = run.w[2 * i] | run.w[2 * i + 1] << 16;
-    return;
-  }
-  const int shift = run.shape & 15, first = run.shape >> 4 & 15, last = run.shape >> 8 & 15;
-  uint32_t picked[4];
-  if (run.shape >> 12 & 1) {
-    // Word i of `pairs` holds elements 2i and 2i + 1; picked word i elements 4i and 4i + 2.
-    uint32_t pairs[8];
-    shift_down(run.w, shift, pairs);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) picked[i] = __byte_perm(pairs[2 * i], pairs[2 * i + 1], 0x5410);
-  } else {
-    shift_down(run.w, shift, picked);
-  }
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    const uint32_t keep = (2 * i >= first && 2 * i < last ? 0x0000ffffu : 0u) |
-                          (2 * i + 1 >= first && 2 * i + 1 < last ? 0xffff0000u : 0u);
-    out[i] = picked[i] & keep;
-  }
 }
 
 template <class T, class Shape>

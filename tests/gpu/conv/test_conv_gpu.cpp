@@ -430,8 +430,10 @@ TEST_F(ConvGpu, SplitKIsBitwiseRepeatable) {
 // outputs along W where the call fills the SMs, one where it does not): channel counts a group on
 // either side of each class (the last chunk of eight masked), rows narrower than one thread's
 // outputs and not a multiple of them, padding on both sides, stride 2 and 3 along W (windows that
-// skip inputs), dilation, a 3-D call, and taps along W that the unroll by two does not divide. The
-// first four calls have over 132 * 8 warps of several outputs each (register-blocked on an H100 or
+// skip inputs), dilation, a 3-D call, and taps along W that the unroll by two does not divide; in
+// f16 and bf16 the eight-output classes read rows of stride 1 or 2 as runs of x (x_runs.cuh: cut by
+// the padding, misaligned, and, with offset 1, on a misaligned base), and the 1x1 call's aligned
+// runs store 16 bytes at once. The first five calls have over 132 * 8 warps of several outputs each (register-blocked on an H100 or
 // H200), the rest are small (one output a thread).
 TEST_F(ConvGpu, DirectKernelClasses) {
   std::mt19937_64 rng(77);
@@ -445,6 +447,7 @@ TEST_F(ConvGpu, DirectKernelClasses) {
       {ConvOp::conv2d, {2, 32, 72, 131}, {64, 1, 3, 3}, 32, 2, 1, 1},  // 2 a group, stride 2
       {ConvOp::conv2d, {2, 32, 72, 67}, {128, 1, 3, 5}, 32, 1, 2, 3},  // 4 a group, dilation 2
       {ConvOp::conv2d, {2, 64, 24, 67}, {384, 2, 3, 3}, 32, 1, 1, 1},  // 12 a group: chunks of 8 and 4
+      {ConvOp::conv2d, {2, 32, 72, 64}, {32, 1, 1, 1}, 32, 1, 1, 0},   // 1x1 depthwise: aligned runs of x and y
       {ConvOp::conv2d, {2, 6, 9, 13}, {6, 1, 3, 3}, 6, 1, 1, 1},      // depthwise, 13 = 8 + 5
       {ConvOp::conv2d, {1, 4, 7, 5}, {4, 1, 3, 5}, 4, 1, 1, 2},       // one segment narrower than 8
       {ConvOp::conv2d, {2, 8, 11, 17}, {16, 2, 3, 3}, 4, 2, 1, 1},    // 4 channels a group, stride 2
