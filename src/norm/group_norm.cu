@@ -28,6 +28,12 @@
 // batch order itself: one kernel, as many warps as the per-sample launch. Otherwise blocks are
 // per-sample and each plane's sums go to the workspace, which add_channel_partials adds in batch
 // order, a second small kernel for the same reason as the update's.
+//
+// channels_last x (4-D) has kernels of its own (normalize_groups_channels_last,
+// group_gradients_channels_last, below): a group is S rows of C / G adjacent channels, walked as rows of
+// channel vectors by tiles of a sample's groups, each thread's channels fixed; the forward's two sums
+// per group and the backward's per-channel column sums are added in fixed orders through shared
+// memory, and the backward's (b, c) sums always go through the workspace and add_channel_partials.
 #include <algorithm>
 #include <climits>
 #include <cmath>

@@ -1,6 +1,7 @@
 """solops.group_norm and solops.instance_norm as PyTorch users meet them, on the GPU: equal to
 F.group_norm and F.instance_norm on random shapes (groups, affine on and off, running statistics
-present and absent, f32/f16/bf16, N = 1, spatial size 1, channels_last refused by name), the running
+present and absent, f32/f16/bf16, N = 1, spatial size 1; channels_last x with its gradients, other
+strided layouts refused by name), the running
 statistics updated in place as PyTorch updates them, the gradients equal to PyTorch's, bitwise
 deterministic, captured and replayed by CUDA graphs (running-statistics updates included), traced by
 torch.compile, and bad calls refused before anything is written. Needs a CUDA device; skips loudly
@@ -8,6 +9,7 @@ without one."""
 
 import math
 import random
+import re
 
 import pytest
 import torch
@@ -197,10 +199,101 @@ def test_torch_compile_trains_as_eager():
         torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=1e-5)
 
 
-def test_channels_last_is_refused_by_name():
-    x = random_input((2, 8, 4, 4), torch.float16).to(memory_format=torch.channels_last)
-    with pytest.raises(RuntimeError, match="x must be contiguous"):
-        solops.group_norm(x, 4)
+# channels_last x (4-D): the catalogue's shapes, odd C / G, C / G = 1, one-position rows, N = 1, groups
+# wider than a block's threads.
+CHANNELS_LAST_SHAPES = [((8, 128, 32, 32), 32), ((4, 256, 28, 28), 32), ((4, 128, 30, 30), 16), ((2, 9, 5, 7), 3),
+                        ((1, 6, 1, 7), 6), ((2, 12, 4, 4), 12), ((3, 2100, 3, 5), 1)]
+
+
+def channels_last(t):
+    return t.to(memory_format=torch.channels_last)
+
+
+def float_parameters(channels, dtype, affine):
+    return [p.float() if p is not None else None for p in parameters(channels, dtype, affine)]
+
+
+# Our y and grad_x come out in x's memory format (channels_last), as BatchNorm's do; PyTorch's CUDA
+# F.group_norm and F.instance_norm make x contiguous first and return contiguous tensors: the values
+# are compared, and the format is ours.
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, groups", CHANNELS_LAST_SHAPES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_channels_last_group_norm_and_its_gradients_equal_pytorch(shape, groups, dtype, affine):
+    x, dy = channels_last(random_input(shape, dtype)), channels_last(random_input(shape, dtype, seed=9))
+    mine = leaves(x, *parameters(shape[1], dtype, affine))
+    want = leaves(x.float(), *float_parameters(shape[1], dtype, affine))
+    y = solops.group_norm(mine[0], groups, *mine[1:])
+    expected = F.group_norm(want[0], groups, *want[1:])
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    close(y, expected.to(dtype), FORWARD_TOLERANCE[dtype])
+    (y * dy).sum().backward()
+    (expected * dy.float()).sum().backward()
+    assert mine[0].grad.is_contiguous(memory_format=torch.channels_last)
+    tolerance = BACKWARD_TOLERANCE[dtype]
+    sums = tolerance * max(1, x.numel() // shape[1]) ** 0.5
+    close(mine[0].grad, want[0].grad.to(dtype), tolerance)
+    for got, expected_parameter in zip(mine[1:], want[1:]):
+        if got is not None:
+            torch.testing.assert_close(got.grad, expected_parameter.grad.to(dtype), rtol=tolerance, atol=sums)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, _", CHANNELS_LAST_SHAPES)
+@pytest.mark.parametrize("use_input_stats, running", [(True, False), (True, True), (False, True)])
+def test_channels_last_instance_norm_and_its_gradients_equal_pytorch(shape, _, dtype, use_input_stats, running):
+    x, dy = channels_last(random_input(shape, dtype)), channels_last(random_input(shape, dtype, seed=9))
+    running_mean, running_var = instance_case(shape, use_input_stats, running)
+    theirs = (running_mean.clone(), running_var.clone()) if running else (None, None)
+    mine = leaves(x, *parameters(shape[1], dtype, True))
+    want = leaves(x.float(), *float_parameters(shape[1], dtype, True))
+    y = solops.instance_norm(mine[0], running_mean, running_var, *mine[1:], use_input_stats, 0.2, 1e-5)
+    expected = F.instance_norm(want[0], *theirs, *want[1:], use_input_stats, 0.2, 1e-5)
+    assert y.is_contiguous(memory_format=torch.channels_last) and not y.is_contiguous()
+    close(y, expected.to(dtype), FORWARD_TOLERANCE[dtype])
+    (y * dy).sum().backward()
+    (expected * dy.float()).sum().backward()
+    assert mine[0].grad.is_contiguous(memory_format=torch.channels_last)
+    tolerance = BACKWARD_TOLERANCE[dtype]
+    sums = tolerance * max(1, x.numel() // shape[1]) ** 0.5
+    close(mine[0].grad, want[0].grad.to(dtype), tolerance)
+    for got, expected_parameter in zip(mine[1:], want[1:]):
+        torch.testing.assert_close(got.grad, expected_parameter.grad.to(dtype), rtol=tolerance, atol=sums)
+    if running:
+        torch.testing.assert_close(running_mean, theirs[0], rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(running_var, theirs[1], rtol=1e-5, atol=1e-5)
+
+
+def test_channels_last_two_runs_give_the_same_bits():
+    x = channels_last(random_input((8, 64, 28, 28), torch.float32))
+    weight, bias = parameters(64, torch.float32, True)
+    outputs = []
+    for _ in range(2):
+        xs = leaves(x, weight, bias)
+        y = solops.group_norm(xs[0], 8, xs[1], xs[2])
+        y.backward(channels_last(torch.ones_like(y)))
+        zs = leaves(x, weight, bias)
+        z = solops.instance_norm(zs[0], None, None, zs[1], zs[2])
+        z.backward(channels_last(torch.ones_like(z)))
+        outputs.append([y, *(t.grad for t in xs), z, *(t.grad for t in zs)])
+    for first, second in zip(*outputs):
+        assert torch.equal(first, second)
+
+
+def test_other_strided_input_is_refused_by_name():
+    layouts = "x must be contiguous (row-major, e.g. NCHW) or channels_last; other strided tensors are not supported"
+    x3d = random_input((2, 8, 3, 4, 4), torch.float16).to(memory_format=torch.channels_last_3d)
+    sliced = random_input((2, 8, 4, 8), torch.float16)[:, :, :, ::2]
+    for x in (x3d, sliced):
+        with pytest.raises(RuntimeError, match=re.escape("group_norm: " + layouts)):
+            solops.group_norm(x, 4)
+        with pytest.raises(RuntimeError, match=re.escape("instance_norm: " + layouts)):
+            solops.instance_norm(x)
+    # grad_out must be in x's memory format.
+    x = channels_last(random_input((2, 8, 4, 4), torch.float16))
+    stats = torch.ones(2, 4, device="cuda")
+    with pytest.raises(RuntimeError, match=re.escape("grad_out must be in x's memory format (channels_last)")):
+        solops.group_norm_backward(x.contiguous(), x, 4, stats, stats)
 
 
 @pytest.mark.parametrize("call", [
