@@ -309,21 +309,17 @@ TEST_F(GroupNormGpu, EveryBackwardCatalogueRow) {
   for_each_row("InstanceNormBwd", true, backward);
 }
 
-// A random call: B from a short list (N = 1 included), C with a divisor as the group count, spatial
-// dims odd, even or 1, up to ~300 K elements; every ninth case with NaN and infinities, every sixth
-// with x one element off alignment; now and then groups of 40 K elements, read again each pass.
-SpatialInputs random_case(std::mt19937_64& rng, int c) {
-  static const int64_t kBatches[] = {1, 2, 3, 8};
-  static const int64_t kChannels[] = {1, 2, 3, 4, 6, 8, 12, 32, 64};
-  static const int64_t kSpatial[] = {1, 2, 3, 5, 7, 8, 14, 28, 30, 31, 32};
-  const auto pick = [&rng](const auto& sizes) {
-    return sizes[std::uniform_int_distribution<size_t>(0, std::size(sizes) - 1)(rng)];
-  };
+// One of `sizes`, uniformly.
+template <size_t N>
+int64_t pick(const int64_t (&sizes)[N], std::mt19937_64& rng) {
+  return sizes[std::uniform_int_distribution<size_t>(0, N - 1)(rng)];
+}
+
+// Random case c of GroupNorm (c even) or InstanceNorm (c odd) on x of `shape`: a random divisor of C
+// as the group count; by c, the dtype, affine on and off, running statistics present and absent,
+// use_input_stats on and off, NaN and infinities every ninth case, eps 0.1 and momentum 0.5 now and then.
+SpatialInputs random_call(std::mt19937_64& rng, int c, Shape shape) {
   const bool instance = c % 2 == 1;
-  Shape shape{pick(kBatches), pick(kChannels)};
-  for (int d = std::uniform_int_distribution<int>(instance ? 1 : 0, 3)(rng); d > 0; --d)
-    shape.push_back(pick(kSpatial));
-  if (c % 17 == 5) shape = {2, 4, 100, 101};  // 10100-element planes: long groups
   std::vector<int64_t> divisors;
   for (int64_t g = 1; g <= shape[1]; ++g) {
     if (shape[1] % g == 0) divisors.push_back(g);
@@ -333,12 +329,26 @@ SpatialInputs random_case(std::mt19937_64& rng, int c) {
   for (size_t d = 2; d < shape.size(); ++d) plane *= shape[d];
   const bool use_input_stats = !instance || c % 5 != 3;
   if (instance && use_input_stats && plane == 1) shape.push_back(2);  // F.instance_norm needs two
-  SpatialInputs in = random_inputs(shape, kRandomDtypes[c % 3], rng, groups, instance, c % 4 != 3,
+  SpatialInputs in = random_inputs(std::move(shape), kRandomDtypes[c % 3], rng, groups, instance, c % 4 != 3,
                                    instance && (c % 3 != 0 || !use_input_stats), draw_values(c));
   in.use_input_stats = use_input_stats;
   if (c % 7 == 2) in.eps = 0.1;
   if (c % 11 == 4) in.momentum = 0.5;
   return in;
+}
+
+// A random call: B from a short list (N = 1 included), C with a divisor as the group count, spatial
+// dims odd, even or 1, up to ~300 K elements; every ninth case with NaN and infinities, every sixth
+// with x one element off alignment; now and then groups of 40 K elements, read again each pass.
+SpatialInputs random_case(std::mt19937_64& rng, int c) {
+  static const int64_t kBatches[] = {1, 2, 3, 8};
+  static const int64_t kChannels[] = {1, 2, 3, 4, 6, 8, 12, 32, 64};
+  static const int64_t kSpatial[] = {1, 2, 3, 5, 7, 8, 14, 28, 30, 31, 32};
+  Shape shape{pick(kBatches, rng), pick(kChannels, rng)};
+  for (int d = std::uniform_int_distribution<int>(c % 2 == 1 ? 1 : 0, 3)(rng); d > 0; --d)
+    shape.push_back(pick(kSpatial, rng));
+  if (c % 17 == 5) shape = {2, 4, 100, 101};  // 10100-element planes: long groups
+  return random_call(rng, c, std::move(shape));
 }
 
 TEST_F(GroupNormGpu, RandomForwardCalls) {
@@ -394,24 +404,33 @@ TEST_F(GroupNormGpu, CapturedInACudaGraph) {
   EXPECT_EQ(compare_forward(running, 0, true), "");  // the running statistics' update too
 }
 
+// Two runs of the forward, and two of the backward (the same grad_out), give the same bits: outputs,
+// statistics, running statistics and gradients (x, grad_out and grad_x channels_last where
+// `channels_last`).
+void expect_two_runs_give_the_same_bits(SpatialInputs& in, bool channels_last) {
+  SCOPED_TRACE(describe(in) + (channels_last ? " channels_last" : ""));
+  const ForwardResult first = run_forward(in, 0, false, channels_last),
+                      second = run_forward(in, 0, false, channels_last);
+  EXPECT_EQ(first.y.bytes, second.y.bytes);
+  EXPECT_EQ(first.mean.bytes, second.mean.bytes);
+  EXPECT_EQ(first.rstd.bytes, second.rstd.bytes);
+  if (in.running_mean) {
+    EXPECT_EQ(first.running_mean->bytes, second.running_mean->bytes);
+    EXPECT_EQ(first.running_var->bytes, second.running_var->bytes);
+  }
+  std::mt19937_64 first_rng(9), second_rng(9);
+  const auto [want_a, got_a] = run_backward(in, first_rng, 0, channels_last);
+  const auto [want_b, got_b] = run_backward(in, second_rng, 0, channels_last);
+  EXPECT_EQ(got_a.grad_x.bytes, got_b.grad_x.bytes);
+  EXPECT_EQ(got_a.grad_weight.bytes, got_b.grad_weight.bytes);
+  EXPECT_EQ(got_a.grad_bias.bytes, got_b.grad_bias.bytes);
+}
+
 TEST_F(GroupNormGpu, TwoRunsGiveTheSameBits) {
   std::mt19937_64 rng(75);
   for (bool instance : {false, true}) {
     SpatialInputs in = random_inputs({8, 64, 28, 28}, DType::f32, rng, 8, instance, true, instance);
-    const ForwardResult first = run_forward(in), second = run_forward(in);
-    EXPECT_EQ(first.y.bytes, second.y.bytes);
-    EXPECT_EQ(first.mean.bytes, second.mean.bytes);
-    EXPECT_EQ(first.rstd.bytes, second.rstd.bytes);
-    if (instance) {
-      EXPECT_EQ(first.running_mean->bytes, second.running_mean->bytes);
-      EXPECT_EQ(first.running_var->bytes, second.running_var->bytes);
-    }
-    std::mt19937_64 first_rng(9), second_rng(9);
-    const auto [want_a, got_a] = run_backward(in, first_rng);
-    const auto [want_b, got_b] = run_backward(in, second_rng);
-    EXPECT_EQ(got_a.grad_x.bytes, got_b.grad_x.bytes);
-    EXPECT_EQ(got_a.grad_weight.bytes, got_b.grad_weight.bytes);
-    EXPECT_EQ(got_a.grad_bias.bytes, got_b.grad_bias.bytes);
+    expect_two_runs_give_the_same_bits(in, false);
   }
 }
 
@@ -433,25 +452,12 @@ SpatialInputs random_channels_last_case(std::mt19937_64& rng, int c) {
   static const int64_t kBatches[] = {1, 2, 3, 8};
   static const int64_t kChannels[] = {2, 3, 4, 6, 8, 9, 12, 16, 24, 32, 48, 64, 96};
   static const int64_t kSpatial[] = {1, 2, 3, 5, 7, 8, 14, 28, 31};
-  const auto pick = [&rng](const auto& sizes) {
-    return sizes[std::uniform_int_distribution<size_t>(0, std::size(sizes) - 1)(rng)];
-  };
-  const bool instance = c % 2 == 1;
-  Shape shape{pick(kBatches), pick(kChannels), pick(kSpatial), pick(kSpatial)};
+  Shape shape{pick(kBatches, rng), pick(kChannels, rng), pick(kSpatial, rng), pick(kSpatial, rng)};
   if (shape[2] * shape[3] == 1) shape[3] = 2;  // channels_last and contiguous alike otherwise
   if (c % 13 == 6) shape = {2, 2100, 3, 5};    // 2100 channels a group: wider than a block
   if (c % 17 == 5) shape = {2, 16, 100, 101};  // 10100 rows: read again each pass
-  std::vector<int64_t> divisors;
-  for (int64_t g = 1; g <= shape[1]; ++g) {
-    if (shape[1] % g == 0) divisors.push_back(g);
-  }
-  int64_t groups = divisors[std::uniform_int_distribution<size_t>(0, divisors.size() - 1)(rng)];
-  if (c % 13 == 6) groups = 1;
-  const bool use_input_stats = !instance || c % 5 != 3;
-  SpatialInputs in = random_inputs(shape, kRandomDtypes[c % 3], rng, groups, instance, c % 4 != 3,
-                                   instance && (c % 3 != 0 || !use_input_stats), draw_values(c));
-  in.use_input_stats = use_input_stats;
-  if (c % 7 == 2) in.eps = 0.1;
+  SpatialInputs in = random_call(rng, c, std::move(shape));
+  if (c % 13 == 6) in.groups = 1;  // one group of 2100 channels
   return in;
 }
 
@@ -474,20 +480,7 @@ TEST_F(GroupNormGpu, ChannelsLastTwoRunsGiveTheSameBits) {
        {std::tuple{Shape{8, 64, 28, 28}, int64_t{8}, false}, std::tuple{Shape{4, 64, 30, 30}, int64_t{1}, true},
         std::tuple{Shape{2, 2100, 3, 5}, int64_t{1}, false}}) {
     SpatialInputs in = random_inputs(shape, DType::f32, rng, groups, instance, true, instance);
-    const ForwardResult first = run_forward(in, 0, false, true), second = run_forward(in, 0, false, true);
-    EXPECT_EQ(first.y.bytes, second.y.bytes);
-    EXPECT_EQ(first.mean.bytes, second.mean.bytes);
-    EXPECT_EQ(first.rstd.bytes, second.rstd.bytes);
-    if (instance) {
-      EXPECT_EQ(first.running_mean->bytes, second.running_mean->bytes);
-      EXPECT_EQ(first.running_var->bytes, second.running_var->bytes);
-    }
-    std::mt19937_64 first_rng(9), second_rng(9);
-    const auto [want_a, got_a] = run_backward(in, first_rng, 0, true);
-    const auto [want_b, got_b] = run_backward(in, second_rng, 0, true);
-    EXPECT_EQ(got_a.grad_x.bytes, got_b.grad_x.bytes);
-    EXPECT_EQ(got_a.grad_weight.bytes, got_b.grad_weight.bytes);
-    EXPECT_EQ(got_a.grad_bias.bytes, got_b.grad_bias.bytes);
+    expect_two_runs_give_the_same_bits(in, true);
   }
 }
 
