@@ -676,10 +676,10 @@ def spatial_backward_impl(name: str, r: SpatialRow, theirs, dy, inputs) -> Impl:
     batch, channels, plane = x.shape[0], x.shape[1], x[0, 0].numel()
     mask = [True, r.affine, r.affine]
     # aten's group norm kernels on CUDA take contiguous tensors only: F.group_norm's forward makes x
-    # contiguous and saves that copy, and its autograd makes grad_out contiguous before the backward
-    # (a copy each where they are channels_last), as the group norm backward alternatives below do.
-    saved_x = x.contiguous()
+    # contiguous and saves that copy (saved_x), and its autograd makes grad_out contiguous before the
+    # backward (a copy each where they are channels_last), as the torch and FlagGems calls below do.
     if name in ("torch", "torch-compile") and not r.instance:
+        saved_x = x.contiguous()
         _, mean, rstd = torch.ops.aten.native_group_norm(saved_x, weight, bias, batch, channels, plane, r.groups,
                                                          SPATIAL_EPS)
 
@@ -708,6 +708,7 @@ def spatial_backward_impl(name: str, r: SpatialRow, theirs, dy, inputs) -> Impl:
         forward, backward = getattr(ops, "group_norm", None), getattr(ops, "group_norm_backward", None)
         if forward is None or backward is None:
             return Impl(name, None, not_applicable="FlagGems has no group_norm_backward")
+        saved_x = x.contiguous()
         _, mean, rstd = forward(saved_x, weight, bias, batch, channels, plane, r.groups, SPATIAL_EPS)
         return Impl(name, lambda: tuple(g for g in backward(dy.contiguous(), saved_x, mean, rstd, weight, batch,
                                                             channels, plane, r.groups, mask) if g is not None))
