@@ -277,7 +277,7 @@ torch.library.register_autograd("solops::layer_norm_with_stats", _layer_norm_gra
 
 
 def _memory_format(x):
-    """x's memory format as the BatchNorm ops read it: channels_last where x is that and not also
+    """x's memory format as the BatchNorm, GroupNorm and InstanceNorm ops read it: channels_last where x is that and not also
     contiguous (is_strictly_channels_last), else contiguous."""
     return torch.channels_last if is_strictly_channels_last(x) else torch.contiguous_format
 
@@ -586,6 +586,16 @@ def _like_x(x):
     return torch.empty(x.shape, dtype=x.dtype, device=x.device, memory_format=_memory_format(x))
 
 
+def _check_like_x(op, name, t, x):
+    """check_like_x: a tensor of x's shape and dtype in x's memory format (grad_out)."""
+    check_tensor(op, name, t, channels_last=True)
+    check_dtype(op, name, t, x.dtype)
+    check_shape(op, name, t, x.shape)
+    require(t.is_contiguous(memory_format=_memory_format(x)), op, name, " must be in x's memory format (",
+            "channels_last" if is_strictly_channels_last(x) else "contiguous", "): the kernels walk both with x's ",
+            "offsets")
+
+
 def _check_channel(op, name, t, x):
     """A [C] tensor of float32 or x's dtype, where given."""
     if t is not None:
@@ -636,12 +646,7 @@ def _(grad_out, x, weight, save_mean, save_invstd):
             check_known_dtype(op, name, t)
     check_tensor(op, "x", x, channels_last=True)
     check_float_dtype(op, "x", x)
-    check_tensor(op, "grad_out", grad_out, channels_last=True)
-    check_dtype(op, "grad_out", grad_out, x.dtype)
-    check_shape(op, "grad_out", grad_out, x.shape)
-    channels_last = is_strictly_channels_last(x)
-    require(grad_out.is_contiguous(memory_format=_memory_format(x)), op, "grad_out must be in x's memory format (",
-            "channels_last" if channels_last else "contiguous", "): the kernels walk both with x's offsets")
+    _check_like_x(op, "grad_out", grad_out, x)
     _check_channel(op, "weight", weight, x)
     for name, t in (("save_mean", save_mean), ("save_invstd", save_invstd)):
         _check_optional(op, name, t, torch.float32, x.shape[1:2])
@@ -732,7 +737,9 @@ def _group_setup_context(ctx, inputs, output):
 
 def _group_norm_grad(ctx, grad_y, _grad_mean, _grad_rstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    grad_x, grad_weight, grad_bias = _group_norm_backward(grad_y.contiguous(), x, ctx.num_groups, mean, rstd, weight)
+    # The op takes grad_out in x's memory format (channels_last x: channels_last grad_out).
+    grad_x, grad_weight, grad_bias = _group_norm_backward(grad_y.contiguous(memory_format=_memory_format(x)), x,
+                                                          ctx.num_groups, mean, rstd, weight)
     return grad_x, None, grad_weight if weight is not None else None, grad_bias if ctx.has_bias else None, None
 
 
@@ -754,8 +761,8 @@ class _InstanceNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_y):
         x, weight, mean, rstd = ctx.saved_tensors
-        grad_x, grad_weight, grad_bias = _instance_norm_backward(grad_y.contiguous(), x, mean, rstd, weight,
-                                                                 ctx.use_input_stats)
+        grad_x, grad_weight, grad_bias = _instance_norm_backward(grad_y.contiguous(memory_format=_memory_format(x)), x,
+                                                                 mean, rstd, weight, ctx.use_input_stats)
         needs = ctx.needs_input_grad
         return (grad_x if needs[0] else None, None, None, grad_weight if needs[3] else None,
                 grad_bias if needs[4] else None, None, None, None)
@@ -796,11 +803,11 @@ def _instances(rule, x, use_input_stats, momentum, eps):
 def _group_norm_fake(op, x, num_groups, weight, bias, eps):
     check_known_dtype(op, "x", x)
     _groups("group_norm", x, num_groups, eps)
-    check_tensor(op, "x", x)
+    check_tensor(op, "x", x, channels_last=True)
     check_float_dtype(op, "x", x)
     for name, t in (("weight", weight), ("bias", bias)):
         _check_optional(op, name, t, x.dtype, x.shape[1:2])
-    return x.new_empty(x.shape), x.new_empty([x.shape[0], num_groups], dtype=torch.float32)
+    return _like_x(x), x.new_empty([x.shape[0], num_groups], dtype=torch.float32)
 
 
 @torch.library.register_fake("solops::group_norm")
@@ -817,7 +824,7 @@ def _(x, num_groups, weight=None, bias=None, eps=1e-5):
 def _instance_norm_fake(op, x, running_mean, running_var, weight, bias, use_input_stats, momentum, eps):
     check_known_dtype(op, "x", x)
     _instances("instance_norm", x, use_input_stats, momentum, eps)
-    check_tensor(op, "x", x)
+    check_tensor(op, "x", x, channels_last=True)
     check_float_dtype(op, "x", x)
     require((running_mean is None) == (running_var is None), op,
             "running_mean and running_var must be given together (both or neither)")
@@ -827,7 +834,7 @@ def _instance_norm_fake(op, x, running_mean, running_var, weight, bias, use_inpu
     for name, t, dtype in (("weight", weight, x.dtype), ("bias", bias, x.dtype),
                            ("running_mean", running_mean, torch.float32), ("running_var", running_var, torch.float32)):
         _check_optional(op, name, t, dtype, channels)
-    return x.new_empty(x.shape), x.new_empty(x.shape[:2], dtype=torch.float32)
+    return _like_x(x), x.new_empty(x.shape[:2], dtype=torch.float32)
 
 
 @torch.library.register_fake("solops::instance_norm")
@@ -847,14 +854,14 @@ def _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, groups, resolve)
     """validate_group_norm_backward's checks; `groups` is G (InstanceNorm: C)."""
     check_known_dtype(op, "x", x)
     resolve()
-    check_tensor(op, "x", x)
+    check_tensor(op, "x", x, channels_last=True)
     check_float_dtype(op, "x", x)
     channels = x.shape[1:2]
-    _check_optional(op, "grad_out", grad_out, x.dtype, x.shape)
+    _check_like_x(op, "grad_out", grad_out, x)
     _check_optional(op, "weight", weight, x.dtype, channels)
     for name, t in (("mean", mean), ("rstd", rstd)):
         _check_optional(op, name, t, torch.float32, [x.shape[0], groups])
-    return x.new_empty(x.shape), x.new_empty(channels), x.new_empty(channels)
+    return _like_x(x), x.new_empty(channels), x.new_empty(channels)
 
 
 @torch.library.register_fake("solops::group_norm_backward")

@@ -28,6 +28,12 @@
 // batch order itself: one kernel, as many warps as the per-sample launch. Otherwise blocks are
 // per-sample and each plane's sums go to the workspace, which add_channel_partials adds in batch
 // order, a second small kernel for the same reason as the update's.
+//
+// channels_last x (4-D) has kernels of its own (normalize_groups_channels_last,
+// group_gradients_channels_last, below): a group is S rows of C / G adjacent channels, walked as rows of
+// channel vectors by tiles of a sample's groups, each thread's channels fixed; the forward's two sums
+// per group and the backward's per-channel column sums are added in fixed orders through shared
+// memory, and the backward's (b, c) sums always go through the workspace and add_channel_partials.
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -428,6 +434,364 @@ __global__ void add_channel_partials(const float* __restrict__ partials, T* __re
   }
 }
 
+// ---- channels_last x (4-D): group (b, g) is S rows of C / G adjacent channels, rows C apart ----
+
+// A launch's walk of channels_last x, in vectors of kVec channels of one position (kVec divides C / G,
+// so that a vector lies in one group). A block takes a tile: `groups_per_tile` consecutive groups of
+// one sample, S rows of tile_columns = groups_per_tile * columns adjacent vectors. Its thread t takes
+// column t % column_threads (and every column_threads-th after it), rows t / column_threads, plus
+// row_threads = blockDim.x / column_threads, ...: a thread's channels stay fixed across its rows, so
+// their weights load once, and a warp reads runs of adjacent vectors of a row.
+struct ChannelsLastShape {
+  int64_t tiles;         // B * tiles_per_sample
+  int64_t groups;        // B * G
+  int64_t num_groups;    // G
+  int64_t planes;        // B * C
+  int64_t row_vectors;   // C / kVec: from one position to the next
+  int tiles_per_sample;  // ceil(G / groups_per_tile)
+  int groups_per_tile;   // at most kWarp
+  int columns;           // (C / G) / kVec: a group's vectors in a row
+  int column_threads;    // tile_columns, or fewer where a tile is one group wider than a block
+  int rows;              // S
+  int channels_per_group;
+  float inv_len;     // 1 / K
+  float eps;         // forward
+  bool input_stats;  // forward: statistics from x, else from the running statistics
+  bool centred;      // backward: the gradient of statistics taken from x, else of fixed ones
+};
+
+// One tile of a launch.
+struct Tile {
+  int64_t origin;         // the vector of row 0, column 0
+  int64_t first_group;    // b * G + the tile's first group of its sample
+  int64_t first_channel;  // the channel of column 0's first element
+  int groups;             // the tile's groups: groups_per_tile, fewer in a sample's last tile
+  int columns;            // its vectors in a row
+};
+
+__device__ __forceinline__ Tile tile_of(const ChannelsLastShape& s, int64_t index) {
+  const int64_t sample = index / s.tiles_per_sample;
+  const int64_t first = index % s.tiles_per_sample * s.groups_per_tile;
+  const int groups = static_cast<int>(min(int64_t{s.groups_per_tile}, s.num_groups - first));
+  return {sample * s.rows * s.row_vectors + first * s.columns, sample * s.num_groups + first,
+          first * s.channels_per_group, groups, groups * s.columns};
+}
+
+// The sum of `value` over the threads of each group of the tile; returns the sum of the thread's own
+// group (`group`: its group in the tile). One fixed order: warp w adds group w's threads' values
+// (strided over its lanes, then shuffles). `partials`: a float a thread; `totals`: kWarp. Every thread
+// must call it.
+__device__ __forceinline__ float tile_group_sum(float value, int group, const ChannelsLastShape& s, int tile_groups,
+                                                float* partials, float* totals) {
+  partials[threadIdx.x] = value;
+  __syncthreads();
+  const int row_threads = blockDim.x / s.column_threads;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  for (int member = warp; member < tile_groups; member += blockDim.x / kWarp) {
+    // The group's threads: its columns among the first column_threads, every row.
+    const int first = member * s.columns, width = min(s.columns, s.column_threads - first);
+    const int count = row_threads * width;
+    float sum = 0;
+    for (int k = lane; k < count; k += kWarp) sum += partials[k / width * s.column_threads + first + k % width];
+    sum = row_norm::warp_reduce(sum, plus);
+    if (lane == 0) totals[member] = sum;
+  }
+  __syncthreads();
+  // No barrier after this read: the next call writes totals only after its first barrier.
+  return totals[group];
+}
+
+// The forward of channels_last x, a tile a block iteration. kItems > 0: the tile's columns are the
+// block's (column_threads = tile_columns) and each thread holds its column's rows first_row + i *
+// row_threads in registers, with its channels' weights and biases; 0: rows are read again each pass,
+// kInFlight a thread at a time.
+template <class T, int kVec, int kItems>
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    normalize_groups_channels_last(const ForwardPointers<T> p, const ChannelsLastShape s) {
+  using B = Bits<T, kVec>;
+  __shared__ float partials[kMaxThreads];
+  __shared__ float totals[kWarp];
+  const B* const x = reinterpret_cast<const B*>(p.x);
+  B* const y = reinterpret_cast<B*>(p.y);
+  const int row_threads = blockDim.x / s.column_threads;
+  const int first_column = threadIdx.x % s.column_threads, first_row = threadIdx.x / s.column_threads;
+  // The last threads of a block of whole warps may have no row.
+  const bool has_row = first_row < row_threads;
+  const int member = first_column / s.columns;  // the thread's group in its tile
+  for (int64_t index = blockIdx.x; index < s.tiles; index += gridDim.x) {
+    const Tile tile = tile_of(s, index);
+    const bool has_column = has_row && first_column < tile.columns;
+    // The weights and biases of a column's kVec channels; null tensors give 1 and 0.
+    const auto affine_of = [&](int column, float(&scale)[kVec], float(&shift)[kVec]) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        const int64_t channel = tile.first_channel + column * kVec + e;
+        scale[e] = p.weight ? to_float(p.weight[channel]) : 1.0f;
+        shift[e] = p.bias ? to_float(p.bias[channel]) : 0.0f;
+      }
+    };
+    [[maybe_unused]] B held[kItems > 0 ? kItems : 1];
+    // The weights and biases of the thread's column (kItems == 0: of the column the output pass is at).
+    float held_scale[kVec], held_shift[kVec];
+    if constexpr (kItems > 0) {
+      if (has_column) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          const int row = first_row + i * row_threads;
+          if (row < s.rows) held[i] = x[tile.origin + row * s.row_vectors + first_column];
+        }
+        affine_of(first_column, held_scale, held_shift);
+      }
+    }
+    // f(column, row, values) for each vector of this thread's share of the tile, column by column.
+    const auto for_each_vector = [&](auto f) {
+      if constexpr (kItems > 0) {
+        if (!has_column) return;
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          const int row = first_row + i * row_threads;
+          if (row >= s.rows) continue;
+          float values[kVec];
+          unpack<T, kVec>(held[i], values);
+          f(first_column, row, values);
+        }
+      } else {
+        if (!has_row) return;
+        for (int column = first_column; column < tile.columns; column += s.column_threads) {
+          for (int64_t base = first_row; base < s.rows; base += int64_t{kInFlight} * row_threads) {
+            B bits[kInFlight];
+#pragma unroll
+            for (int k = 0; k < kInFlight; ++k) {
+              const int64_t row = base + k * row_threads;
+              if (row < s.rows) bits[k] = x[tile.origin + row * s.row_vectors + column];
+            }
+#pragma unroll
+            for (int k = 0; k < kInFlight; ++k) {
+              const int64_t row = base + k * row_threads;
+              if (row >= s.rows) continue;
+              float values[kVec];
+              unpack<T, kVec>(bits[k], values);
+              f(column, row, values);
+            }
+          }
+        }
+      }
+    };
+    const int64_t group = tile.first_group + member;
+    // The thread that writes its group's statistics: the group's first column, first row.
+    const bool writes_stats = has_column && first_row == 0 && first_column % s.columns == 0;
+    float mean = 0, rstd = 0;
+    if (s.input_stats) {
+      float sum = 0;
+      for_each_vector([&](int, int64_t, const float(&values)[kVec]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) sum += values[e];
+      });
+      mean = tile_group_sum(sum, member, s, tile.groups, partials, totals) * s.inv_len;
+      float squares = 0;
+      for_each_vector([&](int, int64_t, const float(&values)[kVec]) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) squares += (values[e] - mean) * (values[e] - mean);
+      });
+      const float var = tile_group_sum(squares, member, s, tile.groups, partials, totals) * s.inv_len;
+      rstd = rsqrtf(var + s.eps);  // channels_last x is never empty
+      if (p.instance_stats && writes_stats) {
+        p.instance_stats[group] = mean;
+        p.instance_stats[s.groups + group] = var;
+      }
+    } else if (has_column) {
+      // InstanceNorm by its running statistics (a group a channel), as the contiguous kernel.
+      const int64_t channel = tile.first_channel + int64_t{member} * s.channels_per_group;
+      mean = p.running_mean[channel];
+      rstd = 1.0f / sqrtf(p.running_var[channel] + s.eps);
+    }
+    if (writes_stats) {
+      if (p.mean) p.mean[group] = mean;
+      if (p.rstd) p.rstd[group] = rstd;
+    }
+    // Rows read again: the column's weights and biases, loaded as the walk reaches it.
+    [[maybe_unused]] int loaded_column = -1;
+    for_each_vector([&](int column, int64_t row, const float(&values)[kVec]) {
+      if constexpr (kItems == 0) {
+        if (column != loaded_column) {
+          affine_of(column, held_scale, held_shift);
+          loaded_column = column;
+        }
+      }
+      float out[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) out[e] = fmaf(values[e] - mean, held_scale[e] * rstd, held_shift[e]);
+      y[tile.origin + row * s.row_vectors + column] = pack<T, kVec>(out);
+    });
+  }
+}
+
+// The backward of channels_last x, a tile a block iteration. Each channel's sums over the tile's rows
+// (of grad_out * x_hat and of grad_out) are column sums: each thread adds its column's rows per
+// channel, and, a pass over the block's columns at a time, a thread a channel adds the threads' sums
+// in row order, writes them to the workspace for the parameter gradients (add_channel_partials then
+// adds them over the batch) and leaves them, times the weight, for a warp a group to add in channel
+// order. kItems > 0: one pass, each thread holding its column's rows of x and grad_out in registers;
+// 0: rows read in rounds, and again for grad_x.
+template <class T, int kVec, int kItems>
+__global__ void __launch_bounds__(kMaxThreads, 1)
+    group_gradients_channels_last(const BackwardPointers<T> p, const ChannelsLastShape s) {
+  using B = Bits<T, kVec>;
+  // Each thread's kVec channels' sums (x: grad_out * x_hat, y: grad_out); after a pass's barrier, at
+  // [q], channel q of the pass's sums over the rows, times its weight.
+  __shared__ float2 channel_sums[kMaxThreads * kVec];
+  __shared__ float2 group_sums[kWarp];  // each group's sums of h * x_hat and of h
+  const B* const x = reinterpret_cast<const B*>(p.x);
+  const B* const grad_out = reinterpret_cast<const B*>(p.grad_out);
+  B* const grad_x = reinterpret_cast<B*>(p.grad_x);
+  const int row_threads = blockDim.x / s.column_threads;
+  const int pass_channels = s.column_threads * kVec;
+  const int first_column = threadIdx.x % s.column_threads, first_row = threadIdx.x / s.column_threads;
+  const bool has_row = first_row < row_threads;
+  const int member = first_column / s.columns;
+  const int warp = threadIdx.x / kWarp, lane = threadIdx.x % kWarp;
+  for (int64_t index = blockIdx.x; index < s.tiles; index += gridDim.x) {
+    const Tile tile = tile_of(s, index);
+    const bool has_column = has_row && first_column < tile.columns;
+    const int64_t group = tile.first_group + member;
+    const float mean = has_column ? p.mean[group] : 0.0f, rstd = has_column ? p.rstd[group] : 0.0f;
+    const auto weights_of = [&](int column, float(&scale)[kVec]) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) {
+        scale[e] = p.weight ? to_float(p.weight[tile.first_channel + column * kVec + e]) : 1.0f;
+      }
+    };
+    [[maybe_unused]] B x_held[kItems > 0 ? kItems : 1], dy_held[kItems > 0 ? kItems : 1];
+    [[maybe_unused]] float held_scale[kVec];
+    if constexpr (kItems > 0) {
+      if (has_column) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          const int row = first_row + i * row_threads;
+          if (row < s.rows) {
+            const int64_t at = tile.origin + row * s.row_vectors + first_column;
+            x_held[i] = x[at];
+            dy_held[i] = grad_out[at];
+          }
+        }
+        weights_of(first_column, held_scale);
+      }
+    }
+    // f(row, x, grad_out) for each of this thread's rows of `column` (one of its columns).
+    const auto for_each_row = [&](int column, auto f) {
+      if constexpr (kItems > 0) {
+#pragma unroll
+        for (int i = 0; i < kItems; ++i) {
+          const int row = first_row + i * row_threads;
+          if (row >= s.rows) continue;
+          float x_values[kVec], dy_values[kVec];
+          unpack<T, kVec>(x_held[i], x_values);
+          unpack<T, kVec>(dy_held[i], dy_values);
+          f(row, x_values, dy_values);
+        }
+      } else {
+        for (int64_t base = first_row; base < s.rows; base += int64_t{kInFlight} * row_threads) {
+          B x_bits[kInFlight], dy_bits[kInFlight];
+#pragma unroll
+          for (int k = 0; k < kInFlight; ++k) {
+            const int64_t row = base + k * row_threads;
+            if (row < s.rows) {
+              const int64_t at = tile.origin + row * s.row_vectors + column;
+              x_bits[k] = x[at];
+              dy_bits[k] = grad_out[at];
+            }
+          }
+#pragma unroll
+          for (int k = 0; k < kInFlight; ++k) {
+            const int64_t row = base + k * row_threads;
+            if (row >= s.rows) continue;
+            float x_values[kVec], dy_values[kVec];
+            unpack<T, kVec>(x_bits[k], x_values);
+            unpack<T, kVec>(dy_bits[k], dy_values);
+            f(row, x_values, dy_values);
+          }
+        }
+      }
+    };
+    if (threadIdx.x < kWarp) group_sums[threadIdx.x] = make_float2(0.0f, 0.0f);
+    for (int first = 0; first < tile.columns; first += s.column_threads) {
+      const int column = first + first_column;
+      float dy_x_hat[kVec] = {}, dy_sum[kVec] = {};
+      if (has_row && column < tile.columns) {
+        for_each_row(column, [&](int64_t, const float(&x_values)[kVec], const float(&dy)[kVec]) {
+#pragma unroll
+          for (int e = 0; e < kVec; ++e) {
+            dy_x_hat[e] += dy[e] * ((x_values[e] - mean) * rstd);
+            dy_sum[e] += dy[e];
+          }
+        });
+      }
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) channel_sums[threadIdx.x * kVec + e] = make_float2(dy_x_hat[e], dy_sum[e]);
+      __syncthreads();
+      // Channel q of the pass: entry q of each row of threads, added in row order by one thread, which
+      // alone reads those entries and so may overwrite the first.
+      const int channels = min(s.column_threads, tile.columns - first) * kVec;
+      for (int q = threadIdx.x; q < channels; q += blockDim.x) {
+        float2 total = make_float2(0.0f, 0.0f);
+        for (int r = 0; r < row_threads; ++r) {
+          total.x += channel_sums[r * pass_channels + q].x;
+          total.y += channel_sums[r * pass_channels + q].y;
+        }
+        const int64_t in_tile = int64_t{first} * kVec + q;
+        if (p.partials) {
+          // The plane (b, c) of the channel: the tile's first, b * C + its first channel, is first_group * C / G.
+          const int64_t plane = tile.first_group * s.channels_per_group + in_tile;
+          p.partials[plane] = total.x;
+          p.partials[s.planes + plane] = total.y;
+        }
+        const float scale = p.weight ? to_float(p.weight[tile.first_channel + in_tile]) : 1.0f;
+        channel_sums[q] = make_float2(scale * total.x, scale * total.y);
+      }
+      __syncthreads();
+      // Each group's channels of the pass, in channel order, a warp a group.
+      for (int g = warp; g < tile.groups; g += blockDim.x / kWarp) {
+        const int lo = max(g * s.channels_per_group - first * kVec, 0);
+        const int hi = min((g + 1) * s.channels_per_group - first * kVec, channels);
+        float hx = 0, h = 0;
+        for (int q = lo + lane; q < hi; q += kWarp) {
+          hx += channel_sums[q].x;
+          h += channel_sums[q].y;
+        }
+        hx = row_norm::warp_reduce(hx, plus);
+        h = row_norm::warp_reduce(h, plus);
+        if (lane == 0) {
+          group_sums[g].x += hx;
+          group_sums[g].y += h;
+        }
+      }
+      __syncthreads();  // the next pass overwrites channel_sums
+    }
+    const float2 sums = group_sums[member];
+    __syncthreads();  // the next tile zeroes group_sums
+    const float hx_mean = sums.x * s.inv_len, h_mean = sums.y * s.inv_len;
+    if (!has_column) continue;
+    for (int column = first_column; column < tile.columns; column += s.column_threads) {
+      float scale[kVec];
+      if constexpr (kItems > 0) {
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) scale[e] = held_scale[e];
+      } else {
+        weights_of(column, scale);
+      }
+      for_each_row(column, [&](int64_t row, const float(&x_values)[kVec], const float(&dy)[kVec]) {
+        float values[kVec];
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) {
+          const float h = dy[e] * scale[e];
+          values[e] = s.centred ? rstd * (h - h_mean - (x_values[e] - mean) * rstd * hx_mean) : h * rstd;
+        }
+        grad_x[tile.origin + row * s.row_vectors + column] = pack<T, kVec>(values);
+      });
+    }
+  }
+}
+
 template <class T>
 T* data_of(const TensorRef* t) {
   return t ? static_cast<T*>(t->data) : nullptr;
@@ -436,11 +800,13 @@ T* data_of(const TensorRef* t) {
 bool aligned(const void* pointer, size_t bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
 
 // Calls launch.template operator()<kVec>() with the widest access (16 bytes, 8, or one element) whose
-// elements divide S and at which every tensor of `pointers` is aligned.
+// elements divide the run a vector lies in (S; channels_last: C / G, so that a vector lies in one group)
+// and at which every tensor of `pointers` is aligned.
 template <class T, class Launch>
 void with_vector_width(const SpatialGroups& g, std::initializer_list<const void*> pointers, Launch launch) {
+  const int64_t run = g.channels_last ? g.channels_per_group : g.plane;
   const auto fits = [&](int vec) {
-    return g.plane % vec == 0 &&
+    return run % vec == 0 &&
            std::ranges::all_of(pointers, [&](const void* at) { return aligned(at, vec * sizeof(T)); });
   };
   constexpr int kWide = 16 / sizeof(T), kNarrow = 8 / sizeof(T);
@@ -553,6 +919,106 @@ bool launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwa
   return false;
 }
 
+// The channels_last launch of `g` in vectors of `vec` channels: its shape (eps and the flags for the
+// caller to set), block and held rows.
+struct ChannelsLastPlan {
+  ChannelsLastShape s;
+  int threads;
+  int items;
+};
+
+// Groups narrower than a warp's vectors share a tile, up to a warp's vectors of a row, so that a
+// warp reads runs of a row rather than scattered pieces; but never so many that the tiles fall below
+// one an SM while fewer would not (the catalogue's rows are a few MB: idle SMs cost more than short
+// runs). The block: as for contiguous x, the fewest rows a thread (of `held`) that hold the tile in at
+// most kCompactThreads threads, else in kMaxThreads; otherwise the rows are read again each pass.
+ChannelsLastPlan plan_channels_last(const SpatialGroups& g, int vec, int multiprocessors,
+                                    std::initializer_list<int> held) {
+  const auto columns = static_cast<int>(g.channels_per_group / vec);
+  int64_t per_tile = columns >= kWarp ? 1 : std::min<int64_t>(kWarp / columns, g.groups);
+  while (per_tile > 1 && g.batch * ceil_div(g.groups, per_tile) < multiprocessors) per_tile = (per_tile + 1) / 2;
+  const int tile_columns = static_cast<int>(per_tile) * columns;
+  const auto rows = static_cast<int>(g.plane);
+  ChannelsLastPlan plan{.s = {.tiles = g.batch * ceil_div(g.groups, per_tile),
+                              .groups = g.group_count(),
+                              .num_groups = g.groups,
+                              .planes = g.batch * g.channels,
+                              .row_vectors = g.channels / vec,
+                              .tiles_per_sample = static_cast<int>(ceil_div(g.groups, per_tile)),
+                              .groups_per_tile = static_cast<int>(per_tile),
+                              .columns = columns,
+                              .column_threads = std::min(tile_columns, kMaxThreads),
+                              .rows = rows,
+                              .channels_per_group = static_cast<int>(g.channels_per_group),
+                              .inv_len = 1.0f / static_cast<float>(g.group_len()),
+                              .eps = 0.0f,
+                              .input_stats = true,
+                              .centred = true},
+                        .threads = kMaxThreads,
+                        .items = 0};
+  for (const int most_threads : {kCompactThreads, kMaxThreads}) {
+    for (const int candidate : held) {
+      const int64_t needed = ceil_div(int64_t{tile_columns} * ceil_div(rows, candidate), int64_t{kWarp}) * kWarp;
+      if (tile_columns <= most_threads && needed <= most_threads) {
+        plan.items = candidate;
+        plan.threads = static_cast<int>(std::max<int64_t>(needed, kWarp));
+        return plan;
+      }
+    }
+  }
+  return plan;
+}
+
+template <class T, int kVec>
+void launch_forward_channels_last(const SpatialGroups& g, const GroupNormMath& math, const GroupNormTensors& t,
+                                  cudaStream_t stream) {
+  ChannelsLastPlan plan = plan_channels_last(g, kVec, multiprocessor_count(t.x.device), {1, 2, 4, 8});
+  plan.s.eps = static_cast<float>(math.eps);
+  plan.s.input_stats = math.input_stats;
+  const ForwardPointers<T> p{data_of<const T>(&t.x),
+                             data_of<const T>(t.weight),
+                             data_of<const T>(t.bias),
+                             data_of<T>(&t.y),
+                             data_of<float>(t.mean),
+                             data_of<float>(t.rstd),
+                             data_of<const float>(t.running_mean),
+                             data_of<const float>(t.running_var),
+                             math.update_running ? data_of<float>(t.workspace) : nullptr};
+  const dim3 grid(grid_for(plan.s.tiles)), block(plan.threads);
+  switch (plan.items) {
+    case 1: normalize_groups_channels_last<T, kVec, 1><<<grid, block, 0, stream>>>(p, plan.s); break;
+    case 2: normalize_groups_channels_last<T, kVec, 2><<<grid, block, 0, stream>>>(p, plan.s); break;
+    case 4: normalize_groups_channels_last<T, kVec, 4><<<grid, block, 0, stream>>>(p, plan.s); break;
+    case 8: normalize_groups_channels_last<T, kVec, 8><<<grid, block, 0, stream>>>(p, plan.s); break;
+    default: normalize_groups_channels_last<T, kVec, 0><<<grid, block, 0, stream>>>(p, plan.s); break;
+  }
+}
+
+// The parameter gradients are left in the workspace (add_channel_partials adds them over the batch).
+template <class T, int kVec>
+void launch_backward_channels_last(const SpatialGroups& g, bool centred, const GroupNormBackwardTensors& t,
+                                   cudaStream_t stream) {
+  // Fewer rows held than the forward: each is a vector of x and one of grad_out.
+  ChannelsLastPlan plan = plan_channels_last(g, kVec, multiprocessor_count(t.x.device), {1, 2, 4});
+  plan.s.centred = centred;
+  const BackwardPointers<T> p{data_of<const T>(&t.grad_out),
+                              data_of<const T>(&t.x),
+                              data_of<const T>(t.weight),
+                              data_of<const float>(&t.mean),
+                              data_of<const float>(&t.rstd),
+                              data_of<T>(&t.grad_x),
+                              t.grad_weight || t.grad_bias ? data_of<float>(t.workspace) : nullptr,
+                              data_of<T>(t.grad_weight),
+                              data_of<T>(t.grad_bias)};
+  const dim3 grid(grid_for(plan.s.tiles)), block(plan.threads);
+  switch (plan.items) {
+    case 1: group_gradients_channels_last<T, kVec, 1><<<grid, block, 0, stream>>>(p, plan.s); break;
+    case 2: group_gradients_channels_last<T, kVec, 2><<<grid, block, 0, stream>>>(p, plan.s); break;
+    case 4: group_gradients_channels_last<T, kVec, 4><<<grid, block, 0, stream>>>(p, plan.s); break;
+    default: group_gradients_channels_last<T, kVec, 0><<<grid, block, 0, stream>>>(p, plan.s); break;
+  }
+}
+
 }  // namespace solops::detail::group_norm_kernels
 
 namespace solops::detail {
@@ -562,7 +1028,10 @@ void launch_group_norm(std::string_view op, const SpatialGroups& g, const GroupN
   using namespace group_norm_kernels;
   dispatch_float(t.x.dtype, [&]<class T>() {
     if (g.group_count() > 0) {
-      with_vector_width<T>(g, {t.x.data, t.y.data}, [&]<int kVec>() { launch_forward<T, kVec>(g, math, t, stream); });
+      with_vector_width<T>(g, {t.x.data, t.y.data}, [&]<int kVec>() {
+        if (g.channels_last) launch_forward_channels_last<T, kVec>(g, math, t, stream);
+        else launch_forward<T, kVec>(g, math, t, stream);
+      });
     }
   });
   if (math.update_running && g.plane > 0 && g.channels > 0) {
@@ -581,7 +1050,8 @@ void launch_group_norm_backward(std::string_view op, const SpatialGroups& g, boo
     bool parameters_written = false;
     if (g.group_count() > 0) {
       with_vector_width<T>(g, {t.x.data, t.grad_out.data, t.grad_x.data}, [&]<int kVec>() {
-        parameters_written = launch_backward<T, kVec>(g, centred, t, stream);
+        if (g.channels_last) launch_backward_channels_last<T, kVec>(g, centred, t, stream);
+        else parameters_written = launch_backward<T, kVec>(g, centred, t, stream);
       });
     }
     if ((t.grad_weight || t.grad_bias) && g.channels > 0 && !parameters_written) {

@@ -14,14 +14,21 @@
 
 namespace solops::detail {
 
-// x [B, C, *spatial] as B * G groups of C / G planes of `plane` (S) contiguous elements: group (b, g)
-// is the K = (C / G) * S contiguous elements from (b * G + g) * K on, its planes channels g * C / G,
-// ..., (g + 1) * C / G - 1. K is below 2^31 (the kernels index within a group in 32 bits).
+// x [B, C, *spatial] as B * G groups of C / G planes of `plane` (S) elements, channels g * C / G, ...,
+// (g + 1) * C / G - 1. Contiguous x: group (b, g) is the K = (C / G) * S contiguous elements from
+// (b * G + g) * K on. channels_last x (4-D, strictly: the validation sets it): group (b, g) is S rows
+// of C / G contiguous channels, rows C apart. K is below 2^31 (the kernels index within a group in 32
+// bits).
 struct SpatialGroups {
   int64_t batch = 0, channels = 0, groups = 1, channels_per_group = 1, plane = 1;
+  bool channels_last = false;
 
   int64_t group_len() const { return channels_per_group * plane; }
   int64_t group_count() const { return batch * groups; }
+  // Where element s of channel c of sample b lies, in x's layout (the references' walk).
+  int64_t offset(int64_t b, int64_t c, int64_t s) const {
+    return channels_last ? (b * plane + s) * channels + c : (b * channels + c) * plane + s;
+  }
 };
 
 // The shape rule: x of rank >= 2 without a negative dim, num_groups > 0 dividing C, each group's C / G
@@ -54,10 +61,11 @@ struct GroupNormMath {
   double eps = 0;
 };
 
-// Every check of a forward call (GroupNorm: no running statistics): the shape rule, x a float tensor,
-// weight and bias of x's dtype [C], mean and rstd f32 [B, G], running_mean and running_var f32 [C] and
-// given together (required without use_input_stats), y of x's shape and dtype, the workspace (on the
-// device), no output (the running statistics included) overlapping another tensor.
+// Every check of a forward call (GroupNorm: no running statistics): x a float tensor, contiguous or
+// channels_last (4-D), the shape rule, weight and bias of x's dtype [C], mean and rstd f32 [B, G],
+// running_mean and running_var f32 [C] and given together (required without use_input_stats), y of
+// x's shape, dtype and memory format, the workspace (on the device), no output (the running
+// statistics included) overlapping another tensor.
 SpatialGroups validate_group_norm(std::string_view op, Placement placement, const GroupNormTensors& t,
                                   const GroupNorm& p);
 SpatialGroups validate_instance_norm(std::string_view op, Placement placement, const GroupNormTensors& t,
@@ -77,8 +85,9 @@ struct GroupNormBackwardTensors {
   const TensorRef* workspace = nullptr;
 };
 
-// Every check of a backward call: x a float tensor and the forward's shape rule (InstanceNorm's
-// without eps and momentum), grad_out and grad_x of x's shape and dtype, weight, grad_weight and
+// Every check of a backward call: x a float tensor (contiguous or channels_last) and the forward's
+// shape rule (InstanceNorm's without eps and momentum), grad_out and grad_x of x's shape, dtype and
+// memory format, weight, grad_weight and
 // grad_bias of x's dtype [C], mean and rstd f32 [B, G] (InstanceNorm: [B, C]), the workspace (on the
 // device), no output overlapping another tensor.
 SpatialGroups validate_group_norm_backward(std::string_view op, Placement placement, const GroupNormBackwardTensors& t,

@@ -17,21 +17,32 @@ using detail::store_value;
 
 double parameter(const TensorRef* t, int64_t c, double absent) { return t ? load_value(*t, c) : absent; }
 
+// f(c, i) for each element of group `group`: its channel c and its offset i in x's layout, channel by
+// channel.
+template <class F>
+void for_each_element(const detail::SpatialGroups& g, int64_t group, F f) {
+  const int64_t b = group / g.groups, first_channel = group % g.groups * g.channels_per_group;
+  for (int64_t c = first_channel; c < first_channel + g.channels_per_group; ++c) {
+    for (int64_t s = 0; s < g.plane; ++s) f(c, g.offset(b, c, s));
+  }
+}
+
 void forward(const detail::GroupNormTensors& t, const detail::SpatialGroups& g, const detail::GroupNormMath& math) {
   const int64_t len = g.group_len();
   // Each instance's mean and biased variance, for the running statistics' update.
   std::vector<double> instance_mean, instance_var;
   for (int64_t group = 0; group < g.group_count(); ++group) {
-    const int64_t first = group * len, first_channel = group % g.groups * g.channels_per_group;
+    const int64_t first_channel = group % g.groups * g.channels_per_group;
     double mean = 0, rstd = 0;
     if (math.input_stats) {
       double sum = 0;
-      for (int64_t i = first; i < first + len; ++i) sum += load_value(t.x, i);
+      for_each_element(g, group, [&](int64_t, int64_t i) { sum += load_value(t.x, i); });
       // An empty group has mean 0 and rstd NaN, as PyTorch's.
       mean = len > 0 ? sum / static_cast<double>(len) : 0.0;
       double squares = 0;
-      for (int64_t i = first; i < first + len; ++i)
+      for_each_element(g, group, [&](int64_t, int64_t i) {
         squares += (load_value(t.x, i) - mean) * (load_value(t.x, i) - mean);
+      });
       const double var = len > 0 ? squares / static_cast<double>(len) : std::numeric_limits<double>::quiet_NaN();
       rstd = 1 / std::sqrt(var + math.eps);
       if (math.update_running) {
@@ -44,13 +55,10 @@ void forward(const detail::GroupNormTensors& t, const detail::SpatialGroups& g, 
     }
     if (t.mean) store_value(*t.mean, group, mean);
     if (t.rstd) store_value(*t.rstd, group, rstd);
-    for (int64_t c = 0; c < g.channels_per_group; ++c) {
-      const double scale = parameter(t.weight, first_channel + c, 1.0),
-                   shift = parameter(t.bias, first_channel + c, 0.0);
-      for (int64_t i = first + c * g.plane; i < first + (c + 1) * g.plane; ++i) {
-        store_value(t.y, i, (load_value(t.x, i) - mean) * rstd * scale + shift);
-      }
-    }
+    for_each_element(g, group, [&](int64_t c, int64_t i) {
+      const double scale = parameter(t.weight, c, 1.0), shift = parameter(t.bias, c, 0.0);
+      store_value(t.y, i, (load_value(t.x, i) - mean) * rstd * scale + shift);
+    });
   }
   // PyTorch's empty planes leave the running statistics as they are (its batch norm skips empty
   // inputs); an empty batch averages no instances: NaN.
@@ -74,30 +82,24 @@ void backward(const detail::GroupNormBackwardTensors& t, const detail::SpatialGr
   const int64_t len = g.group_len();
   std::vector<double> grad_weight(static_cast<size_t>(g.channels)), grad_bias(static_cast<size_t>(g.channels));
   for (int64_t group = 0; group < g.group_count(); ++group) {
-    const int64_t first = group * len, first_channel = group % g.groups * g.channels_per_group;
     const double mean = load_value(t.mean, group), rstd = load_value(t.rstd, group);
     // The group's means of h = grad_out * weight and of h * x_hat.
     double h_sum = 0, hx_sum = 0;
-    for (int64_t c = 0; c < g.channels_per_group; ++c) {
-      const int64_t channel = first_channel + c;
+    for_each_element(g, group, [&](int64_t channel, int64_t i) {
       const double scale = parameter(t.weight, channel, 1.0);
-      for (int64_t i = first + c * g.plane; i < first + (c + 1) * g.plane; ++i) {
-        const double dy = load_value(t.grad_out, i), x_hat = (load_value(t.x, i) - mean) * rstd;
-        grad_weight[channel] += dy * x_hat;
-        grad_bias[channel] += dy;
-        h_sum += dy * scale;
-        hx_sum += dy * scale * x_hat;
-      }
-    }
+      const double dy = load_value(t.grad_out, i), x_hat = (load_value(t.x, i) - mean) * rstd;
+      grad_weight[channel] += dy * x_hat;
+      grad_bias[channel] += dy;
+      h_sum += dy * scale;
+      hx_sum += dy * scale * x_hat;
+    });
     const double h_mean = len > 0 ? h_sum / static_cast<double>(len) : 0.0;
     const double hx_mean = len > 0 ? hx_sum / static_cast<double>(len) : 0.0;
-    for (int64_t c = 0; c < g.channels_per_group; ++c) {
-      const double scale = parameter(t.weight, first_channel + c, 1.0);
-      for (int64_t i = first + c * g.plane; i < first + (c + 1) * g.plane; ++i) {
-        const double h = load_value(t.grad_out, i) * scale, x_hat = (load_value(t.x, i) - mean) * rstd;
-        store_value(t.grad_x, i, centred ? rstd * (h - h_mean - x_hat * hx_mean) : h * rstd);
-      }
-    }
+    for_each_element(g, group, [&](int64_t channel, int64_t i) {
+      const double h = load_value(t.grad_out, i) * parameter(t.weight, channel, 1.0),
+                   x_hat = (load_value(t.x, i) - mean) * rstd;
+      store_value(t.grad_x, i, centred ? rstd * (h - h_mean - x_hat * hx_mean) : h * rstd);
+    });
   }
   for (int64_t c = 0; c < g.channels; ++c) {
     if (t.grad_weight) store_value(*t.grad_weight, c, grad_weight[c]);

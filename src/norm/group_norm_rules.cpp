@@ -3,6 +3,7 @@
 #include <climits>
 #include <cmath>
 
+#include "norm/batch_norm_inference.hpp"
 #include "norm/group_norm.hpp"
 #include "norm/row_norm.hpp"
 
@@ -38,9 +39,7 @@ void check_forward_tensors(std::string_view op, Placement placement, const Group
   check_parameter(op, placement, "bias", t.bias, t.x.dtype, channels);
   check_parameter(op, placement, "running_mean", t.running_mean, DType::f32, channels);
   check_parameter(op, placement, "running_var", t.running_var, DType::f32, channels);
-  check_tensor(placement, op, "output", t.y);
-  check_dtype(op, "output", t.y, t.x.dtype);
-  check_shape(op, "output", t.y, t.x.sizes());
+  check_like_x(op, placement, "output", t.y, t.x);
   check_parameter(op, placement, "mean", t.mean, DType::f32, stats);
   check_parameter(op, placement, "rstd", t.rstd, DType::f32, stats);
   const NamedTensor tensors[] = {{"x", &t.x},
@@ -92,10 +91,10 @@ SpatialGroups resolve_instance_norm(std::string_view op, std::span<const int64_t
 
 SpatialGroups validate_group_norm(std::string_view op, Placement placement, const GroupNormTensors& t,
                                   const GroupNorm& p) {
-  check_tensor(placement, op, "x", t.x);
-  check_float_dtype(op, "x", t.x);
-  const SpatialGroups g = resolve_group_norm(op, t.x.sizes(), p.num_groups, p.eps);
+  check_batch_norm_x(op, placement, t.x);
+  SpatialGroups g = resolve_group_norm(op, t.x.sizes(), p.num_groups, p.eps);
   check_forward_tensors(op, placement, t, g, false);
+  g.channels_last = is_strictly_channels_last(t.x);
   return g;
 }
 
@@ -106,14 +105,14 @@ GroupNormMath instance_norm_math(const GroupNormTensors& t, const InstanceNorm& 
 
 SpatialGroups validate_instance_norm(std::string_view op, Placement placement, const GroupNormTensors& t,
                                      const InstanceNorm& p) {
-  check_tensor(placement, op, "x", t.x);
-  check_float_dtype(op, "x", t.x);
-  const SpatialGroups g = resolve_instance_norm(op, t.x.sizes(), p);
+  check_batch_norm_x(op, placement, t.x);
+  SpatialGroups g = resolve_instance_norm(op, t.x.sizes(), p);
   require((t.running_mean == nullptr) == (t.running_var == nullptr), op,
           "running_mean and running_var must be given together (both or neither)");
   require(p.use_input_stats || t.running_mean, op,
           "use_input_stats=False normalizes by the running statistics: running_mean and running_var are required");
   check_forward_tensors(op, placement, t, g, instance_norm_math(t, p).update_running);
+  g.channels_last = is_strictly_channels_last(t.x);
   return g;
 }
 
@@ -124,11 +123,11 @@ void check_backward_tensors(std::string_view op, Placement placement, const Grou
                             const SpatialGroups& g, std::string_view sizing) {
   const int64_t channels[] = {g.channels};
   const int64_t stats[] = {g.batch, g.groups};
-  check_parameter(op, placement, "grad_out", &t.grad_out, t.x.dtype, t.x.sizes());
+  check_like_x(op, placement, "grad_out", t.grad_out, t.x);
   check_parameter(op, placement, "weight", t.weight, t.x.dtype, channels);
   check_parameter(op, placement, "mean", &t.mean, DType::f32, stats);
   check_parameter(op, placement, "rstd", &t.rstd, DType::f32, stats);
-  check_parameter(op, placement, "grad_x", &t.grad_x, t.x.dtype, t.x.sizes());
+  check_like_x(op, placement, "grad_x", t.grad_x, t.x);
   check_parameter(op, placement, "grad_weight", t.grad_weight, t.x.dtype, channels);
   check_parameter(op, placement, "grad_bias", t.grad_bias, t.x.dtype, channels);
   const NamedTensor tensors[] = {
@@ -144,19 +143,19 @@ void check_backward_tensors(std::string_view op, Placement placement, const Grou
 
 SpatialGroups validate_group_norm_backward(std::string_view op, Placement placement, const GroupNormBackwardTensors& t,
                                            const GroupNormBackward& p) {
-  check_tensor(placement, op, "x", t.x);
-  check_float_dtype(op, "x", t.x);
-  const SpatialGroups g = resolve_group_norm(op, t.x.sizes(), p.num_groups, 0.0);
+  check_batch_norm_x(op, placement, t.x);
+  SpatialGroups g = resolve_group_norm(op, t.x.sizes(), p.num_groups, 0.0);
   check_backward_tensors(op, placement, t, g, "group_norm_backward_workspace_elements");
+  g.channels_last = is_strictly_channels_last(t.x);
   return g;
 }
 
 SpatialGroups validate_instance_norm_backward(std::string_view op, Placement placement,
                                               const GroupNormBackwardTensors& t, const InstanceNormBackward& p) {
-  check_tensor(placement, op, "x", t.x);
-  check_float_dtype(op, "x", t.x);
-  const SpatialGroups g = resolve_instance_norm(op, t.x.sizes(), InstanceNorm{p.use_input_stats, 0.0, 0.0});
+  check_batch_norm_x(op, placement, t.x);
+  SpatialGroups g = resolve_instance_norm(op, t.x.sizes(), InstanceNorm{p.use_input_stats, 0.0, 0.0});
   check_backward_tensors(op, placement, t, g, "instance_norm_backward_workspace_elements");
+  g.channels_last = is_strictly_channels_last(t.x);
   return g;
 }
 

@@ -377,8 +377,8 @@ auto spectral_norm_power_iter(const Tensor& x, const Tensor& u, const Tensor& v,
   }
 }
 
-// A BatchNorm output of x's dtype in x's memory format (channels_last where x is, and not also
-// contiguous), as PyTorch's batch norm gives it; the ops' validation asks the same of it.
+// A BatchNorm, GroupNorm or InstanceNorm output of x's dtype in x's memory format (channels_last where
+// x is, and not also contiguous), as PyTorch's norms give it; the ops' validation asks the same of it.
 template <Target kTarget>
 Tensor like_x(const Call<kTarget>& call, const TensorRef& x, std::span<const int64_t> shape) {
   return detail::is_strictly_channels_last(x) ? call.empty_channels_last(shape, x.dtype) : call.empty(shape, x.dtype);
@@ -560,8 +560,8 @@ auto group_norm_forward(std::string_view op, bool with_stats, const Tensor& x, i
                         const std::optional<Tensor>& weight, const std::optional<Tensor>& bias, double eps) {
   const GroupNorm p{num_groups, eps};
   const Call<kTarget> call(x);
-  const DType x_dtype = dtype(x, op, "x");
-  Tensor y = call.empty(group_norm_output_shape(sizes(x), p), x_dtype);
+  const TensorRef x_ref = view(x, op, "x");  // x's dtype is the first check
+  Tensor y = like_x(call, x_ref, group_norm_output_shape(sizes(x), p));
   const std::vector<int64_t> stats_shape = group_norm_stats_shape(sizes(x), p);
   // The plain forward writes no statistics.
   std::optional<Tensor> mean, rstd;
@@ -569,7 +569,7 @@ auto group_norm_forward(std::string_view op, bool with_stats, const Tensor& x, i
     mean = call.empty(stats_shape, DType::f32);
     rstd = call.empty(stats_shape, DType::f32);
   }
-  const TensorRef x_ref = view(x, op, "x"), y_ref = view(y, op, "output");
+  const TensorRef y_ref = view(y, op, "output");
   const auto mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd");
   const auto weight_ref = view(weight, op, "weight"), bias_ref = view(bias, op, "bias");
   call.run(
@@ -620,8 +620,8 @@ auto instance_norm_forward(std::string_view op, bool with_stats, const Tensor& x
                            bool use_input_stats, double momentum, double eps) {
   const InstanceNorm p{use_input_stats, momentum, eps};
   const Call<kTarget> call(x);
-  const DType x_dtype = dtype(x, op, "x");
-  Tensor y = call.empty(instance_norm_output_shape(sizes(x), p), x_dtype);
+  const TensorRef x_ref = view(x, op, "x");  // x's dtype is the first check
+  Tensor y = like_x(call, x_ref, instance_norm_output_shape(sizes(x), p));
   const std::vector<int64_t> stats_shape = instance_norm_stats_shape(sizes(x), p);
   // The plain forward writes no statistics.
   std::optional<Tensor> mean, rstd;
@@ -631,7 +631,7 @@ auto instance_norm_forward(std::string_view op, bool with_stats, const Tensor& x
   }
   const bool running = running_mean.has_value() || running_var.has_value();
   const auto scratch = workspace(call, instance_norm_workspace_elements(sizes(x), p, running));
-  const TensorRef x_ref = view(x, op, "x"), y_ref = view(y, op, "output");
+  const TensorRef y_ref = view(y, op, "output");
   const auto mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd");
   const auto running_mean_ref = view(running_mean, op, "running_mean");
   const auto running_var_ref = view(running_var, op, "running_var");
@@ -700,12 +700,12 @@ auto spatial_norm_backward(std::string_view op, const Tensor& grad_out, const Te
     int64_t elements = 0;
     if constexpr (kGroups) elements = group_norm_backward_workspace_elements(sizes(x), p);
     else elements = instance_norm_backward_workspace_elements(sizes(x), p);
-    Tensor grad_x = call.empty(sizes(x), x_dtype);
+    const TensorRef x_ref = view(x, op, "x");
+    Tensor grad_x = like_x(call, x_ref, sizes(x));
     Tensor grad_weight = call.empty(sizes(x).subspan(1, 1), x_dtype);
     Tensor grad_bias = call.empty(sizes(x).subspan(1, 1), x_dtype);
     const auto scratch = workspace(call, elements);
-    const TensorRef grad_out_ref = view(grad_out, op, "grad_out"), x_ref = view(x, op, "x"),
-                    mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd"),
+    const TensorRef grad_out_ref = view(grad_out, op, "grad_out"), mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd"),
                     grad_x_ref = view(grad_x, op, "grad_x"), grad_weight_ref = view(grad_weight, op, "grad_weight"),
                     grad_bias_ref = view(grad_bias, op, "grad_bias");
     const auto weight_ref = view(weight, op, "weight"), workspace_ref = view(scratch, op, "workspace");

@@ -18,10 +18,12 @@ against float64, 6.12) and the alternatives:
 
 SOLOPS_BENCH_CONV_LAYOUT=channels_last runs the 2-D rows with channels_last input and weight, for
 every implementation (the output is then channels_last too), and skips the 1-D and 3-D rows: the
-comparison a CNN user who feeds cuDNN channels_last makes. Write such a run to its own --out file.
+comparison a CNN user who feeds cuDNN channels_last makes. Write such a run to its own --out file,
+outside the folder the report reads (every *.jsonl of bench/results/<gpu>/): e.g.
+bench/results/<gpu>/channels_last/conv.jsonl, with --profile bench/results/<gpu>/profile.json.
+SOLOPS_BENCH_NORM_LAYOUT is the norm family's switch (solops.bench.norm).
 """
 
-import os
 import re
 from dataclasses import dataclass
 from functools import partial
@@ -59,13 +61,6 @@ DILATED_F16_TOLERANCE = (2e-3, 3e-3)
 CAUSAL_CONV1D_MAX_TAPS = 4
 LAYOUT_VARIABLE = "SOLOPS_BENCH_CONV_LAYOUT"
 PARAMS = ("stride", "padding", "dilation", "groups")
-
-
-def channels_last_run() -> bool:
-    layout = os.environ.get(LAYOUT_VARIABLE, "contiguous")
-    if layout not in ("contiguous", "channels_last"):
-        raise SystemExit(f"{LAYOUT_VARIABLE}={layout!r}: expected contiguous or channels_last")
-    return layout == "channels_last"
 
 
 def present_alternatives() -> dict[str, str | None]:
@@ -224,7 +219,7 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     op = CONV_OPS[op_name]
     dtype = run.torch_dtype(row["dtype"])
     call = row_call(op_name, row)
-    channels_last = channels_last_run()
+    channels_last = run.channels_last_run(LAYOUT_VARIABLE)
     if channels_last and op.spatial != 2:
         raise UnsupportedRow("channels_last runs take the 2-D rows only")
     x_cpu = random_tensor(call.input, dtype, 0)

@@ -43,6 +43,16 @@ build_batch_norm_backward_case say what they time; alternatives torch (F.batch_n
 where PyTorch picks them) and torch-compile. Liger has no batch norm; FlagGems has one
 (flag_gems.ops.batch_norm, forward and backward), not measured here yet. Rows whose x is larger than
 the card's L2 record min_bytes (x read twice: docs/perf/norm.md).
+
+SOLOPS_BENCH_NORM_LAYOUT=channels_last runs the 4-D rows of the spatial norms (BatchNormFwd,
+BatchNormBwd, BatchNormInferenceFwd, GroupNormFwd, GroupNormBwd, InstanceNormFwd, InstanceNormBwd)
+with x, and grad_out for the backward rows, channels_last for every implementation, and skips every
+other row (the row norms, the other ops and the spatial norms' rows that are not 4-D): the comparison
+a CNN user who keeps activations channels_last makes. Outputs are checked by value, whatever their
+memory format (ours follow x's; PyTorch's CUDA GroupNorm and InstanceNorm return contiguous tensors).
+Write such a run to its own --out file, outside the folder the report reads (every *.jsonl of
+bench/results/<gpu>/): e.g. bench/results/<gpu>/channels_last/norm.jsonl, with --profile
+bench/results/<gpu>/profile.json.
 """
 
 from dataclasses import dataclass
@@ -53,7 +63,7 @@ import torch.nn.functional as F
 
 import solops
 from solops.bench import run
-from solops.bench.run import Case, Impl
+from solops.bench.run import Case, Impl, UnsupportedRow
 
 
 @dataclass(frozen=True)
@@ -92,6 +102,10 @@ BATCH_NORM_TRAINING_TOLERANCE = {torch.float16: 1e-2, torch.bfloat16: 2e-2, torc
 OPS = (tuple(NORM_OPS) + tuple(BACKWARD_OPS) + tuple(REDUCTION_OPS)
        + ("WeightNormFwd", "SpectralNormPowerIterFwd", "BatchNormInferenceFwd", "BatchNormFwd", "BatchNormBwd")
        + ("GroupNormFwd", "GroupNormBwd", "InstanceNormFwd", "InstanceNormBwd"))
+LAYOUT_VARIABLE = "SOLOPS_BENCH_NORM_LAYOUT"
+# The ops whose 4-D rows a channels_last run takes: the norms over [B, C, *spatial] that accept it.
+CHANNELS_LAST_OPS = ("BatchNormFwd", "BatchNormBwd", "BatchNormInferenceFwd", "GroupNormFwd", "GroupNormBwd",
+                     "InstanceNormFwd", "InstanceNormBwd")
 
 # Statistics and scaling are f32 arithmetic on CUDA cores.
 RATE_KIND = "cuda_core_f32"
@@ -119,10 +133,20 @@ def present_alternatives() -> dict[str, str | None]:
     return present
 
 
-def random_tensor(shape, dtype: torch.dtype, stream: int) -> torch.Tensor:
+def input_format(op_name: str, shape) -> torch.memory_format:
+    """The memory format of the row's x (and grad_out): channels_last in a channels_last run
+    (SOLOPS_BENCH_NORM_LAYOUT), which takes the 4-D rows of CHANNELS_LAST_OPS only, else contiguous."""
+    if not run.channels_last_run(LAYOUT_VARIABLE):
+        return torch.contiguous_format
+    if op_name not in CHANNELS_LAST_OPS or len(shape) != 4:
+        raise UnsupportedRow("channels_last runs take the 4-D rows of BatchNorm, GroupNorm and InstanceNorm only")
+    return torch.channels_last
+
+
+def random_tensor(shape, dtype: torch.dtype, stream: int, memory_format=torch.contiguous_format) -> torch.Tensor:
     """Standard normal values from the fixed seed plus `stream`, so x, residual, weight and bias differ."""
     generator = torch.Generator().manual_seed(run.INPUT_SEED + stream)
-    return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype)
+    return torch.randn(tuple(shape), generator=generator, dtype=torch.float32).to(dtype, memory_format=memory_format)
 
 
 def quantize_rows(y: torch.Tensor, normalized_dims: int = 1):
@@ -356,10 +380,10 @@ def build_spectral_norm_case(op_name: str, row: dict, alternatives: list[str], s
                         check_spectral_norm, impls)
 
 
-def build_batch_norm_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+def build_batch_norm_case(op_name: str, row: dict, alternatives: list[str], shape, dtype, memory_format) -> Case:
     channels = shape[1:2]
     generator = torch.Generator().manual_seed(run.INPUT_SEED + 4)
-    cpu = (random_tensor(shape, dtype, 0), random_tensor(channels, torch.float32, 1),
+    cpu = (random_tensor(shape, dtype, 0, memory_format), random_tensor(channels, torch.float32, 1),
            torch.rand(channels, generator=generator) + 0.5, random_tensor(channels, torch.float32, 2),
            random_tensor(channels, torch.float32, 3))
     inputs = tuple(t.cuda() for t in cpu)
@@ -388,11 +412,12 @@ def larger_than_the_l2(nbytes: float) -> bool:
     return nbytes > torch.cuda.get_device_properties(torch.cuda.current_device()).L2_cache_size
 
 
-def build_batch_norm_training_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+def build_batch_norm_training_case(op_name: str, row: dict, alternatives: list[str], shape, dtype,
+                                   memory_format) -> Case:
     """BatchNormFwd in training (spec 2.6): y and the running statistics' update (momentum 0.1, eps 1e-5),
     each call on its own copies of the running statistics, which every timed call updates again. Where x
     is larger than the L2 it must be read twice (statistics, then y): min_bytes counts that."""
-    cpu_x = random_tensor(shape, dtype, 0)
+    cpu_x = random_tensor(shape, dtype, 0, memory_format)
     cpu_parameters = batch_norm_parameters(shape[1:2])
     x, weight, bias = cpu_x.cuda(), cpu_parameters[2].cuda(), cpu_parameters[3].cuda()
 
@@ -421,14 +446,15 @@ def build_batch_norm_training_case(op_name: str, row: dict, alternatives: list[s
                         impls, min_bytes)
 
 
-def build_batch_norm_backward_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+def build_batch_norm_backward_case(op_name: str, row: dict, alternatives: list[str], shape, dtype,
+                                   memory_format) -> Case:
     """BatchNormBwd (spec 2.8), the backward alone: grad_out and x random, the saved statistics of our
     training forward for solops; PyTorch's backward of its own forward for torch (the kernels autograd
     of F.batch_norm runs: cuDNN's where PyTorch picks it) and native_batch_norm_backward under
     torch.compile. grad_x at the spec's tolerance, the parameters' gradients (sums over a channel's L
     values) with atol scaled by sqrt(L). Where x is larger than the L2, x and grad_out must be read twice:
     min_bytes counts that."""
-    cpu_dy, cpu_x = random_tensor(shape, dtype, 4), random_tensor(shape, dtype, 0)
+    cpu_dy, cpu_x = random_tensor(shape, dtype, 4, memory_format), random_tensor(shape, dtype, 0, memory_format)
     cpu_mean, cpu_var, cpu_weight, cpu_bias = batch_norm_parameters(shape[1:2])
     dy, x, weight, bias = cpu_dy.cuda(), cpu_x.cuda(), cpu_weight.cuda(), cpu_bias.cuda()
     _, save_mean, save_invstd = torch.ops.solops.batch_norm_training_with_stats(
@@ -466,6 +492,7 @@ def build_batch_norm_backward_case(op_name: str, row: dict, alternatives: list[s
 def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     dtype = run.torch_dtype(row["dtype"])
     shape = row["tensors"]["x"]
+    memory_format = input_format(op_name, shape)
     if op_name in REDUCTION_OPS:
         return build_reduction_case(op_name, row, alternatives, shape, dtype)
     if op_name == "WeightNormFwd":
@@ -473,13 +500,13 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
     if op_name == "SpectralNormPowerIterFwd":
         return build_spectral_norm_case(op_name, row, alternatives, shape, dtype)
     if op_name == "BatchNormInferenceFwd":
-        return build_batch_norm_case(op_name, row, alternatives, shape, dtype)
+        return build_batch_norm_case(op_name, row, alternatives, shape, dtype, memory_format)
     if op_name == "BatchNormFwd":
-        return build_batch_norm_training_case(op_name, row, alternatives, shape, dtype)
+        return build_batch_norm_training_case(op_name, row, alternatives, shape, dtype, memory_format)
     if op_name == "BatchNormBwd":
-        return build_batch_norm_backward_case(op_name, row, alternatives, shape, dtype)
+        return build_batch_norm_backward_case(op_name, row, alternatives, shape, dtype, memory_format)
     if op_name in SPATIAL_OPS:
-        return build_spatial_case(op_name, row, alternatives, shape, dtype)
+        return build_spatial_case(op_name, row, alternatives, shape, dtype, memory_format)
     if row["tensors"].get("normalized", shape[-1:]) != shape[-1:]:
         raise ValueError(f"normalized {row['tensors']['normalized']} is not x's last dim {shape[-1:]}")
     if op_name in BACKWARD_OPS:
@@ -531,6 +558,10 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
 #     liger          LigerGroupNormFunction (GroupNorm with weight and bias; its backward through
 #                    autograd.grad); no InstanceNorm
 #     flaggems       flag_gems.ops.group_norm / group_norm_backward / instance_norm (ATen's signatures)
+# With channels_last x (SOLOPS_BENCH_NORM_LAYOUT) every implementation gets x and grad_out so; the
+# GroupNorm alternatives copy them to contiguous tensors where PyTorch does (aten's CUDA group norm
+# kernels take no other layout): the forward's copy of x and the backward's of grad_out are timed, as
+# a user pays them.
 
 SPATIAL_OPS = ("GroupNormFwd", "GroupNormBwd", "InstanceNormFwd", "InstanceNormBwd")
 SPATIAL_FORWARD_TOLERANCE = {torch.float16: 1e-3, torch.bfloat16: 1.6e-2, torch.float32: 1e-5}
@@ -559,10 +590,11 @@ def spatial_row(op_name: str, row: dict, shape) -> SpatialRow:
     return SpatialRow(instance, groups, "weight" in row["tensors"], "running_mean" in row["tensors"])
 
 
-def spatial_inputs(r: SpatialRow, shape, dtype):
-    """CPU tensors: x, weight, bias (None without the affine), running_mean, running_var (None without)."""
+def spatial_inputs(r: SpatialRow, shape, dtype, memory_format):
+    """CPU tensors: x (in memory_format), weight, bias (None without the affine), running_mean,
+    running_var (None without)."""
     channels = shape[1:2]
-    x = random_tensor(shape, dtype, 0)
+    x = random_tensor(shape, dtype, 0, memory_format)
     weight, bias = (random_tensor(channels, dtype, 2), random_tensor(channels, dtype, 3)) if r.affine else (None, None)
     running_mean = running_var = None
     if r.running:
@@ -602,8 +634,9 @@ def flaggems_spatial_forward(r: SpatialRow, x):
         function = getattr(ops, "group_norm", None)
         if function is None:
             return "FlagGems has no group_norm"
-        return lambda x, weight, bias, _mean, _var: function(x, weight, bias, batch, channels, plane, r.groups,
-                                                             SPATIAL_EPS)[0]
+        # It implements aten's native_group_norm, which F.group_norm calls on x made contiguous.
+        return lambda x, weight, bias, _mean, _var: function(x.contiguous(), weight, bias, batch, channels, plane,
+                                                             r.groups, SPATIAL_EPS)[0]
     function = getattr(ops, "instance_norm", None)
     if function is None:
         return "FlagGems has no instance_norm"
@@ -642,15 +675,20 @@ def spatial_backward_impl(name: str, r: SpatialRow, theirs, dy, inputs) -> Impl:
     x, weight, bias, running_mean, running_var = inputs
     batch, channels, plane = x.shape[0], x.shape[1], x[0, 0].numel()
     mask = [True, r.affine, r.affine]
+    # aten's group norm kernels on CUDA take contiguous tensors only: F.group_norm's forward makes x
+    # contiguous and saves that copy (saved_x), and its autograd makes grad_out contiguous before the
+    # backward (a copy each where they are channels_last), as the torch and FlagGems calls below do.
     if name in ("torch", "torch-compile") and not r.instance:
-        _, mean, rstd = torch.ops.aten.native_group_norm(x, weight, bias, batch, channels, plane, r.groups, SPATIAL_EPS)
+        saved_x = x.contiguous()
+        _, mean, rstd = torch.ops.aten.native_group_norm(saved_x, weight, bias, batch, channels, plane, r.groups,
+                                                         SPATIAL_EPS)
 
         def group_backward(dy, x, mean, rstd, weight):
-            grads = torch.ops.aten.native_group_norm_backward(dy, x, mean, rstd, weight, batch, channels, plane,
-                                                              r.groups, mask)
+            grads = torch.ops.aten.native_group_norm_backward(dy.contiguous(), x, mean, rstd, weight, batch, channels,
+                                                              plane, r.groups, mask)
             return tuple(g for g in grads if g is not None)
         function = group_backward if name == "torch" else run.compile_for_benchmark(group_backward)
-        return Impl(name, partial(function, dy, x, mean, rstd, weight))
+        return Impl(name, partial(function, dy, saved_x, mean, rstd, weight))
     if name in ("torch", "torch-compile"):
         forward = theirs if name == "torch" else run.compile_for_benchmark(theirs)
         return Impl(name, autograd_backward(forward, dy, x, weight, bias, running_mean, running_var))
@@ -670,15 +708,16 @@ def spatial_backward_impl(name: str, r: SpatialRow, theirs, dy, inputs) -> Impl:
         forward, backward = getattr(ops, "group_norm", None), getattr(ops, "group_norm_backward", None)
         if forward is None or backward is None:
             return Impl(name, None, not_applicable="FlagGems has no group_norm_backward")
-        _, mean, rstd = forward(x, weight, bias, batch, channels, plane, r.groups, SPATIAL_EPS)
-        return Impl(name, lambda: tuple(g for g in backward(dy, x, mean, rstd, weight, batch, channels, plane,
-                                                            r.groups, mask) if g is not None))
+        saved_x = x.contiguous()
+        _, mean, rstd = forward(saved_x, weight, bias, batch, channels, plane, r.groups, SPATIAL_EPS)
+        return Impl(name, lambda: tuple(g for g in backward(dy.contiguous(), saved_x, mean, rstd, weight, batch,
+                                                            channels, plane, r.groups, mask) if g is not None))
     raise ValueError(f"unknown alternative {name}")
 
 
-def build_spatial_case(op_name: str, row: dict, alternatives: list[str], shape, dtype) -> Case:
+def build_spatial_case(op_name: str, row: dict, alternatives: list[str], shape, dtype, memory_format) -> Case:
     r = spatial_row(op_name, row, shape)
-    cpu = spatial_inputs(r, shape, dtype)
+    cpu = spatial_inputs(r, shape, dtype, memory_format)
     inputs = cuda_or_none(*cpu)
     ours, theirs = spatial_forward_functions(r)
     if op_name.endswith("Fwd"):
@@ -688,7 +727,7 @@ def build_spatial_case(op_name: str, row: dict, alternatives: list[str], shape, 
                             partial(solops.reference.run, ours, *cpu), check_close(SPATIAL_FORWARD_TOLERANCE[dtype]),
                             impls)
     x, weight, bias, running_mean, running_var = cpu
-    dy = random_tensor(shape, dtype, 4)
+    dy = random_tensor(shape, dtype, 4, memory_format)
     if r.instance:
         def forward_with_stats(x, weight, bias, running_mean, running_var):
             return torch.ops.solops.instance_norm_with_stats(x, running_mean, running_var, weight, bias,

@@ -75,6 +75,16 @@ def torch_dtype(name: str) -> torch.dtype:
     return TORCH_DTYPES[name]
 
 
+def channels_last_run(variable: str) -> bool:
+    """Whether the environment variable `variable` (a family's layout switch, e.g.
+    SOLOPS_BENCH_CONV_LAYOUT) asks for a channels_last run: "channels_last", or "contiguous" (the
+    default) for none; any other value stops the run."""
+    layout = os.environ.get(variable, "contiguous")
+    if layout not in ("contiguous", "channels_last"):
+        raise SystemExit(f"{variable}={layout!r}: expected contiguous or channels_last")
+    return layout == "channels_last"
+
+
 def random_normal(shape, dtype: torch.dtype) -> torch.Tensor:
     """A CPU tensor of standard normal values from a fixed seed, rounded to dtype."""
     generator = torch.Generator().manual_seed(INPUT_SEED)

@@ -4,11 +4,14 @@
 // with PyTorch's on random shapes in tests/python/norm/test_group_norm_rules.py.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <climits>
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <iterator>
 #include <utility>
+#include <vector>
 
 #include "cpu/norm/norm_cases.hpp"
 #include "expect_error.hpp"
@@ -297,6 +300,95 @@ TEST(GroupNormBackwardValidation, Rules) {
                                        {2});
       },
       "overlap in memory");
+}
+
+// channels_last x (4-D): the references walk it in place; each output equals the contiguous call's,
+// read back in logical order (y and grad_x come out channels_last too).
+TEST(GroupNormReference, ChannelsLastMatchesContiguous) {
+  const Shape shape{2, 6, 3, 5};
+  std::vector<double> pattern;
+  for (int i = 0; i < 37; ++i) pattern.push_back(std::sin(1.7 * i) * 3 + 0.25 * (i % 5));
+  const HostTensor x = filled(shape, pattern), dy = filled(shape, {0.5, -1, 2, 0.25, -0.75, 1.5, 3});
+  HostTensor weight = filled({6}, {2, -1, 0.5, 1, 3, -0.25}), bias = filled({6}, {1, 0, -3, 0.25, 2, -1});
+  const TensorRef w = weight.ref(), b = bias.ref();
+  for (const int64_t groups : {int64_t{1}, int64_t{3}, int64_t{6}}) {
+    HostTensor y(shape, DType::f32), mean({2, groups}, DType::f32), rstd({2, groups}, DType::f32);
+    HostTensor x_in = x;
+    const TensorRef mean_ref = mean.ref(), rstd_ref = rstd.ref();
+    reference::group_norm(x_in.ref(), &w, &b, y.ref(), &mean_ref, &rstd_ref, {groups, 1e-5});
+    HostTensor gx(shape, DType::f32), gw({6}, DType::f32), gb({6}, DType::f32), dy_in = dy;
+    const TensorRef gw_ref = gw.ref(), gb_ref = gb.ref();
+    reference::group_norm_backward(dy_in.ref(), x_in.ref(), &w, mean.ref(), rstd.ref(), gx.ref(), &gw_ref, &gb_ref,
+                                   {groups});
+
+    ChannelsLastTensor x_last(x), y_last(HostTensor(shape, DType::f32)), dy_last(dy), gx_last(HostTensor(shape, DType::f32));
+    HostTensor mean_last({2, groups}, DType::f32), rstd_last({2, groups}, DType::f32);
+    const TensorRef mean_last_ref = mean_last.ref(), rstd_last_ref = rstd_last.ref();
+    reference::group_norm(x_last.ref(), &w, &b, y_last.ref(), &mean_last_ref, &rstd_last_ref, {groups, 1e-5});
+    HostTensor gw_last({6}, DType::f32), gb_last({6}, DType::f32);
+    const TensorRef gw_last_ref = gw_last.ref(), gb_last_ref = gb_last.ref();
+    reference::group_norm_backward(dy_last.ref(), x_last.ref(), &w, mean.ref(), rstd.ref(), gx_last.ref(), &gw_last_ref,
+                                   &gb_last_ref, {groups});
+    EXPECT_EQ(y_last.logical().bytes, y.bytes) << groups;
+    EXPECT_EQ(mean_last.bytes, mean.bytes) << groups;
+    EXPECT_EQ(rstd_last.bytes, rstd.bytes) << groups;
+    EXPECT_EQ(gx_last.logical().bytes, gx.bytes) << groups;
+    // The parameter gradients add the same terms in another order.
+    for (int64_t c = 0; c < 6; ++c) {
+      EXPECT_NEAR(gw_last.at(c), gw.at(c), 1e-5) << c;
+      EXPECT_NEAR(gb_last.at(c), gb.at(c), 1e-5) << c;
+    }
+  }
+  // InstanceNorm, by x's statistics and by the running ones.
+  for (const bool use_input_stats : {true, false}) {
+    HostTensor running_mean = filled({6}, {0.5, -1, 2, 0}), running_var = filled({6}, {4, 0.25, 1, 2});
+    const TensorRef rm = running_mean.ref(), rv = running_var.ref();
+    HostTensor y(shape, DType::f32), x_in = x;
+    reference::instance_norm(x_in.ref(), &rm, &rv, &w, &b, y.ref(), nullptr, nullptr, {.use_input_stats = use_input_stats});
+    HostTensor running_mean_last = filled({6}, {0.5, -1, 2, 0}), running_var_last = filled({6}, {4, 0.25, 1, 2});
+    const TensorRef rm_last = running_mean_last.ref(), rv_last = running_var_last.ref();
+    ChannelsLastTensor x_last(x), y_last(HostTensor(shape, DType::f32));
+    reference::instance_norm(x_last.ref(), &rm_last, &rv_last, &w, &b, y_last.ref(), nullptr, nullptr,
+                             {.use_input_stats = use_input_stats});
+    EXPECT_EQ(y_last.logical().bytes, y.bytes) << use_input_stats;
+    EXPECT_EQ(running_mean_last.bytes, running_mean.bytes) << use_input_stats;
+    EXPECT_EQ(running_var_last.bytes, running_var.bytes) << use_input_stats;
+  }
+}
+
+// channels_last x: y, grad_out and grad_x must be in its memory format; other strided layouts
+// (channels_last_3d among them) are refused by name.
+TEST(GroupNormValidation, MemoryFormats) {
+  const Shape shape{2, 4, 3, 5};
+  const HostTensor x = filled(shape, {1, 2, 4, -1, 0.5});
+  ChannelsLastTensor x_last(x), y_last(x);
+  HostTensor y(shape, DType::f32), stats({2, 2}, DType::f32), grad_x(shape, DType::f32), dy = x;
+  expect_error([&] { reference::group_norm(x_last.ref(), nullptr, nullptr, y.ref(), nullptr, nullptr, {2}); },
+               "reference::group_norm: output must be in x's memory format (channels_last)");
+  HostTensor x_in = x;
+  expect_error([&] { reference::group_norm(x_in.ref(), nullptr, nullptr, y_last.ref(), nullptr, nullptr, {2}); },
+               "reference::group_norm: output must be in x's memory format (contiguous)");
+  expect_error(
+      [&] {
+        reference::group_norm_backward(dy.ref(), x_last.ref(), nullptr, stats.ref(), stats.ref(), y_last.ref(), nullptr,
+                                       nullptr, {2});
+      },
+      "reference::group_norm_backward: grad_out must be in x's memory format (channels_last)");
+  ChannelsLastTensor dy_last(x);
+  expect_error(
+      [&] {
+        reference::group_norm_backward(dy_last.ref(), x_last.ref(), nullptr, stats.ref(), stats.ref(), grad_x.ref(),
+                                       nullptr, nullptr, {2});
+      },
+      "reference::group_norm_backward: grad_x must be in x's memory format (channels_last)");
+  // channels_last_3d: a 5-D x with the channels innermost.
+  HostTensor x5({2, 4, 3, 5, 2}, DType::f32), y5({2, 4, 3, 5, 2}, DType::f32);
+  TensorRef x5_ref = x5.ref();
+  const int64_t strides[] = {4 * 3 * 5 * 2, 1, 5 * 2 * 4, 2 * 4, 4};
+  std::copy(std::begin(strides), std::end(strides), x5_ref.strides.begin());
+  expect_error([&] { reference::instance_norm(x5_ref, nullptr, nullptr, nullptr, nullptr, y5.ref(), nullptr, nullptr, {}); },
+               "reference::instance_norm: x must be contiguous (row-major, e.g. NCHW) or channels_last; other strided",
+               Status::unsupported);
 }
 
 TEST(GroupNormCost, SpecFormulas) {

@@ -1,14 +1,16 @@
 """The conv benchmark's reading of the manifest (solops.bench.conv.row_call), on the CPU: every row
 of the nine ops becomes a call the C++ shape rule accepts, with the weight the row implies where it
-gives none, and costs the spec's FLOPs."""
+gives none, and costs the spec's FLOPs; a channels_last run (SOLOPS_BENCH_CONV_LAYOUT) skips the rows
+that are not 2-D."""
 
 import json
 from pathlib import Path
 
+import pytest
 import torch
 
 import solops
-from solops.bench import conv
+from solops.bench import conv, run
 
 MANIFEST = Path(__file__).resolve().parents[3] / "manifest" / "workloads.json"
 
@@ -42,3 +44,18 @@ def test_weights_that_rows_leave_out():
     grouped = conv.row_call("Conv3dFwd", rows["Conv3dFwd", "3d-resnext-grouped-k3"])
     assert grouped.weight == [128, 2, 3, 3, 3] and grouped.params["groups"] == 32
     assert conv.row_call("Conv3dFwd", rows["Conv3dFwd", "3d-unet-aspp-3x3x3-rate6"]).weight == [256, 256, 3, 3, 3]
+
+
+def test_a_channels_last_run_skips_the_rows_that_are_not_2d(monkeypatch):
+    """SOLOPS_BENCH_CONV_LAYOUT=channels_last: the 1-D and 3-D rows are skipped before any tensor is made."""
+    monkeypatch.setenv(conv.LAYOUT_VARIABLE, "channels_last")
+    skipped = 0
+    for op_name, row in conv_rows():
+        if conv.CONV_OPS[op_name].spatial != 2:
+            with pytest.raises(run.UnsupportedRow, match="channels_last runs take the 2-D rows only"):
+                conv.build_case(op_name, row, ["torch"])
+            skipped += 1
+    assert skipped > 0
+    monkeypatch.setenv(conv.LAYOUT_VARIABLE, "nhwc")
+    with pytest.raises(SystemExit, match="SOLOPS_BENCH_CONV_LAYOUT='nhwc': expected contiguous or channels_last"):
+        conv.build_case(*conv_rows()[0], [])

@@ -1,13 +1,14 @@
 """solops.group_norm and solops.instance_norm as PyTorch users meet them, on the GPU: equal to
 F.group_norm and F.instance_norm on random shapes (groups, affine on and off, running statistics
-present and absent, f32/f16/bf16, N = 1, spatial size 1, channels_last refused by name), the running
-statistics updated in place as PyTorch updates them, the gradients equal to PyTorch's, bitwise
-deterministic, captured and replayed by CUDA graphs (running-statistics updates included), traced by
-torch.compile, and bad calls refused before anything is written. Needs a CUDA device; skips loudly
-without one."""
+present and absent, f32/f16/bf16, N = 1, spatial size 1; other strided layouts than channels_last
+refused by name), the running statistics updated in place as PyTorch updates them, the gradients equal
+to PyTorch's, channels_last x with y and grad_x channels_last, bitwise deterministic in both layouts,
+captured and replayed by CUDA graphs (running-statistics updates included), traced by torch.compile,
+and bad calls refused before anything is written. Needs a CUDA device; skips loudly without one."""
 
 import math
 import random
+import re
 
 import pytest
 import torch
@@ -55,6 +56,18 @@ GROUP_SHAPES = random_shapes(24, seed=1) + [((8, 128, 32, 32), 32), ((4, 256, 28
 # F.instance_norm refuses one spatial element (with use_input_stats; the tests run both modes).
 INSTANCE_SHAPES = [(shape, None) for shape, _ in random_shapes(16, seed=2) if math.prod(shape[2:]) > 1] + [
     ((8, 128, 32, 32), None), ((4, 64, 30, 30), None), ((1, 3, 2), None)]
+# channels_last x (4-D): the catalogue's shapes, odd C / G, C / G = 1, one-position rows, N = 1, groups
+# wider than a block's threads.
+CHANNELS_LAST_SHAPES = [((8, 128, 32, 32), 32), ((4, 256, 28, 28), 32), ((4, 128, 30, 30), 16), ((2, 9, 5, 7), 3),
+                        ((1, 6, 1, 7), 6), ((2, 12, 4, 4), 12), ((3, 2100, 3, 5), 1)]
+# The gradient tests' calls, (shape, groups, memory format of x and grad_out): a third of the random
+# shapes contiguous, and the channels_last shapes.
+CHANNELS_LAST_CASES = [(shape, groups, torch.channels_last) for shape, groups in CHANNELS_LAST_SHAPES]
+GROUP_GRADIENT_CASES = [(shape, groups, torch.contiguous_format) for shape, groups in GROUP_SHAPES[::3]] + (
+    CHANNELS_LAST_CASES)
+INSTANCE_GRADIENT_CASES = [(shape, None, torch.contiguous_format) for shape, _ in INSTANCE_SHAPES[::2]] + (
+    CHANNELS_LAST_CASES)
+RUNNING_MODES = [(True, False), (True, True), (False, True)]  # (use_input_stats, running statistics)
 
 
 def parameters(channels, dtype, affine, seed=3):
@@ -82,9 +95,14 @@ def instance_case(shape, use_input_stats, running, seed=5):
             torch.rand(shape[1], generator=generator, device="cuda") + 0.5)
 
 
+def check_running_statistics(ours, theirs):
+    for got, want in zip(ours, theirs):
+        torch.testing.assert_close(got, want, rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("shape, _", INSTANCE_SHAPES)
-@pytest.mark.parametrize("use_input_stats, running", [(True, False), (True, True), (False, True)])
+@pytest.mark.parametrize("use_input_stats, running", RUNNING_MODES)
 @pytest.mark.parametrize("affine", [True, False])
 def test_instance_norm_and_its_running_update_equal_pytorch(shape, _, dtype, use_input_stats, running, affine):
     x = random_input(shape, dtype)
@@ -96,63 +114,90 @@ def test_instance_norm_and_its_running_update_equal_pytorch(shape, _, dtype, use
     got = solops.instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, 0.2, 1e-5)
     close(got, want, FORWARD_TOLERANCE[dtype])
     if running:
-        torch.testing.assert_close(running_mean, theirs[0], rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(running_var, theirs[1], rtol=1e-5, atol=1e-5)
+        check_running_statistics((running_mean, running_var), theirs)
 
 
 def leaves(*tensors):
     return [t.detach().clone().requires_grad_() if t is not None else None for t in tensors]
 
 
-@pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, groups", GROUP_SHAPES[::3])
-@pytest.mark.parametrize("affine", [True, False])
-def test_group_norm_gradients_equal_pytorch(shape, groups, dtype, affine):
-    x, dy = random_input(shape, dtype), random_input(shape, dtype, seed=9)
-    mine = leaves(x, *parameters(shape[1], dtype, affine))
-    want = leaves(x.float(), *(p.float() if p is not None else None for p in parameters(shape[1], dtype, affine)))
-    (solops.group_norm(mine[0], groups, *mine[1:]) * dy).sum().backward()
-    (F.group_norm(want[0], groups, *want[1:]) * dy.float()).sum().backward()
+def in_format(t, memory_format):
+    return t.contiguous(memory_format=memory_format)
+
+
+def float_parameters(channels, dtype, affine):
+    return [p.float() if p is not None else None for p in parameters(channels, dtype, affine)]
+
+
+def assert_format(t, memory_format):
+    assert t.is_contiguous(memory_format=memory_format)
+    if memory_format == torch.channels_last:
+        assert not t.is_contiguous()
+
+
+def check_forward_and_gradients(y, expected, dy, mine, want, memory_format):
+    """Our y against PyTorch's (f32) expected, then the gradients of (y * dy).sum() for the leaves `mine`
+    against those of (expected * dy).sum() for `want`. Our y and grad_x come out in x's memory format
+    (channels_last as BatchNorm's); PyTorch's CUDA F.group_norm and F.instance_norm make channels_last
+    x contiguous first and return contiguous tensors: the values are compared, and the format is ours."""
+    dtype = y.dtype
+    assert_format(y, memory_format)
+    close(y, expected.to(dtype), FORWARD_TOLERANCE[dtype])
+    (y * dy).sum().backward()
+    (expected * dy.float()).sum().backward()
+    assert_format(mine[0].grad, memory_format)
     tolerance = BACKWARD_TOLERANCE[dtype]
-    sums = tolerance * max(1, x.numel() // shape[1]) ** 0.5  # parameter gradients sum B * S terms
+    sums = tolerance * max(1, y.numel() // y.shape[1]) ** 0.5  # parameter gradients sum B * S terms
     close(mine[0].grad, want[0].grad.to(dtype), tolerance)
-    for got, expected in zip(mine[1:], want[1:]):
+    for got, expected_parameter in zip(mine[1:], want[1:]):
         if got is not None:
-            torch.testing.assert_close(got.grad, expected.grad.to(dtype), rtol=tolerance, atol=sums)
+            torch.testing.assert_close(got.grad, expected_parameter.grad.to(dtype), rtol=tolerance, atol=sums)
+
+
+def random_x_and_grad_out(shape, dtype, memory_format):
+    return tuple(in_format(random_input(shape, dtype, seed), memory_format) for seed in (0, 9))
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
-@pytest.mark.parametrize("shape, _", INSTANCE_SHAPES[::2])
-@pytest.mark.parametrize("use_input_stats, running", [(True, False), (True, True), (False, True)])
-def test_instance_norm_gradients_equal_pytorch(shape, _, dtype, use_input_stats, running):
-    x, dy = random_input(shape, dtype), random_input(shape, dtype, seed=9)
+@pytest.mark.parametrize("shape, groups, memory_format", GROUP_GRADIENT_CASES)
+@pytest.mark.parametrize("affine", [True, False])
+def test_group_norm_and_its_gradients_equal_pytorch(shape, groups, memory_format, dtype, affine):
+    x, dy = random_x_and_grad_out(shape, dtype, memory_format)
+    mine = leaves(x, *parameters(shape[1], dtype, affine))
+    want = leaves(x.float(), *float_parameters(shape[1], dtype, affine))
+    y = solops.group_norm(mine[0], groups, *mine[1:])
+    check_forward_and_gradients(y, F.group_norm(want[0], groups, *want[1:]), dy, mine, want, memory_format)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("shape, _, memory_format", INSTANCE_GRADIENT_CASES)
+@pytest.mark.parametrize("use_input_stats, running", RUNNING_MODES)
+def test_instance_norm_and_its_gradients_equal_pytorch(shape, _, memory_format, dtype, use_input_stats, running):
+    x, dy = random_x_and_grad_out(shape, dtype, memory_format)
     running_mean, running_var = instance_case(shape, use_input_stats, running)
     theirs = (running_mean.clone(), running_var.clone()) if running else (None, None)
     mine = leaves(x, *parameters(shape[1], dtype, True))
-    want = leaves(x.float(), *(p.float() for p in parameters(shape[1], dtype, True)))
-    (solops.instance_norm(mine[0], running_mean, running_var, *mine[1:], use_input_stats) * dy).sum().backward()
-    (F.instance_norm(want[0], *theirs, *want[1:], use_input_stats) * dy.float()).sum().backward()
-    tolerance = BACKWARD_TOLERANCE[dtype]
-    sums = tolerance * max(1, x.numel() // shape[1]) ** 0.5
-    close(mine[0].grad, want[0].grad.to(dtype), tolerance)
-    for got, expected in zip(mine[1:], want[1:]):
-        torch.testing.assert_close(got.grad, expected.grad.to(dtype), rtol=tolerance, atol=sums)
+    want = leaves(x.float(), *float_parameters(shape[1], dtype, True))
+    y = solops.instance_norm(mine[0], running_mean, running_var, *mine[1:], use_input_stats, 0.2, 1e-5)
+    expected = F.instance_norm(want[0], *theirs, *want[1:], use_input_stats, 0.2, 1e-5)
+    check_forward_and_gradients(y, expected, dy, mine, want, memory_format)
     if running:
-        torch.testing.assert_close(running_mean, theirs[0], rtol=1e-5, atol=1e-5)
-        torch.testing.assert_close(running_var, theirs[1], rtol=1e-5, atol=1e-5)
+        check_running_statistics((running_mean, running_var), theirs)
 
 
-def test_two_runs_give_the_same_bits():
-    x = random_input((8, 64, 28, 28), torch.float32)
+@pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last])
+def test_two_runs_give_the_same_bits(memory_format):
+    x, dy = random_x_and_grad_out((8, 64, 28, 28), torch.float32, memory_format)
     weight, bias = parameters(64, torch.float32, True)
     outputs = []
     for _ in range(2):
         running_mean, running_var = instance_case(x.shape, True, True)
-        xs = leaves(x, weight, bias)
+        xs, zs = leaves(x, weight, bias), leaves(x, weight, bias)
         y = solops.group_norm(xs[0], 8, xs[1], xs[2])
-        y.backward(torch.ones_like(y))
-        z = solops.instance_norm(x, running_mean, running_var, weight, bias)
-        outputs.append([y, *(t.grad for t in xs), z, running_mean, running_var])
+        y.backward(dy)
+        z = solops.instance_norm(zs[0], running_mean, running_var, zs[1], zs[2])
+        z.backward(dy)
+        outputs.append([y, *(t.grad for t in xs), z, *(t.grad for t in zs), running_mean, running_var])
     for first, second in zip(*outputs):
         assert torch.equal(first, second)
 
@@ -197,10 +242,20 @@ def test_torch_compile_trains_as_eager():
         torch.testing.assert_close(compiled, eager, rtol=1e-5, atol=1e-5)
 
 
-def test_channels_last_is_refused_by_name():
-    x = random_input((2, 8, 4, 4), torch.float16).to(memory_format=torch.channels_last)
-    with pytest.raises(RuntimeError, match="x must be contiguous"):
-        solops.group_norm(x, 4)
+def test_other_strided_input_is_refused_by_name():
+    layouts = "x must be contiguous (row-major, e.g. NCHW) or channels_last; other strided tensors are not supported"
+    x3d = random_input((2, 8, 3, 4, 4), torch.float16).to(memory_format=torch.channels_last_3d)
+    sliced = random_input((2, 8, 4, 8), torch.float16)[:, :, :, ::2]
+    for x in (x3d, sliced):
+        with pytest.raises(RuntimeError, match=re.escape("group_norm: " + layouts)):
+            solops.group_norm(x, 4)
+        with pytest.raises(RuntimeError, match=re.escape("instance_norm: " + layouts)):
+            solops.instance_norm(x)
+    # grad_out must be in x's memory format.
+    x = in_format(random_input((2, 8, 4, 4), torch.float16), torch.channels_last)
+    stats = torch.ones(2, 4, device="cuda")
+    with pytest.raises(RuntimeError, match=re.escape("grad_out must be in x's memory format (channels_last)")):
+        solops.group_norm_backward(x.contiguous(), x, 4, stats, stats)
 
 
 @pytest.mark.parametrize("call", [
