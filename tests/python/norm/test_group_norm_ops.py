@@ -2,7 +2,8 @@
 F.group_norm and F.instance_norm on random shapes (groups, affine on and off, running statistics
 present and absent, f32/f16/bf16, N = 1, spatial size 1, channels_last refused by name), the running
 statistics updated in place as PyTorch updates them, the gradients equal to PyTorch's, bitwise
-deterministic, captured and replayed by CUDA graphs (running-statistics updates included), traced by
+deterministic, the backward's output_mask leaving parameter gradients out without changing the rest,
+captured and replayed by CUDA graphs (running-statistics updates included), traced by
 torch.compile, and bad calls refused before anything is written. Needs a CUDA device; skips loudly
 without one."""
 
@@ -140,6 +141,34 @@ def test_instance_norm_gradients_equal_pytorch(shape, _, dtype, use_input_stats,
     if running:
         torch.testing.assert_close(running_mean, theirs[0], rtol=1e-5, atol=1e-5)
         torch.testing.assert_close(running_var, theirs[1], rtol=1e-5, atol=1e-5)
+
+
+def backward_of(instance, x, groups, weight):
+    """solops' public backward from x's forward statistics, a function of (grad_out, output_mask)."""
+    if instance:
+        _, mean, rstd = torch.ops.solops.instance_norm_with_stats(x, None, None, weight, None, True, 0.1, 1e-5)
+        return lambda dy, mask: solops.instance_norm_backward(dy, x, mean, rstd, weight, output_mask=mask)
+    _, mean, rstd = torch.ops.solops.group_norm_with_stats(x, groups, weight, None, 1e-5)
+    return lambda dy, mask: solops.group_norm_backward(dy, x, groups, mean, rstd, weight, output_mask=mask)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("instance, shape, groups", [(False, shape, groups) for shape, groups in GROUP_SHAPES[::3]] +
+                         [(True, shape, None) for shape, _ in INSTANCE_SHAPES[::2]])
+@pytest.mark.parametrize("affine", [True, False])
+def test_output_mask_leaves_gradients_out_and_keeps_the_bits(instance, shape, groups, dtype, affine):
+    # Each parameter gradient left out, and both (the grad_x kernel alone): None in its place, and the
+    # full call's bits for the rest.
+    x, dy = random_input(shape, dtype), random_input(shape, dtype, seed=9)
+    backward = backward_of(instance, x, groups, parameters(shape[1], dtype, affine)[0])
+    full = backward(dy, [True, True])
+    for mask in ([False, False], [True, False], [False, True]):
+        got = backward(dy, mask)
+        assert torch.equal(got[0], full[0]), mask
+        for asked, gradient, want in zip(mask, got[1:], full[1:]):
+            assert (gradient is not None) == asked
+            if asked:
+                assert torch.equal(gradient, want), mask
 
 
 def test_two_runs_give_the_same_bits():
