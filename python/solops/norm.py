@@ -277,8 +277,8 @@ torch.library.register_autograd("solops::layer_norm_with_stats", _layer_norm_gra
 
 
 def _memory_format(x):
-    """x's memory format as the BatchNorm, GroupNorm and InstanceNorm ops read it: channels_last where x is that and not also
-    contiguous (is_strictly_channels_last), else contiguous."""
+    """x's memory format as the BatchNorm, GroupNorm and InstanceNorm ops read it: channels_last where x
+    is that and not also contiguous (is_strictly_channels_last), else contiguous."""
     return torch.channels_last if is_strictly_channels_last(x) else torch.contiguous_format
 
 
@@ -713,34 +713,52 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
     return _instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, momentum, eps)
 
 
-def group_norm_backward(grad_out, x, num_groups, mean, rstd, weight=None):
+def _output_mask(output_mask, weight):
+    """The backward ops' mask of [grad_weight, grad_bias]: as given, else both where a weight is given
+    and neither without one."""
+    return [weight is not None] * 2 if output_mask is None else output_mask
+
+
+def group_norm_backward(grad_out, x, num_groups, mean, rstd, weight=None, output_mask=None):
     """(grad_x, grad_weight, grad_bias) of GroupNorm from the forward's mean and rstd
-    (group_norm_with_stats); the parameter gradients are computed even without a weight.
-    Op: solops::group_norm_backward."""
-    return _group_norm_backward(grad_out, x, num_groups, mean, rstd, weight)
+    (group_norm_with_stats). output_mask: which of [grad_weight, grad_bias] to compute (ATen's
+    output_mask for them; a gradient not asked for is None); None asks for both where a weight is
+    given, for neither without one. Op: solops::group_norm_backward."""
+    return _group_norm_backward(grad_out, x, num_groups, mean, rstd, weight, _output_mask(output_mask, weight))
 
 
-def instance_norm_backward(grad_out, x, mean, rstd, weight=None, use_input_stats=True):
+def instance_norm_backward(grad_out, x, mean, rstd, weight=None, use_input_stats=True, output_mask=None):
     """(grad_x, grad_weight, grad_bias) of InstanceNorm from the statistics its forward normalized with
     (instance_norm_with_stats): of statistics taken from x with use_input_stats, else of the fixed
-    running ones (no centring terms). Op: solops::instance_norm_backward."""
-    return _instance_norm_backward(grad_out, x, mean, rstd, weight, use_input_stats)
+    running ones (no centring terms). output_mask as group_norm_backward's.
+    Op: solops::instance_norm_backward."""
+    return _instance_norm_backward(grad_out, x, mean, rstd, weight, use_input_stats, _output_mask(output_mask, weight))
 
 
 def _group_setup_context(ctx, inputs, output):
-    x, num_groups, weight, bias, _ = inputs
+    x, num_groups, weight, _, _ = inputs
     ctx.mark_non_differentiable(output[1], output[2])
     ctx.save_for_backward(x, weight, output[1], output[2])
     ctx.num_groups = num_groups
-    ctx.has_bias = bias is not None
+
+
+def _input_needs_grad(ctx, index):
+    """ctx.needs_input_grad[index] of an op's autograd: the dispatcher leaves the trailing arguments
+    that have their default values out of the call, and so out of needs_input_grad; those (None,
+    numbers) need no gradient."""
+    needs = ctx.needs_input_grad
+    return index < len(needs) and needs[index]
 
 
 def _group_norm_grad(ctx, grad_y, _grad_mean, _grad_rstd):
     x, weight, mean, rstd = ctx.saved_tensors
-    # The op takes grad_out in x's memory format (channels_last x: channels_last grad_out).
-    grad_x, grad_weight, grad_bias = _group_norm_backward(grad_y.contiguous(memory_format=_memory_format(x)), x,
-                                                          ctx.num_groups, mean, rstd, weight)
-    return grad_x, None, grad_weight if weight is not None else None, grad_bias if ctx.has_bias else None, None
+    # The op takes grad_out in x's memory format (channels_last x: channels_last grad_out). The parameter
+    # gradients autograd needs: none for a GroupNorm without affine parameters (or frozen ones), which
+    # then runs the grad_x kernel alone.
+    grad_y = grad_y.contiguous(memory_format=_memory_format(x))
+    mask = [_input_needs_grad(ctx, 2), _input_needs_grad(ctx, 3)]
+    grad_x, grad_weight, grad_bias = _group_norm_backward(grad_y, x, ctx.num_groups, mean, rstd, weight, mask)
+    return grad_x, None, grad_weight, grad_bias, None
 
 
 torch.library.register_autograd("solops::group_norm_with_stats", _group_norm_grad, setup_context=_group_setup_context)
@@ -761,11 +779,11 @@ class _InstanceNormFunction(torch.autograd.Function):
     @staticmethod
     def backward(ctx, grad_y):
         x, weight, mean, rstd = ctx.saved_tensors
-        grad_x, grad_weight, grad_bias = _instance_norm_backward(grad_y.contiguous(memory_format=_memory_format(x)), x,
-                                                                 mean, rstd, weight, ctx.use_input_stats)
         needs = ctx.needs_input_grad
-        return (grad_x if needs[0] else None, None, None, grad_weight if needs[3] else None,
-                grad_bias if needs[4] else None, None, None, None)
+        grad_y = grad_y.contiguous(memory_format=_memory_format(x))  # the op takes grad_out in x's memory format
+        grad_x, grad_weight, grad_bias = _instance_norm_backward(grad_y, x, mean, rstd, weight, ctx.use_input_stats,
+                                                                 [needs[3], needs[4]])
+        return grad_x if needs[0] else None, None, None, grad_weight, grad_bias, None, None, None
 
 
 def _groups(rule, x, num_groups, eps):
@@ -850,8 +868,11 @@ def _(x, running_mean=None, running_var=None, weight=None, bias=None, use_input_
     return y, stats, stats.new_empty(stats.shape)
 
 
-def _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, groups, resolve):
-    """validate_group_norm_backward's checks; `groups` is G (InstanceNorm: C)."""
+def _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, output_mask, groups, resolve):
+    """validate_group_norm_backward's checks; `groups` is G (InstanceNorm: C). A parameter gradient
+    output_mask does not ask for is None."""
+    require(len(output_mask) == 2, op, "output_mask must have 2 elements ([grad_weight, grad_bias]), got ",
+            len(output_mask))
     check_known_dtype(op, "x", x)
     resolve()
     check_tensor(op, "x", x, channels_last=True)
@@ -861,18 +882,19 @@ def _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, groups, resolve)
     _check_optional(op, "weight", weight, x.dtype, channels)
     for name, t in (("mean", mean), ("rstd", rstd)):
         _check_optional(op, name, t, torch.float32, [x.shape[0], groups])
-    return _like_x(x), x.new_empty(channels), x.new_empty(channels)
+    return _like_x(x), *(x.new_empty(channels) if asked else None for asked in output_mask)
 
 
 @torch.library.register_fake("solops::group_norm_backward")
-def _(grad_out, x, num_groups, mean, rstd, weight=None):
+def _(grad_out, x, num_groups, mean, rstd, weight, output_mask):
     op = "group_norm_backward"
-    return _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, num_groups,
+    return _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, output_mask, num_groups,
                                   lambda: _groups(op, x, num_groups, None))
 
 
 @torch.library.register_fake("solops::instance_norm_backward")
-def _(grad_out, x, mean, rstd, weight=None, use_input_stats=True):
+def _(grad_out, x, mean, rstd, weight, use_input_stats, output_mask):
     op = "instance_norm_backward"
-    return _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, x.shape[1] if x.dim() >= 2 else 0,
+    channels = x.shape[1] if x.dim() >= 2 else 0
+    return _spatial_backward_fake(op, grad_out, x, mean, rstd, weight, output_mask, channels,
                                   lambda: _instances(op, x, use_input_stats, 0.0, 0.0))

@@ -685,47 +685,58 @@ auto instance_norm_with_stats(const Tensor& x, const std::optional<Tensor>& runn
   }
 }
 
-// The backward of GroupNorm (kGroups) or InstanceNorm, every gradient computed.
+// The backward of GroupNorm (kGroups) or InstanceNorm: grad_x, and the parameter gradients that
+// output_mask asks for (ATen's mask of [grad_weight, grad_bias]; None where not asked). With neither
+// asked the device runs the grad_x kernel alone: no workspace, no kernel adding the channels' sums.
 template <Target kTarget, class Params>
 auto spatial_norm_backward(std::string_view op, const Tensor& grad_out, const Tensor& x, const Tensor& mean,
-                           const Tensor& rstd, const std::optional<Tensor>& weight, const Params& p) {
+                           const Tensor& rstd, const std::optional<Tensor>& weight,
+                           const std::vector<bool>& output_mask, const Params& p) {
   constexpr bool kGroups = std::is_same_v<Params, GroupNormBackward>;
+  detail::require(output_mask.size() == 2, op, "output_mask must have 2 elements ([grad_weight, grad_bias]), got ",
+                  output_mask.size());
   if constexpr (kTarget == Target::cost) {
+    // The spec's formula, which counts both parameter gradients' writes whatever the mask (2 * C
+    // elements beside 3 * numel).
     const DType x_dtype = dtype(x, op, "x");
     if constexpr (kGroups) return cost_list(group_norm_backward_cost(sizes(x), x_dtype, p, weight.has_value()));
     else return cost_list(instance_norm_backward_cost(sizes(x), x_dtype, p, weight.has_value()));
   } else {
     const Call<kTarget> call(x);
     const DType x_dtype = dtype(x, op, "x");
+    const bool parameter_gradients = output_mask[0] || output_mask[1];
     int64_t elements = 0;
-    if constexpr (kGroups) elements = group_norm_backward_workspace_elements(sizes(x), p);
-    else elements = instance_norm_backward_workspace_elements(sizes(x), p);
+    if constexpr (kGroups) elements = group_norm_backward_workspace_elements(sizes(x), p, parameter_gradients);
+    else elements = instance_norm_backward_workspace_elements(sizes(x), p, parameter_gradients);
     const TensorRef x_ref = view(x, op, "x");
     Tensor grad_x = like_x(call, x_ref, sizes(x));
-    Tensor grad_weight = call.empty(sizes(x).subspan(1, 1), x_dtype);
-    Tensor grad_bias = call.empty(sizes(x).subspan(1, 1), x_dtype);
+    std::optional<Tensor> grad_weight, grad_bias;
+    if (output_mask[0]) grad_weight = call.empty(sizes(x).subspan(1, 1), x_dtype);
+    if (output_mask[1]) grad_bias = call.empty(sizes(x).subspan(1, 1), x_dtype);
     const auto scratch = workspace(call, elements);
-    const TensorRef grad_out_ref = view(grad_out, op, "grad_out"), mean_ref = view(mean, op, "mean"), rstd_ref = view(rstd, op, "rstd"),
-                    grad_x_ref = view(grad_x, op, "grad_x"), grad_weight_ref = view(grad_weight, op, "grad_weight"),
-                    grad_bias_ref = view(grad_bias, op, "grad_bias");
-    const auto weight_ref = view(weight, op, "weight"), workspace_ref = view(scratch, op, "workspace");
+    const TensorRef grad_out_ref = view(grad_out, op, "grad_out"), mean_ref = view(mean, op, "mean"),
+                    rstd_ref = view(rstd, op, "rstd"), grad_x_ref = view(grad_x, op, "grad_x");
+    const auto weight_ref = view(weight, op, "weight"), workspace_ref = view(scratch, op, "workspace"),
+               grad_weight_ref = view(grad_weight, op, "grad_weight"), grad_bias_ref = view(grad_bias, op, "grad_bias");
     call.run(
         [&](cudaStream_t stream) {
           if constexpr (kGroups) {
             solops::group_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
-                                        &grad_weight_ref, &grad_bias_ref, pointer(workspace_ref), p, stream);
+                                        pointer(grad_weight_ref), pointer(grad_bias_ref), pointer(workspace_ref), p,
+                                        stream);
           } else {
             solops::instance_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
-                                           &grad_weight_ref, &grad_bias_ref, pointer(workspace_ref), p, stream);
+                                           pointer(grad_weight_ref), pointer(grad_bias_ref), pointer(workspace_ref),
+                                           p, stream);
           }
         },
         [&] {
           if constexpr (kGroups) {
             reference::group_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref, grad_x_ref,
-                                           &grad_weight_ref, &grad_bias_ref, p);
+                                           pointer(grad_weight_ref), pointer(grad_bias_ref), p);
           } else {
             reference::instance_norm_backward(grad_out_ref, x_ref, pointer(weight_ref), mean_ref, rstd_ref,
-                                              grad_x_ref, &grad_weight_ref, &grad_bias_ref, p);
+                                              grad_x_ref, pointer(grad_weight_ref), pointer(grad_bias_ref), p);
           }
         });
     return std::tuple(grad_x, grad_weight, grad_bias);
@@ -734,15 +745,17 @@ auto spatial_norm_backward(std::string_view op, const Tensor& grad_out, const Te
 
 template <Target kTarget>
 auto group_norm_backward(const Tensor& grad_out, const Tensor& x, int64_t num_groups, const Tensor& mean,
-                         const Tensor& rstd, const std::optional<Tensor>& weight) {
-  return spatial_norm_backward<kTarget>("group_norm_backward", grad_out, x, mean, rstd, weight,
+                         const Tensor& rstd, const std::optional<Tensor>& weight,
+                         const std::vector<bool>& output_mask) {
+  return spatial_norm_backward<kTarget>("group_norm_backward", grad_out, x, mean, rstd, weight, output_mask,
                                         GroupNormBackward{num_groups});
 }
 
 template <Target kTarget>
 auto instance_norm_backward(const Tensor& grad_out, const Tensor& x, const Tensor& mean, const Tensor& rstd,
-                            const std::optional<Tensor>& weight, bool use_input_stats) {
-  return spatial_norm_backward<kTarget>("instance_norm_backward", grad_out, x, mean, rstd, weight,
+                            const std::optional<Tensor>& weight, bool use_input_stats,
+                            const std::vector<bool>& output_mask) {
+  return spatial_norm_backward<kTarget>("instance_norm_backward", grad_out, x, mean, rstd, weight, output_mask,
                                         InstanceNormBackward{use_input_stats});
 }
 
@@ -814,15 +827,17 @@ constexpr Op kNormOps[] = {
     {"group_norm", kGroupNormArguments, "Tensor", TORCH_BOX(&group_norm<kTarget>)},
     {"group_norm_with_stats", kGroupNormArguments, "(Tensor, Tensor, Tensor)",
      TORCH_BOX(&group_norm_with_stats<kTarget>)},
+    // The backward ops' output_mask: ATen's mask of [grad_weight, grad_bias] (grad_x is always computed).
     {"group_norm_backward",
-     "(Tensor grad_out, Tensor x, int num_groups, Tensor mean, Tensor rstd, Tensor? weight=None)",
-     "(Tensor, Tensor, Tensor)", TORCH_BOX(&group_norm_backward<kTarget>)},
+     "(Tensor grad_out, Tensor x, int num_groups, Tensor mean, Tensor rstd, Tensor? weight, bool[2] output_mask)",
+     "(Tensor, Tensor?, Tensor?)", TORCH_BOX(&group_norm_backward<kTarget>)},
     {"instance_norm", kInstanceNormArguments, "Tensor", TORCH_BOX(&instance_norm<kTarget>)},
     {"instance_norm_with_stats", kInstanceNormArguments, "(Tensor, Tensor, Tensor)",
      TORCH_BOX(&instance_norm_with_stats<kTarget>)},
     {"instance_norm_backward",
-     "(Tensor grad_out, Tensor x, Tensor mean, Tensor rstd, Tensor? weight=None, bool use_input_stats=True)",
-     "(Tensor, Tensor, Tensor)", TORCH_BOX(&instance_norm_backward<kTarget>)},
+     "(Tensor grad_out, Tensor x, Tensor mean, Tensor rstd, Tensor? weight, bool use_input_stats, "
+     "bool[2] output_mask)",
+     "(Tensor, Tensor?, Tensor?)", TORCH_BOX(&instance_norm_backward<kTarget>)},
 };
 
 }  // namespace

@@ -48,15 +48,16 @@ def registered_ops(namespace):
 
 
 def flat(outputs):
-    """An op's outputs as a list of tensors."""
+    """An op's outputs as a list of tensors (None for an optional output it did not compute)."""
     return [outputs] if isinstance(outputs, torch.Tensor) else list(outputs)
 
 
 def outcome(op, args):
-    """The output shapes of op(*args) (None for an in-place op), or its error's message."""
+    """The output shapes of op(*args) (None for an in-place op, and for an output not computed), or its
+    error's message."""
     try:
         outputs = op(*args)
-        return None if outputs is None else [tuple(t.shape) for t in flat(outputs)]
+        return None if outputs is None else [None if t is None else tuple(t.shape) for t in flat(outputs)]
     except RuntimeError as error:
         return str(error).split("\n")[0]
 

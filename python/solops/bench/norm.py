@@ -273,7 +273,9 @@ def alternative_impl(name: str, op: NormOp, inputs: tuple) -> Impl:
 
 
 def check_gradients(tolerance: float, rows: int):
-    """grad_x at the spec's tolerance; the parameter gradients with atol scaled by sqrt(rows)."""
+    """grad_x at the spec's tolerance; the parameter gradients with atol scaled by sqrt(rows): those the
+    implementation returns (None, or none at all, where the row asks for grad_x alone), against the
+    reference's."""
     def check(actual, expected):
         check_close(tolerance)(actual[0], expected[0])
         for got, want in zip(actual[1:], expected[1:]):
@@ -546,7 +548,9 @@ def build_case(op_name: str, row: dict, alternatives: list[str]) -> Case:
 # statistics, with no running statistics. Tolerance: forward fp32 1e-5, fp16 1e-3, bf16 1.6e-2;
 # backward fp32 1e-4, fp16 1e-2, bf16 2e-2, the parameter gradients' atol scaled by sqrt(B * S).
 # The backward rows time the backward alone, from the statistics of the implementation's own forward
-# (ours: the *_with_stats op), grad_out random normal; ours always returns grad_weight and grad_bias.
+# (ours: the *_with_stats op), grad_out random normal; each implementation computes the gradients
+# autograd would ask for: the parameters' with the affine, grad_x alone without (ours: output_mask
+# [affine, affine]).
 # Alternatives:
 #     torch          F.group_norm / F.instance_norm; backward: aten.native_group_norm_backward (the
 #                    kernels autograd of F.group_norm runs; without affine parameters only grad_x,
@@ -728,19 +732,20 @@ def build_spatial_case(op_name: str, row: dict, alternatives: list[str], shape, 
                             impls)
     x, weight, bias, running_mean, running_var = cpu
     dy = random_tensor(shape, dtype, 4, memory_format)
+    mask = [r.affine, r.affine]
     if r.instance:
         def forward_with_stats(x, weight, bias, running_mean, running_var):
             return torch.ops.solops.instance_norm_with_stats(x, running_mean, running_var, weight, bias,
                                                              r.use_input_stats, 0.1, SPATIAL_EPS)
 
         def backward(dy, x, mean, rstd, weight):
-            return solops.instance_norm_backward(dy, x, mean, rstd, weight, r.use_input_stats)
+            return solops.instance_norm_backward(dy, x, mean, rstd, weight, r.use_input_stats, mask)
     else:
         def forward_with_stats(x, weight, bias, running_mean, running_var):
             return torch.ops.solops.group_norm_with_stats(x, r.groups, weight, bias, SPATIAL_EPS)
 
         def backward(dy, x, mean, rstd, weight):
-            return solops.group_norm_backward(dy, x, r.groups, mean, rstd, weight)
+            return solops.group_norm_backward(dy, x, r.groups, mean, rstd, weight, mask)
     _, *cpu_stats = solops.reference.run(forward_with_stats, *cpu)
     _, *stats = forward_with_stats(*inputs)
     cpu_args = (dy, x, *cpu_stats, weight)

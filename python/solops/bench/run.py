@@ -134,6 +134,9 @@ def import_flag_gems():
 
 
 def to_cpu(outputs):
+    """outputs on the CPU: a tensor, None (an optional output not computed) or a sequence of them."""
+    if outputs is None:
+        return None
     if isinstance(outputs, torch.Tensor):
         return outputs.cpu()
     return tuple(to_cpu(output) for output in outputs)

@@ -2,12 +2,14 @@
 // §2.9-2.12, §6.4): every catalogue row, random shapes (N = 1, spatial size 1, odd planes that take
 // 8-byte or single-element accesses, groups long enough to be read again each pass, one-warp groups,
 // affine on and off, running statistics present and absent, NaN and infinities, misaligned pointers),
-// empty dims, CUDA graph capture, bitwise determinism of two runs, and the device-side rules; the same
-// for channels_last x (every catalogue row, random 4-D shapes, y, grad_out and grad_x channels_last).
+// empty dims, CUDA graph capture, bitwise determinism of two runs, the backward's parameter gradients
+// left out (output_mask) keeping the bits of the rest, and the device-side rules; the same for
+// channels_last x (every catalogue row, random 4-D shapes, y, grad_out and grad_x channels_last).
 // Outputs (the running statistics' start aside) are poisoned first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -205,6 +207,62 @@ struct BackwardResult {
   HostTensor grad_x, grad_weight, grad_bias;
 };
 
+// The parameter gradients a backward call asks for: {grad_weight, grad_bias} (the torch ops' output_mask).
+using GradientMask = std::array<bool, 2>;
+
+// The backward on the device for grad_out `dy` and the statistics (x and the gradients `offset` elements
+// into their allocations; x, grad_out and grad_x channels_last where `channels_last`), the parameter
+// gradients where `mask` asks for them: the others are null pointers (and with neither, the workspace
+// too) and empty in the result.
+BackwardResult device_backward(SpatialInputs& in, HostTensor& dy, HostTensor& mean, HostTensor& rstd,
+                               size_t offset = 0, bool channels_last = false, GradientMask mask = {true, true}) {
+  const Shape channels{in.x.shape[1]};
+  const size_t shift = offset * dtype_size(in.x.dtype);
+  DeviceBuffer x(in.x.bytes.size(), shift), grad_out(dy.bytes.size(), shift), grad_x(in.x.bytes.size(), shift);
+  x.upload(stored(in.x, channels_last).data());
+  grad_out.upload(stored(dy, channels_last).data());
+  grad_x.poison();
+  DeviceBuffer mean_device(mean.bytes.size()), rstd_device(rstd.bytes.size());
+  mean_device.upload(mean.bytes.data());
+  rstd_device.upload(rstd.bytes.data());
+  const size_t gradient_bytes = static_cast<size_t>(channels[0] * dtype_size(in.x.dtype));
+  DeviceBuffer grad_weight(mask[0] ? gradient_bytes : 0), grad_bias(mask[1] ? gradient_bytes : 0);
+  grad_weight.poison();
+  grad_bias.poison();
+  DeviceCopy weight_device(in.weight);
+  const InstanceNormBackward instance{in.use_input_stats};
+  const bool gradients = mask[0] || mask[1];
+  const int64_t elements = in.instance
+                               ? instance_norm_backward_workspace_elements(in.x.shape, instance, gradients)
+                               : group_norm_backward_workspace_elements(in.x.shape, {in.groups}, gradients);
+  DeviceBuffer workspace(static_cast<size_t>(elements) * sizeof(float));
+  workspace.poison();
+  const TensorRef workspace_ref = device_ref(workspace.data(), DType::f32, {elements});
+  const TensorRef x_ref = ref_like_x(x.data(), in.x, channels_last);
+  const TensorRef dy_ref = ref_like_x(grad_out.data(), in.x, channels_last);
+  const TensorRef grad_x_ref = ref_like_x(grad_x.data(), in.x, channels_last);
+  const TensorRef mean_ref = device_ref(mean_device.data(), DType::f32, mean.shape);
+  const TensorRef rstd_ref = device_ref(rstd_device.data(), DType::f32, rstd.shape);
+  const TensorRef gw_ref = device_ref(grad_weight.data(), in.x.dtype, channels);
+  const TensorRef gb_ref = device_ref(grad_bias.data(), in.x.dtype, channels);
+  const TensorRef* gw = mask[0] ? &gw_ref : nullptr;
+  const TensorRef* gb = mask[1] ? &gb_ref : nullptr;
+  if (in.instance) {
+    instance_norm_backward(dy_ref, x_ref, weight_device.pointer(), mean_ref, rstd_ref, grad_x_ref, gw, gb,
+                           elements ? &workspace_ref : nullptr, instance);
+  } else {
+    group_norm_backward(dy_ref, x_ref, weight_device.pointer(), mean_ref, rstd_ref, grad_x_ref, gw, gb,
+                        elements ? &workspace_ref : nullptr, {in.groups});
+  }
+  cuda_ok(cudaDeviceSynchronize(), "backward");
+  BackwardResult got{HostTensor(in.x.shape, in.x.dtype), HostTensor(mask[0] ? channels : Shape{0}, in.x.dtype),
+                     HostTensor(mask[1] ? channels : Shape{0}, in.x.dtype)};
+  download_like_x(grad_x, got.grad_x, channels_last);
+  if (mask[0]) grad_weight.download(got.grad_weight.bytes.data());
+  if (mask[1]) grad_bias.download(got.grad_bias.bytes.data());
+  return got;
+}
+
 // The backward on the device and by the reference, from the reference forward's statistics and a random
 // grad_out (x, grad_out and grad_x channels_last on the device where `channels_last`).
 std::pair<BackwardResult, BackwardResult> run_backward(SpatialInputs& in, std::mt19937_64& rng, size_t offset = 0,
@@ -218,52 +276,36 @@ std::pair<BackwardResult, BackwardResult> run_backward(SpatialInputs& in, std::m
   auto weight = host_ref(in.weight);
   HostTensor mean = forward.mean, rstd = forward.rstd;
   const TensorRef gw = want.grad_weight.ref(), gb = want.grad_bias.ref();
-  const InstanceNormBackward instance{in.use_input_stats};
   if (in.instance) {
     reference::instance_norm_backward(dy.ref(), in.x.ref(), optional_ref(weight), mean.ref(), rstd.ref(),
-                                      want.grad_x.ref(), &gw, &gb, instance);
+                                      want.grad_x.ref(), &gw, &gb, InstanceNormBackward{in.use_input_stats});
   } else {
     reference::group_norm_backward(dy.ref(), in.x.ref(), optional_ref(weight), mean.ref(), rstd.ref(),
                                    want.grad_x.ref(), &gw, &gb, {in.groups});
   }
-  const size_t shift = offset * dtype_size(in.x.dtype);
-  DeviceBuffer x(in.x.bytes.size(), shift), grad_out(dy.bytes.size(), shift), grad_x(in.x.bytes.size(), shift);
-  x.upload(stored(in.x, channels_last).data());
-  grad_out.upload(stored(dy, channels_last).data());
-  grad_x.poison();
-  DeviceBuffer mean_device(mean.bytes.size()), rstd_device(rstd.bytes.size());
-  mean_device.upload(mean.bytes.data());
-  rstd_device.upload(rstd.bytes.data());
-  DeviceBuffer grad_weight(want.grad_weight.bytes.size()), grad_bias(want.grad_bias.bytes.size());
-  grad_weight.poison();
-  grad_bias.poison();
-  DeviceCopy weight_device(in.weight);
-  const int64_t elements = in.instance ? instance_norm_backward_workspace_elements(in.x.shape, instance)
-                                       : group_norm_backward_workspace_elements(in.x.shape, {in.groups});
-  DeviceBuffer workspace(static_cast<size_t>(elements) * sizeof(float));
-  workspace.poison();
-  const TensorRef workspace_ref = device_ref(workspace.data(), DType::f32, {elements});
-  const TensorRef x_ref = ref_like_x(x.data(), in.x, channels_last);
-  const TensorRef dy_ref = ref_like_x(grad_out.data(), in.x, channels_last);
-  const TensorRef grad_x_ref = ref_like_x(grad_x.data(), in.x, channels_last);
-  const TensorRef mean_ref = device_ref(mean_device.data(), DType::f32, mean.shape);
-  const TensorRef rstd_ref = device_ref(rstd_device.data(), DType::f32, rstd.shape);
-  const TensorRef gw_ref = device_ref(grad_weight.data(), in.x.dtype, channels);
-  const TensorRef gb_ref = device_ref(grad_bias.data(), in.x.dtype, channels);
-  if (in.instance) {
-    instance_norm_backward(dy_ref, x_ref, weight_device.pointer(), mean_ref, rstd_ref, grad_x_ref, &gw_ref, &gb_ref,
-                           elements ? &workspace_ref : nullptr, instance);
-  } else {
-    group_norm_backward(dy_ref, x_ref, weight_device.pointer(), mean_ref, rstd_ref, grad_x_ref, &gw_ref, &gb_ref,
-                        elements ? &workspace_ref : nullptr, {in.groups});
-  }
-  cuda_ok(cudaDeviceSynchronize(), "backward");
-  BackwardResult got{HostTensor(in.x.shape, in.x.dtype), HostTensor(channels, in.x.dtype),
-                     HostTensor(channels, in.x.dtype)};
-  download_like_x(grad_x, got.grad_x, channels_last);
-  grad_weight.download(got.grad_weight.bytes.data());
-  grad_bias.download(got.grad_bias.bytes.data());
+  BackwardResult got = device_backward(in, dy, mean, rstd, offset, channels_last);
   return {std::move(want), std::move(got)};
+}
+
+// The parameter gradients left out (each one, and both: the grad_x kernel alone, no workspace) give
+// the full call's bits of what is still asked for: grad_x does not depend on the mask. "" or the
+// first difference; random normal statistics (rstd in [0.5, 2)) serve, nothing is compared with the
+// reference. x, grad_out and grad_x channels_last where `channels_last`.
+std::string compare_masked_backward(SpatialInputs& in, std::mt19937_64& rng, bool channels_last = false) {
+  HostTensor dy(in.x.shape, in.x.dtype), mean(in.stats_shape(), DType::f32), rstd(in.stats_shape(), DType::f32);
+  fill(dy, rng);
+  fill(mean, rng);
+  std::uniform_real_distribution<double> scale(0.5, 2.0);
+  for (int64_t i = 0; i < rstd.numel(); ++i) rstd.set(i, scale(rng));
+  const BackwardResult full = device_backward(in, dy, mean, rstd, 0, channels_last);
+  for (const GradientMask mask : {GradientMask{false, false}, GradientMask{true, false}, GradientMask{false, true}}) {
+    const BackwardResult part = device_backward(in, dy, mean, rstd, 0, channels_last, mask);
+    const std::string masked = detail::concat(" with output_mask [", mask[0], ", ", mask[1], "]");
+    if (part.grad_x.bytes != full.grad_x.bytes) return "grad_x differs" + masked;
+    if (mask[0] && part.grad_weight.bytes != full.grad_weight.bytes) return "grad_weight differs" + masked;
+    if (mask[1] && part.grad_bias.bytes != full.grad_bias.bytes) return "grad_bias differs" + masked;
+  }
+  return "";
 }
 
 std::string compare_backward(SpatialInputs& in, std::mt19937_64& rng, size_t offset = 0, bool channels_last = false) {
@@ -471,6 +513,25 @@ TEST_F(GroupNormGpu, ChannelsLastRandomCalls) {
     if (c % 9 == 4) continue;  // NaN inputs: covered by the forward
     EXPECT_EQ(compare_backward(in, rng, offset, true), "")
         << "case " << c << " channels_last " << describe(in) << " offset " << offset;
+  }
+}
+
+// The backward's output_mask, x contiguous and channels_last: every catalogue row and random calls.
+TEST_F(GroupNormGpu, ParameterGradientsLeftOutKeepTheBits) {
+  for (const bool channels_last : {false, true}) {
+    const auto masked = [channels_last](SpatialInputs& in, std::mt19937_64& rng) {
+      return compare_masked_backward(in, rng, channels_last);
+    };
+    for_each_row("GroupNormBwd", false, masked);
+    for_each_row("InstanceNormBwd", true, masked);
+  }
+  std::mt19937_64 rng(78);
+  for (int c = 0; c < kRandomCases; ++c) {
+    if (c % 9 == 4) continue;  // NaN inputs: covered by the forward
+    SpatialInputs in = random_case(rng, c), channels_last = random_channels_last_case(rng, c);
+    EXPECT_EQ(compare_masked_backward(in, rng), "") << "case " << c << " " << describe(in);
+    EXPECT_EQ(compare_masked_backward(channels_last, rng, true), "")
+        << "case " << c << " channels_last " << describe(channels_last);
   }
 }
 

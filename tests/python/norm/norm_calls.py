@@ -167,6 +167,11 @@ BAD_CALLS = [
      "instance_norm_backward: rstd: shape [2, 2] must be [2, 4]"),
     (lambda: solops.instance_norm_backward(cuda(2, 4, 2), cuda(2, 4, 3), cuda(2, 4), cuda(2, 4)),
      "grad_out: shape [2, 4, 2] must be [2, 4, 3]"),
+    (lambda: solops.group_norm_backward(cuda(2, 4, 3), cuda(2, 4, 3), 2, cuda(2, 2), cuda(2, 2), output_mask=[True]),
+     "group_norm_backward: output_mask must have 2 elements ([grad_weight, grad_bias]), got 1"),
+    (lambda: solops.instance_norm_backward(cuda(2, 4, 3), cuda(2, 4, 3), cuda(2, 4), cuda(2, 4), cuda(4),
+                                           output_mask=[True, True, True]),
+     "instance_norm_backward: output_mask must have 2 elements ([grad_weight, grad_bias]), got 3"),
 ]
 
 ALIASING_CALLS = [

@@ -76,12 +76,18 @@ SAMPLES = [
     Sample("group_norm", _tensors(IMAGE, CHANNELS, CHANNELS), lambda x, w, b: solops.group_norm(x, 2, w, b)),
     Sample("group_norm_with_stats", _tensors(IMAGE, CHANNELS, CHANNELS),
            lambda x, w, b: _ops.group_norm_with_stats(x, 2, w, b, 1e-5)),
+    # The backward ops: every parameter gradient (the default with a weight), and output_mask asking
+    # for fewer (None in their place; without a weight the default asks for neither).
     Sample("group_norm_backward", _tensors(IMAGE, IMAGE, (2, 2, "f32"), (2, 2, "f32"), CHANNELS),
            lambda dy, x, mean, rstd, w: solops.group_norm_backward(dy, x, 2, mean, rstd, w)),
+    Sample("group_norm_backward", _tensors(IMAGE, IMAGE, (2, 2, "f32"), (2, 2, "f32")),
+           lambda dy, x, mean, rstd: solops.group_norm_backward(dy, x, 2, mean, rstd, output_mask=[False, True])),
     Sample("instance_norm", _tensors(IMAGE, (4, "f32"), (4, "f32"), CHANNELS, CHANNELS),
            lambda x, mean, var, w, b: (solops.instance_norm(x, mean, var, w, b), mean, var)),
     Sample("instance_norm_with_stats", _tensors(IMAGE, (4, "f32"), (4, "f32"), CHANNELS, CHANNELS),
            lambda x, mean, var, w, b: (*_ops.instance_norm_with_stats(x, mean, var, w, b, True, 0.1, 1e-5), mean, var)),
     Sample("instance_norm_backward", _tensors(IMAGE, IMAGE, (2, 4, "f32"), (2, 4, "f32"), CHANNELS),
-           lambda dy, x, mean, rstd, w: solops.instance_norm_backward(dy, x, mean, rstd, w)),
+           lambda dy, x, mean, rstd, w: solops.instance_norm_backward(dy, x, mean, rstd, w, output_mask=[True, False])),
+    Sample("instance_norm_backward", _tensors(IMAGE, IMAGE, (2, 4, "f32"), (2, 4, "f32")),
+           lambda dy, x, mean, rstd: solops.instance_norm_backward(dy, x, mean, rstd)),
 ]

@@ -2,9 +2,10 @@
 F.group_norm and F.instance_norm on random shapes (groups, affine on and off, running statistics
 present and absent, f32/f16/bf16, N = 1, spatial size 1; other strided layouts than channels_last
 refused by name), the running statistics updated in place as PyTorch updates them, the gradients equal
-to PyTorch's, channels_last x with y and grad_x channels_last, bitwise deterministic in both layouts,
-captured and replayed by CUDA graphs (running-statistics updates included), traced by torch.compile,
-and bad calls refused before anything is written. Needs a CUDA device; skips loudly without one."""
+to PyTorch's, channels_last x with y and grad_x channels_last, the backward's output_mask leaving
+parameter gradients out without changing the rest, bitwise deterministic in both layouts, captured and
+replayed by CUDA graphs (running-statistics updates included), traced by torch.compile, and bad calls
+refused before anything is written. Needs a CUDA device; skips loudly without one."""
 
 import math
 import random
@@ -183,6 +184,36 @@ def test_instance_norm_and_its_gradients_equal_pytorch(shape, _, memory_format, 
     check_forward_and_gradients(y, expected, dy, mine, want, memory_format)
     if running:
         check_running_statistics((running_mean, running_var), theirs)
+
+
+def backward_of(instance, x, groups, weight):
+    """solops' public backward from x's forward statistics, a function of (grad_out, output_mask)."""
+    if instance:
+        _, mean, rstd = torch.ops.solops.instance_norm_with_stats(x, None, None, weight, None, True, 0.1, 1e-5)
+        return lambda dy, mask: solops.instance_norm_backward(dy, x, mean, rstd, weight, output_mask=mask)
+    _, mean, rstd = torch.ops.solops.group_norm_with_stats(x, groups, weight, None, 1e-5)
+    return lambda dy, mask: solops.group_norm_backward(dy, x, groups, mean, rstd, weight, output_mask=mask)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("instance, shape, groups, memory_format",
+                         [(False, *case) for case in GROUP_GRADIENT_CASES] +
+                         [(True, *case) for case in INSTANCE_GRADIENT_CASES])
+@pytest.mark.parametrize("affine", [True, False])
+def test_output_mask_leaves_gradients_out_and_keeps_the_bits(instance, shape, groups, memory_format, dtype, affine):
+    # Each parameter gradient left out, and both (the grad_x kernel alone): None in its place, and the
+    # full call's bits for the rest, grad_x in x's memory format.
+    x, dy = random_x_and_grad_out(shape, dtype, memory_format)
+    backward = backward_of(instance, x, groups, parameters(shape[1], dtype, affine)[0])
+    full = backward(dy, [True, True])
+    for mask in ([False, False], [True, False], [False, True]):
+        got = backward(dy, mask)
+        assert_format(got[0], memory_format)
+        assert torch.equal(got[0], full[0]), mask
+        for asked, gradient, want in zip(mask, got[1:], full[1:]):
+            assert (gradient is not None) == asked
+            if asked:
+                assert torch.equal(gradient, want), mask
 
 
 @pytest.mark.parametrize("memory_format", [torch.contiguous_format, torch.channels_last])

@@ -2,8 +2,9 @@
 rules on thousands of random calls, accepted and rejected alike, message for message; the float64
 CPU references against PyTorch's functions (forward, the running statistics' update, and the
 gradients through autograd, also of solops.group_norm and solops.instance_norm under
-solops.reference.mode()); forward and backward traced by torch.compile on meta tensors; the cost
-models through the ops. The kernels are tested in test_group_norm_ops.py and the GPU tests."""
+solops.reference.mode()); the backward ops' output_mask (what it leaves out, x contiguous or
+channels_last; its default; what autograd asks for); forward and backward traced by torch.compile on
+meta tensors; the cost models through the ops. The kernels are tested in test_group_norm_ops.py and the GPU tests."""
 
 import math
 import random
@@ -11,6 +12,7 @@ import random
 import pytest
 import torch
 import torch.nn.functional as F
+from torch.utils._python_dispatch import TorchDispatchMode
 
 import solops
 from support import assert_fakes_agree_with_the_cpp_shape_rules
@@ -62,8 +64,14 @@ class SpatialCalls:
         stats = [_meta([batch, max(groups, 1) if op == "group_norm_backward" else channels], torch.float32)
                  for _ in range(2)]
         if op == "group_norm_backward":
-            return op, (_meta(x_shape), x, groups, *stats, self.channels(x_shape))
-        return op, (_meta(x_shape), x, *stats, self.channels(x_shape), self.rng.random() < 0.7)
+            return op, (_meta(x_shape), x, groups, *stats, self.channels(x_shape), self.mask())
+        return op, (_meta(x_shape), x, *stats, self.channels(x_shape), self.rng.random() < 0.7, self.mask())
+
+    def mask(self):
+        """A backward's output_mask: any of the four, now and then of the wrong length."""
+        if self.rng.random() < 0.05:
+            return [True] * self.rng.choice([0, 1, 3])
+        return [self.rng.random() < 0.5, self.rng.random() < 0.5]
 
 
 def test_fakes_agree_with_the_cpp_shape_rules_on_random_calls():
@@ -159,6 +167,100 @@ def test_instance_norm_gradients_and_running_update_equal_pytorch(shape, use_inp
             torch.testing.assert_close(ours, theirs.float())
 
 
+def backward_call(op, shape, weight, memory_format=torch.contiguous_format):
+    """solops' public backward of `op` ("group_norm_backward": two groups) as a function of output_mask
+    (None: its default), from the reference forward's statistics of random CPU inputs (x and grad_out in
+    memory_format)."""
+    x, dy = (t.contiguous(memory_format=memory_format) for t in cpu_inputs(shape, shape, seed=3))
+    if op == "group_norm_backward":
+        _, mean, rstd = solops.reference.run(torch.ops.solops.group_norm_with_stats, x, 2, weight, None, 1e-5)
+        return lambda mask: solops.group_norm_backward(dy, x, 2, mean, rstd, weight, output_mask=mask)
+    _, mean, rstd = solops.reference.run(torch.ops.solops.instance_norm_with_stats, x, None, None, weight, None, True,
+                                         0.1, 1e-5)
+    return lambda mask: solops.instance_norm_backward(dy, x, mean, rstd, weight, output_mask=mask)
+
+
+BACKWARD_OPS = ["group_norm_backward", "instance_norm_backward"]
+
+
+@pytest.mark.parametrize("op", BACKWARD_OPS)
+@pytest.mark.parametrize("mask", [[True, True], [False, False], [True, False], [False, True]])
+@pytest.mark.parametrize("shape, memory_format", [((3, 4, 5), torch.contiguous_format),
+                                                  ((3, 4, 5, 2), torch.channels_last)])
+def test_the_backward_computes_what_output_mask_asks_for(op, mask, shape, memory_format):
+    # None where a gradient is not asked for; grad_x (in x's memory format) and the asked ones are the
+    # full call's, bit for bit.
+    weight = torch.randn(4, generator=torch.Generator().manual_seed(5))
+    call = backward_call(op, shape, weight, memory_format)
+    full, got = solops.reference.run(call, [True, True]), solops.reference.run(call, mask)
+    assert got[0].is_contiguous(memory_format=memory_format)
+    assert torch.equal(got[0], full[0])
+    for asked, gradient, want in zip(mask, got[1:], full[1:]):
+        assert (gradient is not None) == asked
+        if asked:
+            assert torch.equal(gradient, want)
+
+
+@pytest.mark.parametrize("op", BACKWARD_OPS)
+def test_the_default_output_mask_asks_for_the_parameter_gradients_with_a_weight(op):
+    with_weight = solops.reference.run(backward_call(op, (2, 4, 3), torch.ones(4)), None)
+    without = solops.reference.run(backward_call(op, (2, 4, 3), None), None)
+    assert all(t is not None for t in with_weight)
+    assert without[0] is not None and without[1:] == (None, None)
+    # The fakes give the same outputs (the test_torch_integration samples trace both masks symbolically).
+    meta = [_meta([2, 4, 3]), _meta([2, 4, 3]), _meta([2, 2], torch.float32), _meta([2, 2], torch.float32)]
+    outputs = torch.ops.solops.group_norm_backward(*meta[:2], 2, *meta[2:], None, [False, True])
+    assert outputs[1] is None and outputs[2].shape == (4,)
+
+
+class BackwardMasks(TorchDispatchMode):
+    """The output_mask of each GroupNorm and InstanceNorm backward op called."""
+
+    def __init__(self):
+        super().__init__()
+        self.masks = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        if func.namespace == "solops" and func._opname in BACKWARD_OPS:
+            self.masks.append(list(args[-1]))
+        return func(*args, **(kwargs or {}))
+
+
+# Which of weight and bias are given ("frozen": given, not requiring grad) and the mask autograd must ask for.
+PARAMETERS = [((None, None), [False, False]), (("trained", "trained"), [True, True]),
+              (("frozen", "trained"), [False, True]), ((None, "trained"), [False, True]),
+              (("trained", "frozen"), [True, False]), (("trained", None), [True, False])]
+
+
+@pytest.mark.parametrize("instance", [False, True])
+@pytest.mark.parametrize("parameters, mask", PARAMETERS)
+def test_autograd_asks_for_the_parameter_gradients_it_needs(instance, parameters, mask):
+    # A norm without affine parameters (or with frozen ones) runs the backward without those gradients;
+    # the gradients are still PyTorch's.
+    shape = (2, 4, 5)
+    x, dy, *values = cpu_inputs(shape, shape, shape[1:2], shape[1:2], seed=4)
+    mine = [x.clone().requires_grad_()] + [None if kind is None else value.clone().requires_grad_(kind == "trained")
+                                          for kind, value in zip(parameters, values)]
+    want = [t if t is None else t.detach().double().requires_grad_(t.requires_grad) for t in mine]
+    if want[1] is None and want[2] is not None:
+        want[1] = torch.ones(shape[1], dtype=torch.float64)  # PyTorch's GroupNorm backward fails on a bias alone
+
+    def norm(function, x, weight, bias):
+        if instance:
+            return function.instance_norm(x, None, None, weight, bias)
+        return function.group_norm(x, 2, weight, bias)
+
+    with solops.reference.mode(), BackwardMasks() as recorded:
+        (norm(solops, *mine) * dy).sum().backward()
+    assert recorded.masks == [mask]
+    (norm(F, *want) * dy.double()).sum().backward()
+    for got, expected in zip(mine, want):
+        if got is not None:
+            assert (got.grad is None) == (expected.grad is None)
+            if got.grad is not None:
+                torch.testing.assert_close(got.grad.double(), expected.grad, atol=1e-4, rtol=1e-4)
+
+
 def test_statistics_are_not_differentiable():
     x = torch.randn(2, 4, 3, requires_grad=True)
     with solops.reference.mode():
@@ -191,3 +293,6 @@ def test_cost_models_follow_the_spec():
     stats = torch.empty(8, 32)
     assert solops.cost.of(solops.group_norm_backward, x, x, 32, stats, stats, channel) == \
         (12 * numel, (3 * numel + 3 * 128) * 2 + 8 * 8 * 32)
+    # The spec's formula whatever output_mask asks for: without a weight, neither gradient is asked for.
+    assert solops.cost.of(solops.group_norm_backward, x, x, 32, stats, stats) == \
+        (12 * numel, (3 * numel + 2 * 128) * 2 + 8 * 8 * 32)

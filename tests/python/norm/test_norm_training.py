@@ -1,7 +1,8 @@
 """Training equivalence (issue 42): a small CNN with GroupNorm and InstanceNorm layers (the latter
-tracking running statistics) trained for 20 SGD steps twice from the same weights on the same data,
-once with PyTorch's norms and once with solops' swapped in as modules; the loss curves, the final
-weights and the running statistics must match. Needs a CUDA device; skips loudly without one."""
+tracking running statistics), with and without affine parameters, trained for 20 SGD steps twice from
+the same weights on the same data, once with PyTorch's norms and once with solops' swapped in as
+modules; the loss curves, the final weights and the running statistics must match. Needs a CUDA
+device; skips loudly without one."""
 
 import copy
 
@@ -31,12 +32,12 @@ class SolopsInstanceNorm2d(nn.InstanceNorm2d):
                                     self.momentum if self.momentum is not None else 0.0, self.eps)
 
 
-def small_cnn():
+def small_cnn(affine):
     return nn.Sequential(
-        nn.Conv2d(3, 32, 3, padding=1), nn.GroupNorm(8, 32), nn.ReLU(),
-        nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.InstanceNorm2d(32, affine=True, track_running_stats=True),
+        nn.Conv2d(3, 32, 3, padding=1), nn.GroupNorm(8, 32, affine=affine), nn.ReLU(),
+        nn.Conv2d(32, 32, 3, stride=2, padding=1), nn.InstanceNorm2d(32, affine=affine, track_running_stats=True),
         nn.ReLU(),
-        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.GroupNorm(16, 64), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, stride=2, padding=1), nn.GroupNorm(16, 64, affine=affine), nn.ReLU(),
         nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, 10))
 
 
@@ -69,11 +70,13 @@ def train(model, batches):
     return losses
 
 
-def test_twenty_steps_match_pytorch():
+# Without affine parameters the norms' backward computes grad_x alone (output_mask [False, False]).
+@pytest.mark.parametrize("affine", [True, False])
+def test_twenty_steps_match_pytorch(affine):
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.manual_seed(0)
-    reference = small_cnn().cuda()
+    reference = small_cnn(affine).cuda()
     ours = with_solops_norms(reference)
     assert sum(isinstance(layer, (SolopsGroupNorm, SolopsInstanceNorm2d)) for layer in ours) == 3
     generator = torch.Generator(device="cuda").manual_seed(1)
