@@ -23,7 +23,8 @@ template <class Body>
 void parallel_for(int64_t count, int64_t item_work, Body&& body) {
   constexpr int64_t min_work = int64_t{1} << 22;
   const int64_t hardware = std::max<int64_t>(1, std::thread::hardware_concurrency());
-  const int64_t by_work = std::max<int64_t>(1, count * std::max<int64_t>(item_work, 1) / min_work);
+  const int64_t items_per_thread = std::max<int64_t>(1, min_work / std::max<int64_t>(item_work, 1));
+  const int64_t by_work = std::max<int64_t>(1, count / items_per_thread);
   const int64_t threads = std::min({hardware, by_work, count});
   if (threads <= 1) {
     for (int64_t i = 0; i < count; ++i) body(i);
