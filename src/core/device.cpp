@@ -87,20 +87,16 @@ size_t static_shared_bytes(std::string_view op, const void* kernel) {
   });
 }
 
-void set_function_attribute(std::string_view op, const void* kernel, cudaFuncAttribute attribute, int value) {
-  // The value last set for each kernel, device and attribute; a change is set and remembered under
-  // the lock.
-  static std::mutex mutex;
-  static std::map<std::tuple<const void*, int, cudaFuncAttribute>, int> last_set;
-  const std::tuple key{kernel, current_device(op), attribute};
-  const std::lock_guard lock(mutex);
-  if (const auto found = last_set.find(key); found != last_set.end() && found->second == value) return;
-  check_cuda(cudaFuncSetAttribute(kernel, attribute, value), op, "cudaFuncSetAttribute");
-  last_set.insert_or_assign(key, value);
-}
-
 void set_dynamic_shared_bytes(std::string_view op, const void* kernel, size_t shared_bytes) {
-  set_function_attribute(op, kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes));
+  // The limit last set for each kernel and device; a change is set and remembered under the lock.
+  static std::mutex mutex;
+  static std::map<std::tuple<const void*, int>, size_t> last_set;
+  const std::tuple key{kernel, current_device(op)};
+  const std::lock_guard lock(mutex);
+  if (const auto found = last_set.find(key); found != last_set.end() && found->second == shared_bytes) return;
+  check_cuda(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(shared_bytes)),
+             op, "cudaFuncSetAttribute");
+  last_set.insert_or_assign(key, shared_bytes);
 }
 
 void check_launch(std::string_view op) { check_cuda(cudaGetLastError(), op, "kernel launch"); }

@@ -26,10 +26,9 @@ int64_t max_shared_bytes_optin(int device);
 int resident_blocks(std::string_view op, const void* kernel, int threads, size_t shared_bytes);
 // The kernel's static shared memory (cudaFuncGetAttributes' sharedSizeBytes).
 size_t static_shared_bytes(std::string_view op, const void* kernel);
-// Sets the kernel's `attribute` to `value` on the current device (cudaFuncSetAttribute: not stream
-// work, so capturable), unless the last call for this kernel, device and attribute set it so already.
-void set_function_attribute(std::string_view op, const void* kernel, cudaFuncAttribute attribute, int value);
-// set_function_attribute of cudaFuncAttributeMaxDynamicSharedMemorySize.
+// Sets the kernel's dynamic shared-memory limit on the current device (cudaFuncSetAttribute of
+// cudaFuncAttributeMaxDynamicSharedMemorySize: not stream work, so capturable), unless the last call
+// for this kernel and device set it so already.
 void set_dynamic_shared_bytes(std::string_view op, const void* kernel, size_t shared_bytes);
 
 // Turns a launch failure into solops::Error naming the op.
