@@ -77,6 +77,7 @@ struct ConvProblem {
   int taps, reduction, out_plane;
   bool relu;
   ConvStrides x, weight, y;
+  int64_t x_elements;  // x's memory (contiguous or channels_last): its first x_elements elements
 };
 ConvProblem conv_problem(const ConvGeometry& g, const TensorRef& x, const TensorRef& weight, const TensorRef& y);
 

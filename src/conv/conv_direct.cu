@@ -29,9 +29,10 @@ constexpr int kThreads = 128;
 // The kPix inputs of one tap, x_tap[i * pixel_step] for the thread's outputs i (xx: the first's
 // position in its row), zero in the padding and past the row's last output. Where a 16-bit row is
 // contiguous along W with stride 1 or 2 (run_stride) and the thread has all 8 outputs, the inputs are
-// a run of x: two or three 16-byte loads (x_runs.cuh); otherwise one load an input.
+// a run of x: two or three 16-byte loads (x_runs.cuh; none past x's memory, which starts at x);
+// otherwise one load an input.
 template <class T, int kPix>
-__device__ __forceinline__ void load_inputs(const T* x_tap, int xx, int pixels, const ConvProblem& p,
+__device__ __forceinline__ void load_inputs(const T* x, const T* x_tap, int xx, int pixels, const ConvProblem& p,
                                             int64_t pixel_step, int run_stride, float (&values)[kPix]) {
   if constexpr (sizeof(T) == 2 && kPix == 8) {
     if (run_stride != 0 && pixels == kPix) {
@@ -41,8 +42,9 @@ __device__ __forceinline__ void load_inputs(const T* x_tap, int xx, int pixels, 
       if (lo < hi) {
         HeldRun run;
         const auto* src = reinterpret_cast<const uint16_t*>(x_tap);
-        if (run_stride == 1) fetch_run<1>(src, lo, hi, run);
-        else fetch_run<2>(src, lo, hi, run);
+        const auto* x_begin = reinterpret_cast<const uint16_t*>(x);
+        if (run_stride == 1) fetch_run<1>(src, lo, hi, x_begin, x_begin + p.x_elements, run);
+        else fetch_run<2>(src, lo, hi, x_begin, x_begin + p.x_elements, run);
         finish_run(run, words);
       }
 #pragma unroll
@@ -137,7 +139,7 @@ __global__ void __launch_bounds__(kThreads, 1)
             const int xx = origin_x + kw * p.dilation_w;
             const T* x_tap = x_row + int64_t{xx} * p.x.w;
             float values[kPix];
-            load_inputs<T, kPix>(x_tap, xx, pixels, p, pixel_step, run_stride, values);
+            load_inputs<T, kPix>(x, x_tap, xx, pixels, p, pixel_step, run_stride, values);
             const T* w_tap = w_row + kw * p.weight.w;
 #pragma unroll
             for (int j = 0; j < kCo; ++j) {

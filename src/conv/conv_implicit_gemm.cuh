@@ -201,6 +201,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
   // This thread's B chunk column (8 pixels of the tile) and its first K row.
   const int chunk_column = tid % Shape::kChunkColumns * 8, first_row = tid / Shape::kChunkColumns;
   const int plane_hw = p.out_h * p.out_w;
+  const uint16_t* const x_end = x + p.x_elements;
   // The CTAs of a cluster (launch's split count, 1 unsplit) share each item: rank r sums the r-th of
   // `splits` equal runs of its K tiles, then finishes the r-th of `splits` bands of its rows, adding
   // the ranks' partial sums in rank order (over distributed shared memory): deterministic.
@@ -326,12 +327,12 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
           const int hi = layout.plane_contiguous ? 8 : min(span, p.in_w - xx);
           if (lo >= hi) continue;  // the whole run is padding
           if (layout.run_stride == 2) {
-            fetch_run<2>(src, lo, hi, b_held[i]);
+            fetch_run<2>(src, lo, hi, x, x_end, b_held[i]);
           } else if (lo == 0 && hi == span && aligned_16(src)) {
             cp_async_16(to, src);
             b_held[i].shape = kCopied;
           } else {
-            fetch_run<1>(src, lo, hi, b_held[i]);
+            fetch_run<1>(src, lo, hi, x, x_end, b_held[i]);
           }
           continue;
         }

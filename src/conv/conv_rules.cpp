@@ -270,6 +270,7 @@ ConvProblem conv_problem(const ConvGeometry& g, const TensorRef& x, const Tensor
       .x = conv_strides(g, x),
       .weight = conv_strides(g, weight),
       .y = conv_strides(g, y),
+      .x_elements = x.numel(),
   };
 }
 

