@@ -29,22 +29,24 @@ constexpr int kThreads = 128;
 // The kPix inputs of one tap, x_tap[i * pixel_step] for the thread's outputs i (xx: the first's
 // position in its row), zero in the padding and past the row's last output. Where a 16-bit row is
 // contiguous along W with stride 1 or 2 (run_stride) and the thread has all 8 outputs, the inputs are
-// a run of x: two or three 16-byte loads (x_runs.cuh; none past x's memory, which starts at x);
-// otherwise one load an input.
+// a run of x: two or three 16-byte loads (x_runs.cuh) where those lie inside x's memory (which starts
+// at x); otherwise one load an input.
 template <class T, int kPix>
 __device__ __forceinline__ void load_inputs(const T* x, const T* x_tap, int xx, int pixels, const ConvProblem& p,
                                             int64_t pixel_step, int run_stride, float (&values)[kPix]) {
   if constexpr (sizeof(T) == 2 && kPix == 8) {
-    if (run_stride != 0 && pixels == kPix) {
+    const auto* src = reinterpret_cast<const uint16_t*>(x_tap);
+    const auto* x_begin = reinterpret_cast<const uint16_t*>(x);
+    const auto* x_end = x_begin + p.x_elements;
+    if (pixels == kPix && (run_stride == 1 ? run_blocks_inside<1>(src, x_begin, x_end)
+                                           : run_stride == 2 && run_blocks_inside<2>(src, x_begin, x_end))) {
       // The run's elements [lo, hi) of x_tap[0, 7 s + 1) lie inside the row.
       const int lo = max(0, -xx), hi = min(7 * run_stride + 1, p.in_w - xx);
       uint32_t words[4] = {};
       if (lo < hi) {
         HeldRun run;
-        const auto* src = reinterpret_cast<const uint16_t*>(x_tap);
-        const auto* x_begin = reinterpret_cast<const uint16_t*>(x);
-        if (run_stride == 1) fetch_run<1>(src, lo, hi, x_begin, x_begin + p.x_elements, run);
-        else fetch_run<2>(src, lo, hi, x_begin, x_begin + p.x_elements, run);
+        if (run_stride == 1) fetch_run<1>(src, lo, hi, run);
+        else fetch_run<2>(src, lo, hi, run);
         finish_run(run, words);
       }
 #pragma unroll

@@ -327,14 +327,19 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
           const int hi = layout.plane_contiguous ? 8 : min(span, p.in_w - xx);
           if (lo >= hi) continue;  // the whole run is padding
           if (layout.run_stride == 2) {
-            fetch_run<2>(src, lo, hi, x, x_end, b_held[i]);
+            if (run_blocks_inside<2>(src, x, x_end)) {
+              fetch_run<2>(src, lo, hi, b_held[i]);
+              continue;
+            }
           } else if (lo == 0 && hi == span && aligned_16(src)) {
             cp_async_16(to, src);
             b_held[i].shape = kCopied;
-          } else {
-            fetch_run<1>(src, lo, hi, x, x_end, b_held[i]);
+            continue;
+          } else if (run_blocks_inside<1>(src, x, x_end)) {
+            fetch_run<1>(src, lo, hi, b_held[i]);
+            continue;
           }
-          continue;
+          // A run at x's first or last elements: the gather.
         }
         // The element gather: all 8 loads issued, none used before the MMAs.
 #pragma unroll

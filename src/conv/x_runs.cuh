@@ -66,25 +66,23 @@ __device__ __forceinline__ void hold_zero(HeldRun& run) {
   run.shape = kGathered;
 }
 
-// An aligned 16-byte block of x: whole where it lies inside x's memory [x_begin, x_end), else only
-// its elements inside it, the others zero (x's first and last blocks, where x does not start or end
-// on 16 bytes: the block's other bytes may lie past the allocation).
-__device__ __forceinline__ uint4 load_block(const uint4* block, const uint16_t* x_begin, const uint16_t* x_end) {
-  const auto* first = reinterpret_cast<const uint16_t*>(block);
-  if (first >= x_begin && first + 8 <= x_end) return __ldg(block);
-  uint32_t w[8];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) w[e] = first + e >= x_begin && first + e < x_end ? __ldg(first + e) : 0;
-  return make_uint4(w[0] | w[1] << 16, w[2] | w[3] << 16, w[4] | w[5] << 16, w[6] | w[7] << 16);
+// Whether the aligned 16-byte blocks that hold src[0, 7 s + 1) (s = kStride) lie inside x's memory
+// [x_begin, x_end). Only a run at x's first or last elements, where x does not start or end on 16
+// bytes, fails: it goes element by element (the blocks' other bytes may lie past x's allocation).
+template <int kStride>
+__device__ __forceinline__ bool run_blocks_inside(const uint16_t* src, const uint16_t* x_begin,
+                                                  const uint16_t* x_end) {
+  const uintptr_t first_block = reinterpret_cast<uintptr_t>(src) & ~uintptr_t{15};
+  const uintptr_t last_block_end = (reinterpret_cast<uintptr_t>(src + 7 * kStride) & ~uintptr_t{15}) + 16;
+  return first_block >= reinterpret_cast<uintptr_t>(x_begin) && last_block_end <= reinterpret_cast<uintptr_t>(x_end);
 }
 
-// Loads the run src[0], src[s], ..., src[7 s] (s = kStride, 1 or 2; src 2-byte aligned, inside x's
-// memory [x_begin, x_end)) keeping only its elements [lo, hi) of src[0, 7 s + 1) (0 <= lo < hi <=
+// Loads the run src[0], src[s], ..., src[7 s] (s = kStride, 1 or 2; src 2-byte aligned, its blocks
+// inside x: run_blocks_inside) keeping only its elements [lo, hi) of src[0, 7 s + 1) (0 <= lo < hi <=
 // 7 s + 1: the part inside one row of x), the others zero (the padding): the aligned 16-byte blocks
 // that hold src[0, 7 s + 1), each only where it holds a kept element.
 template <int kStride>
-__device__ __forceinline__ void fetch_run(const uint16_t* src, int lo, int hi, const uint16_t* x_begin,
-                                          const uint16_t* x_end, HeldRun& run) {
+__device__ __forceinline__ void fetch_run(const uint16_t* src, int lo, int hi, HeldRun& run) {
   constexpr int kBlocks = kStride == 1 ? 2 : 3;  // the blocks 8 (15) elements at any misalignment touch
   const int shift = static_cast<int>(reinterpret_cast<uintptr_t>(src) % 16 / 2);  // 0..7 elements
   const uint4* block = reinterpret_cast<const uint4*>(src - shift);
@@ -92,7 +90,7 @@ __device__ __forceinline__ void fetch_run(const uint16_t* src, int lo, int hi, c
   for (int j = 0; j < 3; ++j) {
     // Block j holds the run's elements [8 j - shift, 8 j + 8 - shift).
     const bool needed = j < kBlocks && 8 * j - shift < hi && 8 * j + 8 - shift > lo;
-    const uint4 b = needed ? load_block(block + j, x_begin, x_end) : make_uint4(0, 0, 0, 0);
+    const uint4 b = needed ? __ldg(block + j) : make_uint4(0, 0, 0, 0);
     run.w[4 * j] = b.x, run.w[4 * j + 1] = b.y, run.w[4 * j + 2] = b.z, run.w[4 * j + 3] = b.w;
   }
   // Chunk element e is the run's element e s: kept for e in [first, last).
