@@ -14,11 +14,16 @@
 // lanes. Short planes share a block instead of leaving most of its threads idle: lanes is the
 // plane's vectors rounded up to a power of two, channels fill the rest of the 256 threads (as many
 // as x has) and images what is left (at most 64, a block's limit along z). So [8, 64, 32, 32] f16
-// (128 vectors a plane) runs two channels a block, and a rank-2 x such as [32, 64] (S = 1: one
-// element of each channel in a row) one element a thread, four whole rows a block, eight blocks.
+// (128 vectors a plane) runs two channels a block.
 // Every plane starts on a 16-byte boundary where S is a multiple of the vector width (and x and y
 // are aligned), and the threads then move 16-byte vectors; otherwise one element each, which a
 // warp's lanes still read contiguously.
+//
+// Planes of one element (rank-2 x, and channels_last x: rows of C channels, batch_norm_inference.hpp)
+// take a kernel of their own, normalize_rows: as planes, every element would be a thread that computes
+// its channel's scale and shift for one 2-byte load. There a thread takes one vector of kVec adjacent
+// channels (16 bytes where C is a multiple of the vector width, else one element) in kUnroll rows, so
+// the scale and shift of kVec channels serve kUnroll vectors, and a warp reads whole runs of rows.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -100,6 +105,84 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// The rows' view of x: `rows` rows of row_vectors vectors; a block covers vector_groups * blockDim.x
+// vectors of a row (grid.x is row groups times vector groups).
+struct RowsShape {
+  int64_t rows, row_vectors;
+  unsigned vector_groups;
+  float eps;
+};
+
+template <class T, int kVec>
+__global__ void __launch_bounds__(kThreads)
+    normalize_rows(const T* __restrict__ x, T* __restrict__ y, const Channels channels, const RowsShape s) {
+  using P = row_norm::Pack<T, kVec>;
+  const unsigned row_group = blockIdx.x / s.vector_groups;
+  const int64_t v = int64_t{blockIdx.x - row_group * s.vector_groups} * blockDim.x + threadIdx.x;
+  if (v >= s.row_vectors) return;
+  // The [C] values' loads first, then x's; their conversions and the square roots after x's loads are
+  // issued (the volatile asm below), so that neither waits for the other's DRAM round trip.
+  uint32_t weight[kVec], bias[kVec], mean[kVec], var[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    const int64_t c = v * kVec + e;
+    weight[e] = load_channel_bits<T>(channels.weight, c);
+    bias[e] = load_channel_bits<T>(channels.bias, c);
+    mean[e] = load_channel_bits<T>(channels.running_mean, c);
+    var[e] = load_channel_bits<T>(channels.running_var, c);
+  }
+  const int64_t first_row = int64_t{row_group} * blockDim.y * kUnroll + threadIdx.y;
+  const P* const in = reinterpret_cast<const P*>(x) + v;
+  P* const out = reinterpret_cast<P*>(y) + v;
+  P bits[kUnroll] = {};
+#pragma unroll
+  for (int k = 0; k < kUnroll; ++k) {
+    const int64_t r = first_row + k * int64_t{blockDim.y};
+    if constexpr (kVec == 1) {
+      if (r < s.rows) bits[k] = __ldg(in + r * s.row_vectors);
+    } else {
+      bits[k] = row_norm::load_vector_if(in + r * s.row_vectors, r < s.rows);
+    }
+  }
+  float scale[kVec], shift[kVec];
+#pragma unroll
+  for (int e = 0; e < kVec; ++e) {
+    asm volatile("" : "+r"(weight[e]), "+r"(bias[e]), "+r"(mean[e]), "+r"(var[e]));
+    // Correctly rounded, as normalize_planes' (why there).
+    scale[e] = channel_value<T>(channels.weight, weight[e], 1.0f) /
+               sqrtf(channel_value<T>(channels.running_var, var[e], 0.0f) + s.eps);
+    shift[e] = channel_value<T>(channels.bias, bias[e], 0.0f) -
+               channel_value<T>(channels.running_mean, mean[e], 0.0f) * scale[e];
+  }
+#pragma unroll
+  for (int k = 0; k < kUnroll; ++k) {
+    const int64_t r = first_row + k * int64_t{blockDim.y};
+    if (r >= s.rows) break;
+    float values[kVec];
+    row_norm::unpack<T, kVec>(bits[k], values);
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) values[e] = fmaf(values[e], scale[e], shift[e]);
+    out[r * s.row_vectors] = row_norm::pack<T, kVec>(values);
+  }
+}
+
+template <class T, int kVec>
+void launch_rows(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, float eps, cudaStream_t stream) {
+  const int64_t row_vectors = planes.channels / kVec;
+  const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(row_vectors, kThreads))));
+  const int rows_a_block = kThreads / lanes;  // blockDim.y
+  const int64_t vector_groups = ceil_div(row_vectors, int64_t{lanes});
+  const int64_t row_groups = ceil_div(planes.batch, int64_t{rows_a_block} * kUnroll);
+  // A block moves at least kUnroll vectors a thread of its 256 (but where lanes exceed a row's
+  // vectors, at most twice as many lanes as vectors): the grid is below numel / 512 + 1, so below 2^31
+  // for any x a GPU can hold.
+  const RowsShape s{planes.batch, row_vectors, static_cast<unsigned>(vector_groups), eps};
+  const Channels tensors{channel_tensor(t.weight), channel_tensor(t.bias), channel_tensor(&t.running_mean),
+                         channel_tensor(&t.running_var)};
+  normalize_rows<T, kVec><<<static_cast<unsigned>(row_groups * vector_groups), dim3(lanes, rows_a_block), 0, stream>>>(
+      static_cast<const T*>(t.x.data), static_cast<T*>(t.y.data), tensors, s);
+}
+
 template <class T, int kVec>
 void launch(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, float eps, cudaStream_t stream) {
   const int64_t plane_vectors = planes.plane / kVec;
@@ -128,10 +211,15 @@ void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& pla
   if (planes.batch == 0 || planes.channels == 0 || planes.plane == 0) return;
   dispatch_float(t.x.dtype, [&]<class T>() {
     constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
-    const bool vectors =
-        planes.plane % kVec == 0 && row_norm::aligned_to_vector(t.x.data) && row_norm::aligned_to_vector(t.y.data);
-    if (vectors) batch_norm_kernels::launch<T, kVec>(planes, t, eps, stream);
-    else batch_norm_kernels::launch<T, 1>(planes, t, eps, stream);
+    const bool aligned = row_norm::aligned_to_vector(t.x.data) && row_norm::aligned_to_vector(t.y.data);
+    if (planes.plane == 1) {
+      if (planes.channels % kVec == 0 && aligned) batch_norm_kernels::launch_rows<T, kVec>(planes, t, eps, stream);
+      else batch_norm_kernels::launch_rows<T, 1>(planes, t, eps, stream);
+    } else if (planes.plane % kVec == 0 && aligned) {
+      batch_norm_kernels::launch<T, kVec>(planes, t, eps, stream);
+    } else {
+      batch_norm_kernels::launch<T, 1>(planes, t, eps, stream);
+    }
   });
   check_launch(op);
 }

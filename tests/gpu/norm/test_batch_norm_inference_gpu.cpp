@@ -1,9 +1,9 @@
 // BatchNormInference on the GPU against the CPU reference (spec §2.7): every catalogue row, 120 random
 // shapes (ranks 2 to 5, odd and power-of-two planes, plane size 1, C = 1, with and without weight and
 // bias, the [C] tensors in f32 or x's dtype, unaligned pointers, NaN and infinities), edge shapes
-// (empty dims, more than 65535 images, many channels, long odd planes), special running statistics,
-// CUDA graph capture, channels_last x and y (every 4-D catalogue row, random 4-D shapes) and the
-// device-side rules. Outputs are poisoned first.
+// (empty dims, more than 65535 images, rows of one to many vectors, long odd planes), special running
+// statistics, CUDA graph capture, channels_last x and y (every 4-D catalogue row, random 4-D shapes)
+// and the device-side rules. Outputs are poisoned first.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -176,9 +176,11 @@ TEST_F(BatchNormInferenceGpu, EdgeShapes) {
       {{2, 3, 0}, DType::bf16},      // empty planes
       {{1, 1}, DType::f32},          // one element
       {{1, 1, 1, 1}, DType::f16},    // plane size 1 at rank 4
-      {{70000, 2}, DType::bf16},     // more images than a grid's 65535 rows
-      {{70000, 1, 8}, DType::f16},   // the same with vector planes
-      {{2, 300000}, DType::f16},     // many channels of one element
+      {{70000, 2}, DType::bf16},     // rows of two channels: one element a thread
+      {{70000, 16}, DType::f16},     // rows of two vectors, many row groups
+      {{1001, 24}, DType::bf16},     // rows of three vectors (a block's lanes a power of two)
+      {{70000, 1, 8}, DType::f16},   // more images than a grid's 65535 rows, vector planes
+      {{2, 300000}, DType::f16},     // rows of many vectors: many blocks a row
       {{1, 2, 500001}, DType::f32},  // long odd planes: many chunks of single elements
       {{3, 2, 8200}, DType::bf16},   // long vector planes, a partial last chunk
       {{2, 5, 4097}, DType::f16},    // planes one element past a chunk boundary
