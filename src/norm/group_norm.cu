@@ -81,6 +81,73 @@ __device__ __forceinline__ Bits<T, kVec> pack(const float (&values)[kVec]) {
   return bits;
 }
 
+// The (x, grad_out) pairs of vectors a thread walks in a backward kernel: positions first, first +
+// step, ... below count, position i at x[i * stride] and grad_out[i * stride] (a plane's vectors, a
+// tile column's rows).
+template <class T, int kVec>
+struct PairWalk {
+  const Bits<T, kVec> *x, *grad_out;
+  int64_t stride, first, step, count;
+};
+
+// A thread's pairs of a walk: kItems > 0, hold() loads them (at most kItems) in one round and
+// for_each() replays them from registers; 0, for_each() reads them in rounds, kInFlight of each
+// tensor loaded before any is used. Only the held vectors live here (the walk is rebuilt where used,
+// which keeps its pointers and bounds out of the registers the held planes need).
+template <class T, int kVec, int kItems>
+struct HeldPairs {
+  using B = Bits<T, kVec>;
+  B x[kItems > 0 ? kItems : 1], grad_out[kItems > 0 ? kItems : 1];
+
+  __device__ __forceinline__ void hold(const PairWalk<T, kVec>& walk) {
+#pragma unroll
+    for (int i = 0; i < kItems; ++i) {
+      const int64_t at = walk.first + i * walk.step;
+      if (at < walk.count) {
+        x[i] = walk.x[at * walk.stride];
+        grad_out[i] = walk.grad_out[at * walk.stride];
+      }
+    }
+  }
+
+  // f(position, x's values, grad_out's values) for each pair of the walk.
+  template <class F>
+  __device__ __forceinline__ void for_each(const PairWalk<T, kVec>& walk, F f) const {
+    if constexpr (kItems > 0) {
+#pragma unroll
+      for (int i = 0; i < kItems; ++i) {
+        const int64_t at = walk.first + i * walk.step;
+        if (at >= walk.count) continue;
+        float x_values[kVec], dy_values[kVec];
+        unpack<T, kVec>(x[i], x_values);
+        unpack<T, kVec>(grad_out[i], dy_values);
+        f(at, x_values, dy_values);
+      }
+    } else {
+      for (int64_t base = walk.first; base < walk.count; base += kInFlight * walk.step) {
+        B x_bits[kInFlight], dy_bits[kInFlight];
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k) {
+          const int64_t at = base + k * walk.step;
+          if (at < walk.count) {
+            x_bits[k] = walk.x[at * walk.stride];
+            dy_bits[k] = walk.grad_out[at * walk.stride];
+          }
+        }
+#pragma unroll
+        for (int k = 0; k < kInFlight; ++k) {
+          const int64_t at = base + k * walk.step;
+          if (at >= walk.count) continue;
+          float x_values[kVec], dy_values[kVec];
+          unpack<T, kVec>(x_bits[k], x_values);
+          unpack<T, kVec>(dy_bits[k], dy_values);
+          f(at, x_values, dy_values);
+        }
+      }
+    }
+  }
+};
+
 __device__ __forceinline__ float plus(float a, float b) { return a + b; }
 
 // The sum of `value` over the block's threads, in every thread, in one fixed order: a warp's shuffles,
@@ -299,56 +366,17 @@ __global__ void __launch_bounds__(kMaxThreads) group_gradients(const BackwardPoi
     const float mean = p.mean[group], rstd = p.rstd[group];
     const int64_t first_channel = group % s.num_groups * cpg;
     const int64_t first_plane = group * cpg;  // b * C + first_channel
-    [[maybe_unused]] B x_held[kItems > 0 ? kItems : 1], dy_held[kItems > 0 ? kItems : 1];
-    if constexpr (kItems > 0) {
-      const int64_t at = (first_plane + first_c) * s.plane_vectors;
-#pragma unroll
-      for (int i = 0; i < kItems; ++i) {
-        const int u = lane + i * kWarp;
-        if (first_c < cpg && u < s.plane_vectors) {
-          x_held[i] = reinterpret_cast<const B*>(p.x)[at + u];
-          dy_held[i] = reinterpret_cast<const B*>(p.grad_out)[at + u];
-        }
-      }
-    }
-    // f(u, x, grad_out) for each vector u of this lane's share of `plane`: the held ones, or kInFlight
-    // of each tensor loaded before any is used.
-    const auto for_each_vector = [&](int64_t plane, auto f) {
-      if constexpr (kItems > 0) {
-#pragma unroll
-        for (int i = 0; i < kItems; ++i) {
-          const int u = lane + i * kWarp;
-          if (u >= s.plane_vectors) continue;
-          float x_values[kVec], dy_values[kVec];
-          unpack<T, kVec>(x_held[i], x_values);
-          unpack<T, kVec>(dy_held[i], dy_values);
-          f(u, x_values, dy_values);
-        }
-      } else {
-        const B* const x = reinterpret_cast<const B*>(p.x) + plane * s.plane_vectors;
-        const B* const dy = reinterpret_cast<const B*>(p.grad_out) + plane * s.plane_vectors;
-        for (int64_t base = lane; base < s.plane_vectors; base += kInFlight * kWarp) {
-          B x_bits[kInFlight], dy_bits[kInFlight];
-#pragma unroll
-          for (int k = 0; k < kInFlight; ++k) {
-            const int64_t u = base + k * kWarp;
-            if (u < s.plane_vectors) {
-              x_bits[k] = x[u];
-              dy_bits[k] = dy[u];
-            }
-          }
-#pragma unroll
-          for (int k = 0; k < kInFlight; ++k) {
-            const int64_t u = base + k * kWarp;
-            if (u >= s.plane_vectors) continue;
-            float x_values[kVec], dy_values[kVec];
-            unpack<T, kVec>(x_bits[k], x_values);
-            unpack<T, kVec>(dy_bits[k], dy_values);
-            f(static_cast<int>(u), x_values, dy_values);
-          }
-        }
-      }
+    // This lane's share of `plane`'s vectors.
+    const auto walk_of = [&](int64_t plane) {
+      return PairWalk<T, kVec>{reinterpret_cast<const B*>(p.x) + plane * s.plane_vectors,
+                               reinterpret_cast<const B*>(p.grad_out) + plane * s.plane_vectors, 1, lane, kWarp,
+                               s.plane_vectors};
     };
+    // kItems > 0: the warp's one plane, held.
+    [[maybe_unused]] HeldPairs<T, kVec, kItems> held;
+    if (kItems > 0 && first_c < cpg) held.hold(walk_of(first_plane + first_c));
+    // f(u, x, grad_out) for each vector u of this lane's share of `plane`: held, or read in rounds.
+    const auto for_each_vector = [&](int64_t plane, auto f) { held.for_each(walk_of(plane), f); };
     // This warp's share of the group's sums of h and h * x_hat, its planes in order.
     float h_sum = 0, hx_sum = 0;
     for (int c = first_c; c < cpg; c += c_step) {
@@ -661,58 +689,22 @@ __global__ void __launch_bounds__(kMaxThreads, 1)
         scale[e] = p.weight ? to_float(p.weight[tile.first_channel + column * kVec + e]) : 1.0f;
       }
     };
-    [[maybe_unused]] B x_held[kItems > 0 ? kItems : 1], dy_held[kItems > 0 ? kItems : 1];
+    // This thread's rows of `column`.
+    const auto walk_of = [&](int column) {
+      return PairWalk<T, kVec>{x + tile.origin + column, grad_out + tile.origin + column, s.row_vectors, first_row,
+                               row_threads, s.rows};
+    };
+    [[maybe_unused]] HeldPairs<T, kVec, kItems> held;
     [[maybe_unused]] float held_scale[kVec];
     if constexpr (kItems > 0) {
       if (has_column) {
-#pragma unroll
-        for (int i = 0; i < kItems; ++i) {
-          const int row = first_row + i * row_threads;
-          if (row < s.rows) {
-            const int64_t at = tile.origin + row * s.row_vectors + first_column;
-            x_held[i] = x[at];
-            dy_held[i] = grad_out[at];
-          }
-        }
+        held.hold(walk_of(first_column));
         weights_of(first_column, held_scale);
       }
     }
-    // f(row, x, grad_out) for each of this thread's rows of `column` (one of its columns).
-    const auto for_each_row = [&](int column, auto f) {
-      if constexpr (kItems > 0) {
-#pragma unroll
-        for (int i = 0; i < kItems; ++i) {
-          const int row = first_row + i * row_threads;
-          if (row >= s.rows) continue;
-          float x_values[kVec], dy_values[kVec];
-          unpack<T, kVec>(x_held[i], x_values);
-          unpack<T, kVec>(dy_held[i], dy_values);
-          f(row, x_values, dy_values);
-        }
-      } else {
-        for (int64_t base = first_row; base < s.rows; base += int64_t{kInFlight} * row_threads) {
-          B x_bits[kInFlight], dy_bits[kInFlight];
-#pragma unroll
-          for (int k = 0; k < kInFlight; ++k) {
-            const int64_t row = base + k * row_threads;
-            if (row < s.rows) {
-              const int64_t at = tile.origin + row * s.row_vectors + column;
-              x_bits[k] = x[at];
-              dy_bits[k] = grad_out[at];
-            }
-          }
-#pragma unroll
-          for (int k = 0; k < kInFlight; ++k) {
-            const int64_t row = base + k * row_threads;
-            if (row >= s.rows) continue;
-            float x_values[kVec], dy_values[kVec];
-            unpack<T, kVec>(x_bits[k], x_values);
-            unpack<T, kVec>(dy_bits[k], dy_values);
-            f(row, x_values, dy_values);
-          }
-        }
-      }
-    };
+    // f(row, x, grad_out) for each of this thread's rows of `column` (one of its columns; kItems > 0:
+    // first_column, held), or read in rounds.
+    const auto for_each_row = [&](int column, auto f) { held.for_each(walk_of(column), f); };
     if (threadIdx.x < kWarp) group_sums[threadIdx.x] = make_float2(0.0f, 0.0f);
     for (int first = 0; first < tile.columns; first += s.column_threads) {
       const int column = first + first_column;
@@ -797,6 +789,33 @@ T* data_of(const TensorRef* t) {
   return t ? static_cast<T*>(t->data) : nullptr;
 }
 
+template <class T>
+ForwardPointers<T> forward_pointers(const GroupNormMath& math, const GroupNormTensors& t) {
+  return {data_of<const T>(&t.x),
+          data_of<const T>(t.weight),
+          data_of<const T>(t.bias),
+          data_of<T>(&t.y),
+          data_of<float>(t.mean),
+          data_of<float>(t.rstd),
+          data_of<const float>(t.running_mean),
+          data_of<const float>(t.running_var),
+          math.update_running ? data_of<float>(t.workspace) : nullptr};
+}
+
+// The workspace's partials only where a parameter gradient is asked for.
+template <class T>
+BackwardPointers<T> backward_pointers(const GroupNormBackwardTensors& t) {
+  return {data_of<const T>(&t.grad_out),
+          data_of<const T>(&t.x),
+          data_of<const T>(t.weight),
+          data_of<const float>(&t.mean),
+          data_of<const float>(&t.rstd),
+          data_of<T>(&t.grad_x),
+          t.grad_weight || t.grad_bias ? data_of<float>(t.workspace) : nullptr,
+          data_of<T>(t.grad_weight),
+          data_of<T>(t.grad_bias)};
+}
+
 bool aligned(const void* pointer, size_t bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
 
 // Calls launch.template operator()<kVec>() with the widest access (16 bytes, 8, or one element) whose
@@ -829,15 +848,7 @@ void launch_forward(const SpatialGroups& g, const GroupNormMath& math, const Gro
                        len > 0 ? 1.0f / static_cast<float>(len) : 0.0f,
                        static_cast<float>(math.eps),
                        math.input_stats};
-  const ForwardPointers<T> p{data_of<const T>(&t.x),
-                             data_of<const T>(t.weight),
-                             data_of<const T>(t.bias),
-                             data_of<T>(&t.y),
-                             data_of<float>(t.mean),
-                             data_of<float>(t.rstd),
-                             data_of<const float>(t.running_mean),
-                             data_of<const float>(t.running_var),
-                             math.update_running ? data_of<float>(t.workspace) : nullptr};
+  const ForwardPointers<T> p = forward_pointers<T>(math, t);
   // The fewest vectors a thread that hold the group in at most kCompactThreads threads, else the fewest
   // that hold it in kMaxThreads: a block sum's barrier and its adds of the warps' partials lengthen
   // with the block's warps, while a thread's held vectors all load in the same round.
@@ -876,16 +887,7 @@ bool launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwa
                         static_cast<int>(g.plane / kVec),
                         len > 0 ? 1.0f / static_cast<float>(len) : 0.0f,
                         centred};
-  const bool gradients = t.grad_weight || t.grad_bias;
-  const BackwardPointers<T> p{data_of<const T>(&t.grad_out),
-                              data_of<const T>(&t.x),
-                              data_of<const T>(t.weight),
-                              data_of<const float>(&t.mean),
-                              data_of<const float>(&t.rstd),
-                              data_of<T>(&t.grad_x),
-                              gradients ? data_of<float>(t.workspace) : nullptr,
-                              data_of<T>(t.grad_weight),
-                              data_of<T>(t.grad_bias)};
+  const BackwardPointers<T> p = backward_pointers<T>(t);
   constexpr int kMaxWarps = kMaxThreads / kWarp;
   // Vectors a lane holds of its plane: 4 or 8, the fewer that hold it; 0 for longer planes.
   const int items = s.plane_vectors <= 4 * kWarp ? 4 : s.plane_vectors <= 8 * kWarp ? 8 : 0;
@@ -975,15 +977,7 @@ void launch_forward_channels_last(const SpatialGroups& g, const GroupNormMath& m
   ChannelsLastPlan plan = plan_channels_last(g, kVec, multiprocessor_count(t.x.device), {1, 2, 4, 8});
   plan.s.eps = static_cast<float>(math.eps);
   plan.s.input_stats = math.input_stats;
-  const ForwardPointers<T> p{data_of<const T>(&t.x),
-                             data_of<const T>(t.weight),
-                             data_of<const T>(t.bias),
-                             data_of<T>(&t.y),
-                             data_of<float>(t.mean),
-                             data_of<float>(t.rstd),
-                             data_of<const float>(t.running_mean),
-                             data_of<const float>(t.running_var),
-                             math.update_running ? data_of<float>(t.workspace) : nullptr};
+  const ForwardPointers<T> p = forward_pointers<T>(math, t);
   const dim3 grid(grid_for(plan.s.tiles)), block(plan.threads);
   switch (plan.items) {
     case 1: normalize_groups_channels_last<T, kVec, 1><<<grid, block, 0, stream>>>(p, plan.s); break;
@@ -1001,15 +995,7 @@ void launch_backward_channels_last(const SpatialGroups& g, bool centred, const G
   // Fewer rows held than the forward: each is a vector of x and one of grad_out.
   ChannelsLastPlan plan = plan_channels_last(g, kVec, multiprocessor_count(t.x.device), {1, 2, 4});
   plan.s.centred = centred;
-  const BackwardPointers<T> p{data_of<const T>(&t.grad_out),
-                              data_of<const T>(&t.x),
-                              data_of<const T>(t.weight),
-                              data_of<const float>(&t.mean),
-                              data_of<const float>(&t.rstd),
-                              data_of<T>(&t.grad_x),
-                              t.grad_weight || t.grad_bias ? data_of<float>(t.workspace) : nullptr,
-                              data_of<T>(t.grad_weight),
-                              data_of<T>(t.grad_bias)};
+  const BackwardPointers<T> p = backward_pointers<T>(t);
   const dim3 grid(grid_for(plan.s.tiles)), block(plan.threads);
   switch (plan.items) {
     case 1: group_gradients_channels_last<T, kVec, 1><<<grid, block, 0, stream>>>(p, plan.s); break;
