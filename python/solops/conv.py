@@ -11,6 +11,7 @@ torch.compile the outputs, on symbolic sizes too, and apply the library's rules 
 
 import torch
 
+from ._eager import eager
 from ._rules import (INT_MAX, check_float_dtype, check_known_dtype, check_product, check_tensor, dtype_name,
                      is_strictly_channels_last, per_axis, require, shape_string)
 
@@ -23,7 +24,7 @@ _ops = torch.ops.solops
 
 def _pair(name):
     packet = getattr(_ops, name)
-    return packet.default, packet.padding
+    return eager(packet.default), eager(packet.padding)
 
 
 _conv1d, _conv1d_padding = _pair("conv1d")
@@ -34,7 +35,7 @@ _depthwise_conv2d, _depthwise_conv2d_padding = _pair("depthwise_conv2d")
 _grouped_conv2d, _grouped_conv2d_padding = _pair("grouped_conv2d")
 _dilated_conv2d, _dilated_conv2d_padding = _pair("dilated_conv2d")
 _conv2d_bias_relu, _conv2d_bias_relu_padding = _pair("conv2d_bias_relu")
-_conv1d_causal = _ops.conv1d_causal.default
+_conv1d_causal = eager(_ops.conv1d_causal.default)
 
 # The schema defaults of stride, padding, dilation and groups, as objects for identity tests.
 _ONE, _ZERO = 1, 0

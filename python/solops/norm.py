@@ -26,6 +26,7 @@ import math
 
 import torch
 
+from ._eager import eager
 from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_shape, check_tensor,
                      is_strictly_channels_last, require,
                      shape_string)
@@ -38,19 +39,23 @@ __all__ = ["ada_layer_norm", "batch_norm", "batch_norm_backward", "batch_norm_in
            "spectral_norm_power_iter", "vector_norm", "weight_norm"]
 
 _ops = torch.ops.solops
-_rms_norm, _rms_norm_with_stats = _ops.rms_norm.default, _ops.rms_norm_with_stats.default
-_layer_norm, _layer_norm_with_stats = _ops.layer_norm.default, _ops.layer_norm_with_stats.default
-_rms_norm_backward, _layer_norm_backward = _ops.rms_norm_backward.default, _ops.layer_norm_backward.default
-_gemma_rms_norm, _group_rms_norm = _ops.gemma_rms_norm.default, _ops.group_rms_norm.default
-_fused_add_rms_norm, _fused_add_rms_norm_ = _ops.fused_add_rms_norm.default, _ops.fused_add_rms_norm_.default
-_fused_add_layer_norm, _fused_add_layer_norm_ = _ops.fused_add_layer_norm.default, _ops.fused_add_layer_norm_.default
-_ada_layer_norm, _qk_norm = _ops.ada_layer_norm.default, _ops.qk_norm.default
-_rms_norm_quant, _layer_norm_quant = _ops.rms_norm_quant.default, _ops.layer_norm_quant.default
-_vector_norm, _weight_norm = _ops.vector_norm.default, _ops.weight_norm.default
-_spectral_norm_power_iter = _ops.spectral_norm_power_iter.default
-_batch_norm_inference = _ops.batch_norm_inference.default
-_batch_norm_training, _batch_norm_backward = _ops.batch_norm_training.default, _ops.batch_norm_backward.default
-_batch_norm_training_with_stats = _ops.batch_norm_training_with_stats.default
+_rms_norm, _rms_norm_with_stats = eager(_ops.rms_norm.default), eager(_ops.rms_norm_with_stats.default)
+_layer_norm, _layer_norm_with_stats = eager(_ops.layer_norm.default), eager(_ops.layer_norm_with_stats.default)
+_rms_norm_backward = eager(_ops.rms_norm_backward.default)
+_layer_norm_backward = eager(_ops.layer_norm_backward.default)
+_gemma_rms_norm, _group_rms_norm = eager(_ops.gemma_rms_norm.default), eager(_ops.group_rms_norm.default)
+_fused_add_rms_norm = eager(_ops.fused_add_rms_norm.default)
+_fused_add_rms_norm_ = eager(_ops.fused_add_rms_norm_.default)
+_fused_add_layer_norm = eager(_ops.fused_add_layer_norm.default)
+_fused_add_layer_norm_ = eager(_ops.fused_add_layer_norm_.default)
+_ada_layer_norm, _qk_norm = eager(_ops.ada_layer_norm.default), eager(_ops.qk_norm.default)
+_rms_norm_quant, _layer_norm_quant = eager(_ops.rms_norm_quant.default), eager(_ops.layer_norm_quant.default)
+_vector_norm, _weight_norm = eager(_ops.vector_norm.default), eager(_ops.weight_norm.default)
+_spectral_norm_power_iter = eager(_ops.spectral_norm_power_iter.default)
+_batch_norm_inference = eager(_ops.batch_norm_inference.default)
+_batch_norm_training = eager(_ops.batch_norm_training.default)
+_batch_norm_backward = eager(_ops.batch_norm_backward.default)
+_batch_norm_training_with_stats = eager(_ops.batch_norm_training_with_stats.default)
 
 
 def _shape(normalized_shape):
@@ -309,7 +314,8 @@ _autograd_library = torch.library.Library("solops", "FRAGMENT")
 _autograd_library.impl(
     "batch_norm_training_with_stats",
     torch._library.autograd.make_autograd_impl(
-        _batch_norm_training_with_stats, torch._library.autograd.Info(_batch_norm_grad, _batch_norm_setup_context)),
+        _ops.batch_norm_training_with_stats.default,
+        torch._library.autograd.Info(_batch_norm_grad, _batch_norm_setup_context)),
     "Autograd", with_keyset=True)
 
 
@@ -682,9 +688,11 @@ def _(grad_out, x, normalized_shape, mean, rstd, weight=None):
 
 # ---- GroupNorm and InstanceNorm (spec 2.9-2.12, 6.4) --------------------------------------------
 
-_group_norm, _group_norm_with_stats = _ops.group_norm.default, _ops.group_norm_with_stats.default
-_instance_norm, _instance_norm_with_stats = _ops.instance_norm.default, _ops.instance_norm_with_stats.default
-_group_norm_backward, _instance_norm_backward = _ops.group_norm_backward.default, _ops.instance_norm_backward.default
+_group_norm, _group_norm_with_stats = eager(_ops.group_norm.default), eager(_ops.group_norm_with_stats.default)
+_instance_norm = eager(_ops.instance_norm.default)
+_instance_norm_with_stats = eager(_ops.instance_norm_with_stats.default)
+_group_norm_backward = eager(_ops.group_norm_backward.default)
+_instance_norm_backward = eager(_ops.instance_norm_backward.default)
 
 
 def group_norm(input, num_groups, weight=None, bias=None, eps=1e-5):

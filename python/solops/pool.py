@@ -8,6 +8,7 @@ library's rules at trace time (src/pool/pool_rules.cpp, adaptive_pool2d.cpp, mea
 
 import torch
 
+from ._eager import eager
 from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_product, check_tensor, per_axis,
                      require, shape_string)
 
@@ -16,14 +17,15 @@ __all__ = ["adaptive_avg_pool2d", "adaptive_max_pool2d", "avg_pool1d", "avg_pool
            "max_pool2d", "max_pool3d", "mean_pooling", "prepare_chunk_indices"]
 
 _ops = torch.ops.solops
-_max_pool1d, _max_pool1d_with_indices = _ops.max_pool1d.default, _ops.max_pool1d_with_indices.default
-_max_pool2d, _max_pool2d_with_indices = _ops.max_pool2d.default, _ops.max_pool2d_with_indices.default
-_max_pool3d, _max_pool3d_with_indices = _ops.max_pool3d.default, _ops.max_pool3d_with_indices.default
-_avg_pool1d, _avg_pool2d, _avg_pool3d = _ops.avg_pool1d.default, _ops.avg_pool2d.default, _ops.avg_pool3d.default
-_adaptive_max_pool2d = _ops.adaptive_max_pool2d.default
-_adaptive_max_pool2d_with_indices = _ops.adaptive_max_pool2d_with_indices.default
-_adaptive_avg_pool2d = _ops.adaptive_avg_pool2d.default
-_mean_pooling = _ops.mean_pooling.default
+_max_pool1d, _max_pool1d_with_indices = eager(_ops.max_pool1d.default), eager(_ops.max_pool1d_with_indices.default)
+_max_pool2d, _max_pool2d_with_indices = eager(_ops.max_pool2d.default), eager(_ops.max_pool2d_with_indices.default)
+_max_pool3d, _max_pool3d_with_indices = eager(_ops.max_pool3d.default), eager(_ops.max_pool3d_with_indices.default)
+_avg_pool1d, _avg_pool2d = eager(_ops.avg_pool1d.default), eager(_ops.avg_pool2d.default)
+_avg_pool3d = eager(_ops.avg_pool3d.default)
+_adaptive_max_pool2d = eager(_ops.adaptive_max_pool2d.default)
+_adaptive_max_pool2d_with_indices = eager(_ops.adaptive_max_pool2d_with_indices.default)
+_adaptive_avg_pool2d = eager(_ops.adaptive_avg_pool2d.default)
+_mean_pooling = eager(_ops.mean_pooling.default)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):

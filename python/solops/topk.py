@@ -8,13 +8,14 @@ rules at trace time (src/topk/topk_selector_rules.cpp).
 
 import torch
 
+from ._eager import eager
 from ._rules import (INT_MAX, check_dtype, check_float_dtype, check_known_dtype, check_shape, check_tensor, require,
                      shape_string)
 
 # The public functions; solops/__init__.py exports every family's.
 __all__ = ["topk_selector"]
 
-_topk_selector = torch.ops.solops.topk_selector.default
+_topk_selector = eager(torch.ops.solops.topk_selector.default)
 
 
 def topk_selector(index_score, starts, ends, topk, sorted=False):

@@ -107,6 +107,29 @@ def test_opcheck_on_meta_tensors(sample):
         torch.library.opcheck(op, args, kwargs)
 
 
+class FunctionCalls(torch.Tensor):
+    """A tensor subclass that records the functions __torch_function__ sees."""
+
+    calls = []
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        FunctionCalls.calls.append(func)
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+@every_sample
+def test_torch_function_overrides_see_the_op(sample):
+    # The public functions call the ops through their handles (solops/_eager.py), which skips
+    # __torch_function__: for a tensor that overrides it they call the OpOverload instead.
+    tensors = tuple(t.as_subclass(FunctionCalls) for t in sample.inputs(16, "meta", torch.float16))
+    FunctionCalls.calls.clear()
+    sample.run(tensors)
+    seen = {f.default if isinstance(f, torch._ops.OpOverloadPacket) else f for f in FunctionCalls.calls}
+    assert {f for f in seen if isinstance(f, torch._ops.OpOverload)} == \
+        {func for func, _, _ in op_calls(sample, sample.inputs(16, "meta", torch.float16))}
+
+
 @every_sample
 def test_a_cpu_tensor_is_refused_by_name(sample):
     tensors = sample.inputs(16, "cpu", torch.float32)
