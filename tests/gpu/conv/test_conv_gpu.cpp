@@ -554,7 +554,8 @@ TEST_F(ConvGpu, CapturedInACudaGraph) {
 TEST_F(ConvGpu, OffsetsPast32Bits) {
   // y = 2 x over [3, 16, 2^26]: the last image starts 2^31 elements (2^32 bytes) in. The weight is
   // 2 * I for the implicit GEMM (16 channels in and out), 2 for the depthwise direct kernel and the
-  // causal one.
+  // causal one. The same memory as [3 * 2^26, 16, 1] gives the direct kernel 3 * 2^30 work items
+  // (an image and channel each), past the 2^31 its 32-bit decode takes.
   const int64_t length = int64_t{1} << 26, channels = 16;
   const Shape shape{3, channels, length};
   const size_t elements = static_cast<size_t>(3 * channels * length);
@@ -564,6 +565,9 @@ TEST_F(ConvGpu, OffsetsPast32Bits) {
   x.upload(host.data());
   const TensorRef x_ref = device_ref(x.data(), DType::f16, shape, false);
   const TensorRef y_ref = device_ref(y.data(), DType::f16, shape, false);
+  const Shape points{3 * length, channels, 1};
+  const TensorRef x_points = device_ref(x.data(), DType::f16, points, false);
+  const TensorRef y_points = device_ref(y.data(), DType::f16, points, false);
   std::vector<__half> dense(channels * channels, __float2half(0.0f)), depthwise(channels, __float2half(2.0f));
   for (int64_t c = 0; c < channels; ++c) dense[c * channels + c] = __float2half(2.0f);
   DeviceBuffer dense_weight(dense.size() * 2), depthwise_weight(depthwise.size() * 2);
@@ -571,24 +575,28 @@ TEST_F(ConvGpu, OffsetsPast32Bits) {
   depthwise_weight.upload(depthwise.data());
   Conv one_group, per_channel;
   per_channel.groups = channels;
+  const TensorRef depthwise_ref = device_ref(depthwise_weight.data(), DType::f16, {channels, 1, 1}, false);
   const struct {
     ConvOp op;
-    TensorRef weight;
+    TensorRef x, weight, y;
     Conv p;
   } calls[] = {
-      {ConvOp::conv1d, device_ref(dense_weight.data(), DType::f16, {channels, channels, 1}, false), one_group},
-      {ConvOp::conv1d, device_ref(depthwise_weight.data(), DType::f16, {channels, 1, 1}, false), per_channel},
-      {ConvOp::conv1d_causal, device_ref(depthwise_weight.data(), DType::f16, {channels, 1, 1}, false), per_channel},
+      {ConvOp::conv1d, x_ref, device_ref(dense_weight.data(), DType::f16, {channels, channels, 1}, false), y_ref,
+       one_group},
+      {ConvOp::conv1d, x_ref, depthwise_ref, y_ref, per_channel},
+      {ConvOp::conv1d_causal, x_ref, depthwise_ref, y_ref, per_channel},
+      {ConvOp::conv1d, x_points, depthwise_ref, y_points, per_channel},
   };
   std::vector<__half> out(elements);
   for (const auto& call : calls) {
     y.poison();
-    solops::conv(call.op, x_ref, call.weight, nullptr, y_ref, call.p);
+    solops::conv(call.op, call.x, call.weight, nullptr, call.y, call.p);
     cuda_ok(cudaDeviceSynchronize(), "synchronize");
     y.download(out.data());
     const auto check = [&](size_t i) {
-      ASSERT_EQ(__half2float(out[i]), 2 * __half2float(host[i])) << conv_op_name(call.op) << " groups " << call.p.groups
-                                                                  << " element " << i;
+      ASSERT_EQ(__half2float(out[i]), 2 * __half2float(host[i]))
+          << conv_op_name(call.op) << " groups " << call.p.groups << " x " << detail::shape_text(call.x.sizes()) << " element "
+          << i;
     };
     for (size_t i = 0; i < elements; i += 4099) check(i);
     check(elements - 1);
