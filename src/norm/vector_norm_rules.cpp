@@ -33,7 +33,7 @@ ReductionPlan plan_vector_norm(std::string_view op, std::span<const int64_t> x_s
   for (int64_t size : x_shape) require(size >= 0, op, "x ", shape_text(x_shape), " has a negative dim");
   checked_product(op, "x", x_shape);  // so that every product of its sizes fits in int64
   ReductionPlan plan;
-  plan.is_reduced.assign(static_cast<size_t>(rank), p.dim.empty());
+  plan.is_reduced = std::vector<bool>(static_cast<size_t>(rank), p.dim.empty());
   for (int64_t d : p.dim) {
     require(d >= -rank && d < rank, op, "dim ", d, " is out of range for x ", shape_text(x_shape), " (rank ",
             rank, ")");
