@@ -22,7 +22,8 @@ METHOD = ("device time = summed GPU activity (kernels, memcpy, memset) per call 
           "profiler (CUPTI); L2 flushed by a 512 MiB device copy before every call; median of "
           "at least 30 calls after at least 3 calls and 25 ms of warm-up; every implementation "
           "checked against the reference before timing.")
-HOST_METHOD = ("wall time per call of 100 back-to-back eager calls between two CUDA events, warm L2: "
+HOST_METHOD = ("wall time per call of 100 back-to-back eager calls between two CUDA events, warm L2, "
+               "garbage collection paused, median of 5 rounds (one round before 2026-12-06): "
                "launch overhead included, and whichever of host or device is slower sets the pace; "
                "shown after the device time as `device / host` (ms)")
 

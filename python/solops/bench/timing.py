@@ -7,6 +7,7 @@ it is one memcpy activity per iteration, so it marks the iteration boundaries. T
 of one call is the sum of the durations of the kernels, memcpys and memsets between two flushes.
 """
 
+import gc
 import math
 import statistics
 import time
@@ -151,19 +152,31 @@ def activity_medians(fn, calls: int = MIN_TIMED_CALLS) -> list[tuple[str, float]
             for k in range(len(iterations[0]))]
 
 
-def host_inclusive_ms(fn, calls: int = 100) -> float:
-    """Mean wall time per call of back-to-back fn() calls, measured with CUDA events.
+def host_inclusive_ms(fn, calls: int = 100, rounds: int = 5) -> float:
+    """Wall time per call of `calls` back-to-back fn() calls, measured with CUDA events: the median
+    of `rounds` rounds.
 
     Includes host launch overhead (whichever of host or device is slower sets the pace) and
-    runs with a warm L2; it is a user-visible eager time, not the device time above.
+    runs with a warm L2; it is a user-visible eager time, not the device time above. Garbage
+    collection is off during the rounds, as timeit has it: a collection of the benchmark's own
+    objects would be charged to whichever implementation happened to run then.
     """
     fn()
     torch.cuda.synchronize()
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(calls):
-        fn()
-    end.record()
-    end.synchronize()
-    return start.elapsed_time(end) / calls
+    gc_was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        per_call = []
+        for _ in range(rounds):
+            start = torch.cuda.Event(enable_timing=True)
+            end = torch.cuda.Event(enable_timing=True)
+            start.record()
+            for _ in range(calls):
+                fn()
+            end.record()
+            end.synchronize()
+            per_call.append(start.elapsed_time(end) / calls)
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return statistics.median(per_call)
