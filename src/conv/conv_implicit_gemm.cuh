@@ -361,8 +361,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
     // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
     // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
-    // wait_group counts tiles.
-#pragma unroll
+    // wait_group counts tiles. A loop, not unrolled: each copy of issue_tile and store_tile is some
+    // 900 instructions, and short calls stall on fetching the kernel's code (ncu: no_instruction the
+    // first stall of the 64x64 rows).
+#pragma unroll 1
     for (int t = 0; t < kStages - 1; ++t) {
       if (t < k_tiles) {
         issue_tile(k_begin + t, t);
