@@ -19,7 +19,7 @@
 #include <cstdint>
 
 #include "conv/conv.hpp"
-#include "conv/work_items.cuh"
+#include "conv/work_items.hpp"
 #include "conv/x_runs.cuh"
 #include "core/device.hpp"
 #include "core/dispatch.cuh"

@@ -53,7 +53,7 @@
 #include <type_traits>
 
 #include "conv/conv.hpp"
-#include "conv/work_items.cuh"
+#include "conv/work_items.hpp"
 #include "conv/x_runs.cuh"
 #include "core/cluster_launch.cuh"
 #include "core/device.hpp"

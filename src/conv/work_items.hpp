@@ -2,7 +2,8 @@
 // pixel tile), pixel tiles fastest, item = ((n * groups + group) * channel_tiles + channel_tile) *
 // pixel_tiles + pixel_tile. Decoded by 32-bit multiply-shift divisions where every item index fits
 // 31 bits (every launch but those of huge batches of tiny planes), else by 64-bit divisions, each of
-// which costs a thread more instructions than the rest of its decode.
+// which costs a thread more instructions than the rest of its decode. Host and device code, so that
+// the CPU tests check both decodes.
 #pragma once
 
 #include <climits>
@@ -28,7 +29,7 @@ inline WorkItems work_items(int64_t batch, int groups, int channel_tiles, int pi
           FastDivisor(channel_tiles), FastDivisor(pixel_tiles), FastDivisor(groups)};
 }
 
-__device__ __forceinline__ WorkItem decode(const WorkItems& items, int groups, int64_t item) {
+SOLOPS_HOST_DEVICE inline WorkItem decode(const WorkItems& items, int groups, int64_t item) {
   if (items.count <= INT_MAX) {
     const int index = static_cast<int>(item);
     const int rest = items.pixel_tiles_divisor.divide(index);
