@@ -16,10 +16,10 @@
 // The inputs a warp's neighbouring threads share (overlapping windows) come from L1. Every tensor
 // is addressed through its strides, so channels_last calls take the same path. Work items are
 // (image, group, channel chunk, block of row segments), walked grid-stride, segments fastest.
-#include <climits>
 #include <cstdint>
 
 #include "conv/conv.hpp"
+#include "conv/work_items.hpp"
 #include "conv/x_runs.cuh"
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
@@ -92,41 +92,12 @@ __device__ __forceinline__ void store_outputs(T* y_run, const float (&sums)[kPix
   }
 }
 
-// A work item's place: item = ((n * groups + group) * co_chunks + chunk) * segment_blocks + segment_block.
-struct Item {
-  int64_t n, chunk, segment_block;
-  int group;
-};
-
-// The work items of a launch and how to decode them: by 32-bit multiply-shift divisions where every
-// item index fits 31 bits (every launch but those of huge batches of tiny planes), else by 64-bit
-// divisions, which cost a thread far more instructions than the rest of its decode.
-struct Items {
-  int64_t count, segment_blocks, co_chunks;
-  FastDivisor segment_blocks_divisor, co_chunks_divisor, groups_divisor;  // where count < 2^31
-};
-
-__device__ __forceinline__ Item decode(const Items& items, int groups, int64_t item) {
-  if (items.count <= INT_MAX) {
-    const int index = static_cast<int>(item);
-    const int rest = items.segment_blocks_divisor.divide(index);
-    const int image_group = items.co_chunks_divisor.divide(rest);
-    const int n = items.groups_divisor.divide(image_group);
-    return {n, rest - image_group * items.co_chunks_divisor.divisor(),
-            index - rest * items.segment_blocks_divisor.divisor(), image_group - n * groups};
-  }
-  const int64_t rest = item / items.segment_blocks, image_group = rest / items.co_chunks;
-  const int64_t n = image_group / groups;
-  return {n, rest - image_group * items.co_chunks, item - rest * items.segment_blocks,
-          static_cast<int>(image_group - n * groups)};
-}
-
 template <class T, int kCo, int kPix>
 // At least one block an SM: without it ptxas caps the kernel near 96 registers and spills.
 __global__ void __launch_bounds__(kThreads, 1)
     direct(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ y,
            const ConvProblem p, const FastDivisor segments_per_row, const FastDivisor out_h, const int segments,
-           const Items items, const int run_stride) {
+           const WorkItems items, const int run_stride) {
   for (int64_t index = blockIdx.x; index < items.count; index += gridDim.x) {
     const auto [n, chunk, segment_block, group] = decode(items, p.groups, index);
     const int64_t segment64 = segment_block * kThreads + threadIdx.x;
@@ -200,8 +171,7 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   const int segments = rows * segments_per_row;  // <= out_plane < 2^31
   const int co_chunks = static_cast<int>(ceil_div(p.out_per_group, kCo));
   const int segment_blocks = static_cast<int>(ceil_div(segments, kThreads));
-  const Items items{p.batch * p.groups * co_chunks * segment_blocks, segment_blocks, co_chunks,
-                    FastDivisor(segment_blocks), FastDivisor(co_chunks), FastDivisor(p.groups)};
+  const WorkItems items = work_items(p.batch, p.groups, co_chunks, segment_blocks);
   direct<T, kCo, kPix><<<grid_for(items.count), kThreads, 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,
       FastDivisor(segments_per_row), FastDivisor(p.out_h), segments, items,

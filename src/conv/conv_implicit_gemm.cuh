@@ -53,6 +53,7 @@
 #include <type_traits>
 
 #include "conv/conv.hpp"
+#include "conv/work_items.hpp"
 #include "conv/x_runs.cuh"
 #include "core/cluster_launch.cuh"
 #include "core/device.hpp"
@@ -190,7 +191,7 @@ template <class T, class Shape>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
-                  const Layout layout, const int64_t co_tiles, const int64_t pixel_tiles, const int64_t items) {
+                  const Layout layout, const WorkItems items) {
   static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape>),
                 "the f32 tile fits in the stage buffers");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
@@ -211,13 +212,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
   const int k_begin = static_cast<int>(int64_t{all_k_tiles} * rank / splits);
   const int k_tiles = static_cast<int>(int64_t{all_k_tiles} * (rank + 1) / splits) - k_begin;
 
-  for (int64_t item = blockIdx.x / splits; item < items; item += gridDim.x / splits) {
-    const int64_t pixel_tile = item % pixel_tiles;
-    const int64_t rest = item / pixel_tiles;
-    const int64_t co_tile = rest % co_tiles;
-    const int64_t image_group = rest / co_tiles;
-    const int64_t n = image_group / p.groups;
-    const int group = static_cast<int>(image_group - n * p.groups);
+  for (int64_t item = blockIdx.x / splits; item < items.count; item += gridDim.x / splits) {
+    const auto [n, co_tile, pixel_tile, group] = decode(items, p.groups, item);
     // pixel0 + N may pass 2^31 for planes near the limit: pixel indices stay 64-bit until checked.
     const int64_t pixel0 = pixel_tile * N;
     const int co0 = static_cast<int>(co_tile * M);
@@ -361,8 +357,10 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     float acc[Shape::kMmaM][Shape::kMmaN][4] = {};
     // The t-th of this rank's K tiles is tile k_begin + t in buffer t % kStages. The first
     // kStages - 1 tiles; one cp.async group a tile, empty ones past the last tile, so that
-    // wait_group counts tiles.
-#pragma unroll
+    // wait_group counts tiles. A loop, not unrolled: each copy of issue_tile and store_tile is some
+    // 900 instructions, and short calls stall on fetching the kernel's code (ncu: no_instruction the
+    // first stall of the 64x64 rows).
+#pragma unroll 1
     for (int t = 0; t < kStages - 1; ++t) {
       if (t < k_tiles) {
         issue_tile(k_begin + t, t);
@@ -512,10 +510,9 @@ template <class T, class Shape>
 void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, int multiprocessors,
             cudaStream_t stream) {
   static_assert(Shape::M % kMostSplits == 0, "a split's ranks finish equal bands of rows");
-  const int64_t co_tiles = ceil_div(p.out_per_group, Shape::M);
-  const int64_t pixel_tiles = ceil_div(p.out_plane, Shape::N);
-  const int64_t items = p.batch * p.groups * co_tiles * pixel_tiles;
-  const int splits = split_count<Shape>(p, items, multiprocessors);
+  const WorkItems items = work_items(p.batch, p.groups, static_cast<int>(ceil_div(p.out_per_group, Shape::M)),
+                                     static_cast<int>(ceil_div(p.out_plane, Shape::N)));
+  const int splits = split_count<Shape>(p, items.count, multiprocessors);
   constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>);
   const auto kernel = implicit_gemm<T, Shape>;
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
@@ -524,11 +521,10 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
     set_dynamic_shared_bytes("conv", reinterpret_cast<const void*>(kernel), kSharedBytes);
   }
   // Unsplit calls launch without clusters (each CTA its own implicit cluster of one).
-  launch_clustered(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(items, INT_MAX / kMostSplits) * splits)),
+  launch_clustered(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(items.count, INT_MAX / kMostSplits) * splits)),
                    dim3(Shape::kThreads), static_cast<unsigned>(splits), kSharedBytes, stream,
                    static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight),
-                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of(p), co_tiles,
-                   pixel_tiles, items);
+                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of(p), items);
 }
 
 // 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
