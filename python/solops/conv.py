@@ -37,77 +37,57 @@ _dilated_conv2d, _dilated_conv2d_padding = _pair("dilated_conv2d")
 _conv2d_bias_relu, _conv2d_bias_relu_padding = _pair("conv2d_bias_relu")
 _conv1d_causal = eager(_ops.conv1d_causal.default)
 
-# The schema defaults of stride, padding, dilation and groups, as objects for identity tests.
-_ONE, _ZERO = 1, 0
-
-
-def _call(op, input, weight, bias, stride, padding, dilation, groups):
-    """op(input, weight, bias, stride, padding, dilation, groups) without the trailing arguments the
-    caller kept at their schema defaults: each argument costs the op call its parsing and boxing
-    (docs/perf/binding.md). Identity tests: a value that only compares equal ((1, 1), a SymInt)
-    still goes to the op, which checks it. bias is always passed: conv2d_bias_relu's has no default."""
-    if groups is not _ONE:
-        return op(input, weight, bias, stride, padding, dilation, groups)
-    if dilation is not _ONE:
-        return op(input, weight, bias, stride, padding, dilation)
-    if padding is not _ZERO:
-        return op(input, weight, bias, stride, padding)
-    if stride is not _ONE:
-        return op(input, weight, bias, stride)
-    return op(input, weight, bias)
-
-
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """F.conv1d: input [N, C_in, L] or [C_in, L], weight [C_out, C_in / groups, kW]; padding an int, a
     1-tuple, 'valid' or 'same'. Ops solops::conv1d, solops::conv1d.padding."""
     op = _conv1d_padding if isinstance(padding, str) else _conv1d
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """F.conv2d: input [N, C_in, H, W] or [C_in, H, W], contiguous or channels_last (the output then
     channels_last too); padding an int, a pair, 'valid' or 'same'. Ops solops::conv2d(.padding)."""
     op = _conv2d_padding if isinstance(padding, str) else _conv2d
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv3d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """F.conv3d: input [N, C_in, D, H, W] or [C_in, D, H, W]. Ops solops::conv3d(.padding)."""
     op = _conv3d_padding if isinstance(padding, str) else _conv3d
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def pointwise_conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d with a 1x1 kernel (PointwiseConv2d). Ops solops::pointwise_conv2d(.padding)."""
     op = _pointwise_conv2d_padding if isinstance(padding, str) else _pointwise_conv2d
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def depthwise_conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d with groups == C_in (DepthwiseConv2d; pass groups=C_in, as to F.conv2d). Ops
     solops::depthwise_conv2d(.padding)."""
     op = _depthwise_conv2d_padding if isinstance(padding, str) else _depthwise_conv2d
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def grouped_conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d with 1 < groups < C_in (GroupedConv2d). Ops solops::grouped_conv2d(.padding)."""
     op = _grouped_conv2d_padding if isinstance(padding, str) else _grouped_conv2d
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def dilated_conv2d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):
     """conv2d with a dilation other than 1 on some axis (DilatedConv2d). Ops
     solops::dilated_conv2d(.padding)."""
     op = _dilated_conv2d_padding if isinstance(padding, str) else _dilated_conv2d
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv2d_bias_relu(input, weight, bias, stride=1, padding=0, dilation=1, groups=1):
     """F.relu(F.conv2d(input, weight, bias, ...)) in one pass: bias required, the ReLU in f32 after the
     bias and before the one rounding (relu(NaN) is NaN). Ops solops::conv2d_bias_relu(.padding)."""
     op = _conv2d_bias_relu_padding if isinstance(padding, str) else _conv2d_bias_relu
-    return _call(op, input, weight, bias, stride, padding, dilation, groups)
+    return op(input, weight, bias, stride, padding, dilation, groups)
 
 
 def conv1d_causal(input, weight, bias=None, stride=1, dilation=1, groups=1):
@@ -115,9 +95,6 @@ def conv1d_causal(input, weight, bias=None, stride=1, dilation=1, groups=1):
     output t sees inputs up to t * stride only; L_out = (L_in - 1) // stride + 1. Depthwise with
     kW <= 4 (groups = C_in = C_out, Mamba's short convolutions) runs a copy-shaped kernel. Op
     solops::conv1d_causal."""
-    # Defaults left out as _call leaves them, where only stride may be set (its usual calls).
-    if groups is _ONE and dilation is _ONE:
-        return _conv1d_causal(input, weight, bias) if stride is _ONE else _conv1d_causal(input, weight, bias, stride)
     return _conv1d_causal(input, weight, bias, stride, dilation, groups)
 
 

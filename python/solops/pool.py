@@ -34,17 +34,9 @@ def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
     return op(input, kernel_size, [] if stride is None else stride, padding, dilation, ceil_mode)
 
 
-# The average pools leave out the trailing arguments at their schema defaults where the caller kept
-# them (identity tests: a value that only compares equal still goes to the op, which checks its
-# type): each argument costs the op call its parsing and boxing (docs/perf/binding.md).
-
-
 def avg_pool1d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True):
     """F.avg_pool1d. Op solops::avg_pool1d."""
-    stride = [] if stride is None else stride
-    if ceil_mode is False and count_include_pad is True:
-        return _avg_pool1d(input, kernel_size, stride, padding)
-    return _avg_pool1d(input, kernel_size, stride, padding, ceil_mode, count_include_pad)
+    return _avg_pool1d(input, kernel_size, [] if stride is None else stride, padding, ceil_mode, count_include_pad)
 
 
 def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -56,10 +48,8 @@ def max_pool2d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool2d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """F.avg_pool2d. Op solops::avg_pool2d."""
-    stride = [] if stride is None else stride
-    if ceil_mode is False and count_include_pad is True and divisor_override is None:
-        return _avg_pool2d(input, kernel_size, stride, padding)
-    return _avg_pool2d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _avg_pool2d(input, kernel_size, [] if stride is None else stride, padding, ceil_mode, count_include_pad,
+                       divisor_override)
 
 
 def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
@@ -71,10 +61,8 @@ def max_pool3d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode
 def avg_pool3d(input, kernel_size, stride=None, padding=0, ceil_mode=False, count_include_pad=True,
                divisor_override=None):
     """F.avg_pool3d. Op solops::avg_pool3d."""
-    stride = [] if stride is None else stride
-    if ceil_mode is False and count_include_pad is True and divisor_override is None:
-        return _avg_pool3d(input, kernel_size, stride, padding)
-    return _avg_pool3d(input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override)
+    return _avg_pool3d(input, kernel_size, [] if stride is None else stride, padding, ceil_mode, count_include_pad,
+                       divisor_override)
 
 
 def _output_size(input, output_size):
