@@ -56,41 +56,58 @@ struct PoolApi;
 
 template <>
 struct PoolApi<Pool1d> {
-  static constexpr auto max_shape = &solops::max_pool1d_output_shape, avg_shape = &solops::avg_pool1d_output_shape;
-  static constexpr auto max_cost = &max_pool1d_cost, max_with_indices_cost = &max_pool1d_with_indices_cost,
-                        avg_cost = &avg_pool1d_cost;
-  static constexpr auto max = &solops::max_pool1d, max_with_indices = &solops::max_pool1d_with_indices, avg = &solops::avg_pool1d;
-  static constexpr auto reference_max = &reference::max_pool1d, reference_avg = &reference::avg_pool1d;
+  static constexpr auto max_shape = &solops::max_pool1d_output_shape;
+  static constexpr auto avg_shape = &solops::avg_pool1d_output_shape;
+  static constexpr auto max_cost = &max_pool1d_cost;
+  static constexpr auto max_with_indices_cost = &max_pool1d_with_indices_cost;
+  static constexpr auto avg_cost = &avg_pool1d_cost;
+  static constexpr auto max = &solops::max_pool1d;
+  static constexpr auto max_with_indices = &solops::max_pool1d_with_indices;
+  static constexpr auto avg = &solops::avg_pool1d;
+  static constexpr auto reference_max = &reference::max_pool1d;
+  static constexpr auto reference_avg = &reference::avg_pool1d;
 };
 
 template <>
 struct PoolApi<Pool2d> {
-  static constexpr auto max_shape = &solops::max_pool2d_output_shape, avg_shape = &solops::avg_pool2d_output_shape;
-  static constexpr auto max_cost = &max_pool2d_cost, max_with_indices_cost = &max_pool2d_with_indices_cost,
-                        avg_cost = &avg_pool2d_cost;
-  static constexpr auto max = &solops::max_pool2d, max_with_indices = &solops::max_pool2d_with_indices, avg = &solops::avg_pool2d;
-  static constexpr auto reference_max = &reference::max_pool2d, reference_avg = &reference::avg_pool2d;
+  static constexpr auto max_shape = &solops::max_pool2d_output_shape;
+  static constexpr auto avg_shape = &solops::avg_pool2d_output_shape;
+  static constexpr auto max_cost = &max_pool2d_cost;
+  static constexpr auto max_with_indices_cost = &max_pool2d_with_indices_cost;
+  static constexpr auto avg_cost = &avg_pool2d_cost;
+  static constexpr auto max = &solops::max_pool2d;
+  static constexpr auto max_with_indices = &solops::max_pool2d_with_indices;
+  static constexpr auto avg = &solops::avg_pool2d;
+  static constexpr auto reference_max = &reference::max_pool2d;
+  static constexpr auto reference_avg = &reference::avg_pool2d;
 };
 
 template <>
 struct PoolApi<Pool3d> {
-  static constexpr auto max_shape = &solops::max_pool3d_output_shape, avg_shape = &solops::avg_pool3d_output_shape;
-  static constexpr auto max_cost = &max_pool3d_cost, max_with_indices_cost = &max_pool3d_with_indices_cost,
-                        avg_cost = &avg_pool3d_cost;
-  static constexpr auto max = &solops::max_pool3d, max_with_indices = &solops::max_pool3d_with_indices, avg = &solops::avg_pool3d;
-  static constexpr auto reference_max = &reference::max_pool3d, reference_avg = &reference::avg_pool3d;
+  static constexpr auto max_shape = &solops::max_pool3d_output_shape;
+  static constexpr auto avg_shape = &solops::avg_pool3d_output_shape;
+  static constexpr auto max_cost = &max_pool3d_cost;
+  static constexpr auto max_with_indices_cost = &max_pool3d_with_indices_cost;
+  static constexpr auto avg_cost = &avg_pool3d_cost;
+  static constexpr auto max = &solops::max_pool3d;
+  static constexpr auto max_with_indices = &solops::max_pool3d_with_indices;
+  static constexpr auto avg = &solops::avg_pool3d;
+  static constexpr auto reference_max = &reference::max_pool3d;
+  static constexpr auto reference_avg = &reference::avg_pool3d;
 };
 
 template <>
 struct PoolApi<AdaptivePool2d> {
-  static constexpr auto max_shape = &solops::adaptive_pool2d_output_shape, avg_shape = &solops::adaptive_pool2d_output_shape;
-  static constexpr auto max_cost = &adaptive_max_pool2d_cost,
-                        max_with_indices_cost = &adaptive_max_pool2d_with_indices_cost,
-                        avg_cost = &adaptive_avg_pool2d_cost;
-  static constexpr auto max = &solops::adaptive_max_pool2d, max_with_indices = &solops::adaptive_max_pool2d_with_indices,
-                        avg = &solops::adaptive_avg_pool2d;
-  static constexpr auto reference_max = &reference::adaptive_max_pool2d,
-                        reference_avg = &reference::adaptive_avg_pool2d;
+  static constexpr auto max_shape = &solops::adaptive_pool2d_output_shape;
+  static constexpr auto avg_shape = &solops::adaptive_pool2d_output_shape;
+  static constexpr auto max_cost = &adaptive_max_pool2d_cost;
+  static constexpr auto max_with_indices_cost = &adaptive_max_pool2d_with_indices_cost;
+  static constexpr auto avg_cost = &adaptive_avg_pool2d_cost;
+  static constexpr auto max = &solops::adaptive_max_pool2d;
+  static constexpr auto max_with_indices = &solops::adaptive_max_pool2d_with_indices;
+  static constexpr auto avg = &solops::adaptive_avg_pool2d;
+  static constexpr auto reference_max = &reference::adaptive_max_pool2d;
+  static constexpr auto reference_avg = &reference::adaptive_avg_pool2d;
 };
 
 // The max over each window, with its in-plane position where kWithIndices.
