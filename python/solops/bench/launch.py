@@ -21,6 +21,7 @@ the CPU); main and measure_op import them.
 """
 
 import argparse
+import contextlib
 import gc
 import importlib
 import json
@@ -61,21 +62,29 @@ def smallest_first(rows: Iterable[dict]) -> list[dict]:
     return sorted(rows, key=row_bytes)
 
 
-def wall_us_per_call(fn: Callable, calls: int, synchronize: Callable[[], None]) -> float:
-    """Wall µs per call of `calls` back-to-back fn() calls, synchronized before and once after."""
-    # As timeit does: a garbage collection inside the loop would be charged to whichever ran then.
-    gc_was_enabled = gc.isenabled()
+@contextlib.contextmanager
+def collection_paused():
+    """Garbage collection off inside the block, as timeit has it: a collection of the benchmark's own
+    objects would be charged to whichever call happened to run then. (timing.py's eager time uses it
+    too: this module needs no PyTorch, so it is the one both can import.)"""
+    was_enabled = gc.isenabled()
     gc.disable()
     try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def wall_us_per_call(fn: Callable, calls: int, synchronize: Callable[[], None]) -> float:
+    """Wall µs per call of `calls` back-to-back fn() calls, synchronized before and once after."""
+    with collection_paused():
         synchronize()
         start = time.perf_counter()
         for _ in range(calls):
             fn()
         synchronize()
         return (time.perf_counter() - start) / calls * 1e6
-    finally:
-        if gc_was_enabled:
-            gc.enable()
 
 
 def median_wall_us(fns: dict[str, Callable], calls: int, repeats: int,

@@ -7,7 +7,6 @@ it is one memcpy activity per iteration, so it marks the iteration boundaries. T
 of one call is the sum of the durations of the kernels, memcpys and memsets between two flushes.
 """
 
-import gc
 import math
 import statistics
 import time
@@ -16,6 +15,8 @@ from functools import cache
 
 import torch
 from torch.profiler import ProfilerActivity, profile
+
+from solops.bench.launch import collection_paused
 
 FLUSH_BYTES = 512 * 1024 * 1024
 MIN_WARMUP_CALLS = 3
@@ -158,15 +159,12 @@ def host_inclusive_ms(fn, calls: int = 100, rounds: int = 5) -> float:
 
     Includes host launch overhead (whichever of host or device is slower sets the pace) and
     runs with a warm L2; it is a user-visible eager time, not the device time above. Garbage
-    collection is off during the rounds, as timeit has it: a collection of the benchmark's own
-    objects would be charged to whichever implementation happened to run then.
+    collection is paused during the rounds (collection_paused).
     """
     fn()
     torch.cuda.synchronize()
-    gc_was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        per_call = []
+    per_call = []
+    with collection_paused():
         for _ in range(rounds):
             start = torch.cuda.Event(enable_timing=True)
             end = torch.cuda.Event(enable_timing=True)
@@ -176,7 +174,4 @@ def host_inclusive_ms(fn, calls: int = 100, rounds: int = 5) -> float:
             end.record()
             end.synchronize()
             per_call.append(start.elapsed_time(end) / calls)
-    finally:
-        if gc_was_enabled:
-            gc.enable()
     return statistics.median(per_call)
