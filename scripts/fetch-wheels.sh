@@ -5,8 +5,8 @@
 # H200 image lacks, and Liger (row norms) with `packaging`, which Liger imports; and what
 # `pip install .` builds the package with (scikit-build-core and its requirements, and CMake and
 # Ninja: the GPU machine's own come from pip packages of its Python environment, which pip's isolated
-# build does not see), for scripts/device-env.sh to install it there as README.md says. FlashInfer is left out: its wheel
-# (about 100 MB) exceeds what one device call carries.
+# build does not see), for scripts/device-env.sh to install it there as README.md says. FlashInfer is
+# left out: its wheel (about 100 MB) exceeds what one device call carries.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .whl

@@ -139,12 +139,8 @@ __device__ __forceinline__ void load_held(const T* x, const Walk& w, const Place
   const auto* vectors = reinterpret_cast<const Pack<T, kVec>*>(x);
 #pragma unroll
   for (int i = 0; i < kHeld; ++i) {
-    const bool held = p.holds<kHeld>(w, i);
-    if constexpr (kVec == 1) {
-      bits[i] = held ? __ldg(vectors + w.offset(p.channel, p.vector<kHeld>(w, i))) : T{};
-    } else {
-      bits[i] = row_norm::load_vector_if(vectors + w.offset(p.channel, p.vector<kHeld>(w, i)), held);
-    }
+    bits[i] = row_norm::load_pack_if<T, kVec>(vectors + w.offset(p.channel, p.vector<kHeld>(w, i)),
+                                             p.holds<kHeld>(w, i));
   }
 }
 

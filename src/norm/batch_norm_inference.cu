@@ -77,11 +77,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
     for (int k = 0; k < kUnroll; ++k) {
       const int64_t v = first + k * int64_t{blockDim.x};
-      if constexpr (kVec == 1) {
-        if (v < s.plane_vectors) bits[k] = __ldg(in + v);
-      } else {
-        bits[k] = row_norm::load_vector_if(in + v, v < s.plane_vectors);
-      }
+      bits[k] = row_norm::load_pack_if<T, kVec>(in + v, v < s.plane_vectors);
     }
     // The [C] values pass through a volatile asm after the loads' own: the square root and division
     // that use them (and their slow-path branches) cannot then be scheduled ahead of x's loads, which
@@ -134,11 +130,7 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
   for (int k = 0; k < kUnroll; ++k) {
     const int64_t r = first_row + k * int64_t{blockDim.y};
-    if constexpr (kVec == 1) {
-      if (in_row && r < s.rows) bits[k] = __ldg(in + r * s.row_vectors);
-    } else {
-      bits[k] = row_norm::load_vector_if(in + r * s.row_vectors, in_row && r < s.rows);
-    }
+    bits[k] = row_norm::load_pack_if<T, kVec>(in + r * s.row_vectors, in_row && r < s.rows);
   }
   const int64_t first_channel = first_vector * kVec;
   const int64_t row_channels_left = s.row_vectors * kVec - first_channel;

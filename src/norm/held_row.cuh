@@ -71,6 +71,17 @@ __device__ __forceinline__ uint4 load_vector_if(const uint4* address, bool valid
   return bits;
 }
 
+// The Pack at `address` where `valid`, zeros elsewhere: load_vector_if for a vector, a read-only
+// load for a single element.
+template <class T, int kVec>
+__device__ __forceinline__ Pack<T, kVec> load_pack_if(const Pack<T, kVec>* address, bool valid) {
+  if constexpr (kVec == 1) {
+    return valid ? __ldg(address) : T{};
+  } else {
+    return load_vector_if(address, valid);
+  }
+}
+
 // `bits` by value: bound by reference to global or shared memory, the memcpy below read it a byte or
 // two at a time (16 LDG.U8 a vector in the fused add-norms, LDS.U16 in a staged kernel).
 template <class T, int kVec>
