@@ -22,8 +22,9 @@
 // Planes of one element (rank-2 x, and channels_last x: rows of C channels, batch_norm_inference.hpp)
 // take a kernel of their own, normalize_rows: as planes, every element would be a thread that computes
 // its channel's scale and shift for one 2-byte load. There a thread takes one vector of kVec adjacent
-// channels (16 bytes where C is a multiple of the vector width, else one element) in kUnroll rows, so
-// the scale and shift of kVec channels serve kUnroll vectors, and a warp reads whole runs of rows.
+// channels (16 bytes where C is a multiple of the vector width, else one element) in kUnroll rows, and
+// a warp reads whole runs of rows; each of the block's channels has its scale and shift computed once,
+// by one thread, into shared memory, for all the block's rows.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -113,38 +114,58 @@ template <class T, int kVec>
 __global__ void __launch_bounds__(kThreads)
     normalize_rows(const T* __restrict__ x, T* __restrict__ y, const Channels channels, const RowsShape s) {
   using P = row_norm::Pack<T, kVec>;
+  // The scale and shift of the block's channels, each computed by one thread: the block's rows share
+  // them (threadIdx.y), and where a row has few vectors (C = 64: 8 lanes, 32 rows) a thread would
+  // otherwise compute kVec channels' that 31 others compute too.
+  __shared__ alignas(16) float scale_of[kThreads * kVec], shift_of[kThreads * kVec];
   const unsigned row_group = blockIdx.x / s.vector_groups;
-  const int64_t v = int64_t{blockIdx.x - row_group * s.vector_groups} * blockDim.x + threadIdx.x;
-  if (v >= s.row_vectors) return;
-  // The [C] values' loads first, then x's; their conversions and the square roots after x's loads are
-  // issued (the volatile asm below), so that neither waits for the other's DRAM round trip.
-  uint32_t weight[kVec], bias[kVec], mean[kVec], var[kVec];
-#pragma unroll
-  for (int e = 0; e < kVec; ++e) {
-    const int64_t c = v * kVec + e;
-    weight[e] = load_channel_bits<T>(channels.weight, c);
-    bias[e] = load_channel_bits<T>(channels.bias, c);
-    mean[e] = load_channel_bits<T>(channels.running_mean, c);
-    var[e] = load_channel_bits<T>(channels.running_var, c);
-  }
+  const int64_t first_vector = int64_t{blockIdx.x - row_group * s.vector_groups} * blockDim.x;
+  const int64_t v = first_vector + threadIdx.x;
+  const bool in_row = v < s.row_vectors;
   const int64_t first_row = int64_t{row_group} * blockDim.y * kUnroll + threadIdx.y;
   const P* const in = reinterpret_cast<const P*>(x) + v;
   P* const out = reinterpret_cast<P*>(y) + v;
+  // x's loads first: the [C] loads below and their square roots then wait out the same DRAM round trip.
   P bits[kUnroll] = {};
 #pragma unroll
   for (int k = 0; k < kUnroll; ++k) {
     const int64_t r = first_row + k * int64_t{blockDim.y};
-    bits[k] = row_norm::load_pack_if<T, kVec>(in + r * s.row_vectors, r < s.rows);
+    bits[k] = row_norm::load_pack_if<T, kVec>(in + r * s.row_vectors, in_row && r < s.rows);
   }
+  const int64_t first_channel = first_vector * kVec;
+  const int64_t row_channels_left = s.row_vectors * kVec - first_channel;
+  const int block_channels = static_cast<int>(row_channels_left < blockDim.x * kVec ? row_channels_left : blockDim.x * kVec);
+  // At most blockDim.x * kVec channels, so at most kVec a thread: every load issued before the first
+  // square root (whose slow path is a call that the loads after it would wait behind).
+  const int thread = static_cast<int>(threadIdx.y * blockDim.x + threadIdx.x);
+  uint32_t weight[kVec], bias[kVec], mean[kVec], var[kVec];
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    const int64_t c = first_channel + j * kThreads + thread;
+    if (j * kThreads + thread >= block_channels) break;
+    weight[j] = load_channel_bits<T>(channels.weight, c);
+    bias[j] = load_channel_bits<T>(channels.bias, c);
+    mean[j] = load_channel_bits<T>(channels.running_mean, c);
+    var[j] = load_channel_bits<T>(channels.running_var, c);
+  }
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) {
+    const int i = j * kThreads + thread;
+    if (i >= block_channels) break;
+    // Correctly rounded, as normalize_planes' (why there).
+    const float scale = channel_value<T>(channels.weight, weight[j], 1.0f) /
+                        sqrtf(channel_value<T>(channels.running_var, var[j], 0.0f) + s.eps);
+    scale_of[i] = scale;
+    shift_of[i] = channel_value<T>(channels.bias, bias[j], 0.0f) -
+                  channel_value<T>(channels.running_mean, mean[j], 0.0f) * scale;
+  }
+  __syncthreads();
+  if (!in_row) return;
   float scale[kVec], shift[kVec];
 #pragma unroll
   for (int e = 0; e < kVec; ++e) {
-    asm volatile("" : "+r"(weight[e]), "+r"(bias[e]), "+r"(mean[e]), "+r"(var[e]));
-    // Correctly rounded, as normalize_planes' (why there).
-    scale[e] = channel_value<T>(channels.weight, weight[e], 1.0f) /
-               sqrtf(channel_value<T>(channels.running_var, var[e], 0.0f) + s.eps);
-    shift[e] = channel_value<T>(channels.bias, bias[e], 0.0f) -
-               channel_value<T>(channels.running_mean, mean[e], 0.0f) * scale[e];
+    scale[e] = scale_of[threadIdx.x * kVec + e];
+    shift[e] = shift_of[threadIdx.x * kVec + e];
   }
 #pragma unroll
   for (int k = 0; k < kUnroll; ++k) {
@@ -158,20 +179,25 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
+// normalize_rows' block is lanes (a row's vectors rounded up to a power of two, at most kThreads) by
+// kThreads / lanes rows.
+int rows_a_block(int64_t row_vectors) {
+  return kThreads / static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(row_vectors, kThreads))));
+}
+
 template <class T, int kVec>
 void launch_rows(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, float eps, cudaStream_t stream) {
   const int64_t row_vectors = planes.channels / kVec;
-  const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(row_vectors, kThreads))));
-  const int rows_a_block = kThreads / lanes;  // blockDim.y
+  const int lanes = kThreads / rows_a_block(row_vectors), rows = kThreads / lanes;  // blockDim.x, blockDim.y
   const int64_t vector_groups = ceil_div(row_vectors, int64_t{lanes});
-  const int64_t row_groups = ceil_div(planes.batch, int64_t{rows_a_block} * kUnroll);
+  const int64_t row_groups = ceil_div(planes.batch, int64_t{rows} * kUnroll);
   // A block moves at least kUnroll vectors a thread of its 256 (but where lanes exceed a row's
   // vectors, at most twice as many lanes as vectors): the grid is below numel / 512 + 1, so below 2^31
   // for any x a GPU can hold.
   const RowsShape s{planes.batch, row_vectors, static_cast<unsigned>(vector_groups), eps};
   const Channels tensors{channel_tensor(t.weight), channel_tensor(t.bias), channel_tensor(&t.running_mean),
                          channel_tensor(&t.running_var)};
-  normalize_rows<T, kVec><<<static_cast<unsigned>(row_groups * vector_groups), dim3(lanes, rows_a_block), 0, stream>>>(
+  normalize_rows<T, kVec><<<static_cast<unsigned>(row_groups * vector_groups), dim3(lanes, rows), 0, stream>>>(
       static_cast<const T*>(t.x.data), static_cast<T*>(t.y.data), tensors, s);
 }
 
@@ -204,8 +230,13 @@ void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& pla
   dispatch_float(t.x.dtype, [&]<class T>() {
     constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
     const bool aligned = row_norm::aligned_to_vector(t.x.data) && row_norm::aligned_to_vector(t.y.data);
-    if (planes.plane == 1) {
-      if (planes.channels % kVec == 0 && aligned) batch_norm_kernels::launch_rows<T, kVec>(planes, t, eps, stream);
+    const bool row_vectors = planes.channels % kVec == 0 && aligned;
+    // Rows take normalize_rows where each of its threads covers kUnroll rows (the block's rows times
+    // kUnroll at least), over which its kVec channels' scales and shifts are shared; fewer rows (an fc
+    // layer's small batch) run as planes of one element, each thread one element and its channel's.
+    if (planes.plane == 1 && planes.batch >= batch_norm_kernels::rows_a_block(planes.channels / (row_vectors ? kVec : 1)) *
+                                                 int64_t{batch_norm_kernels::kUnroll}) {
+      if (row_vectors) batch_norm_kernels::launch_rows<T, kVec>(planes, t, eps, stream);
       else batch_norm_kernels::launch_rows<T, 1>(planes, t, eps, stream);
     } else if (planes.plane % kVec == 0 && aligned) {
       batch_norm_kernels::launch<T, kVec>(planes, t, eps, stream);

@@ -27,7 +27,9 @@
 // InstanceNorm row of the catalogue: B <= 16), one block takes them all and adds its planes' sums in
 // batch order itself: one kernel, as many warps as the per-sample launch. Otherwise blocks are
 // per-sample and each plane's sums go to the workspace, which add_channel_partials adds in batch
-// order, a second small kernel for the same reason as the update's.
+// order, a second small kernel for the same reason as the update's. The gradient through fixed
+// statistics with no parameter gradient asked for (InstanceNorm by its running statistics) is a
+// scaled copy of grad_out and takes scale_planes, which reads no x.
 //
 // channels_last x (4-D) has kernels of its own (normalize_groups_channels_last,
 // group_gradients_channels_last, below): a group is S rows of C / G adjacent channels, walked as rows of
@@ -35,6 +37,7 @@
 // per group and the backward's per-channel column sums are added in fixed orders through shared
 // memory, and the backward's (b, c) sums always go through the workspace and add_channel_partials.
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -442,6 +445,51 @@ __global__ void __launch_bounds__(kMaxThreads) group_gradients(const BackwardPoi
         }
         grad_x[u] = pack<T, kVec>(values);
       });
+    }
+  }
+}
+
+// The gradient through fixed statistics when no parameter gradient is asked for (InstanceNorm by
+// its running statistics, output_mask [false, false]): grad_x = grad_out * weight[c] * rstd[b, c],
+// plane by plane, which needs neither x nor a reduction: a copy's traffic. A block is lanes x planes
+// threads, lanes the plane's vectors rounded up to a power of two (at most the block's threads), so
+// that short planes share a block; a thread moves kInFlight vectors of one plane, all loaded before
+// any is stored. grid.x is the plane groups (walked grid-stride) times the chunks of a plane.
+struct ScaleShape {
+  int64_t planes;         // B * C
+  int64_t channels;       // C
+  int64_t plane_vectors;  // S / kVec
+  int chunks;             // of a plane, kInFlight * blockDim.x vectors each
+};
+
+template <class T, int kVec>
+__global__ void __launch_bounds__(kMaxThreads)
+    scale_planes(const T* __restrict__ grad_out, const T* __restrict__ weight, const float* __restrict__ rstd,
+                 T* __restrict__ grad_x, const ScaleShape s) {
+  using B = Bits<T, kVec>;
+  const unsigned plane_group = blockIdx.x / s.chunks;
+  const int64_t first = int64_t{blockIdx.x - plane_group * s.chunks} * kInFlight * blockDim.x + threadIdx.x;
+  const int64_t plane_step = int64_t{gridDim.x / s.chunks} * blockDim.y;
+  for (int64_t plane = int64_t{plane_group} * blockDim.y + threadIdx.y; plane < s.planes; plane += plane_step) {
+    const B* const in = reinterpret_cast<const B*>(grad_out) + plane * s.plane_vectors;
+    B* const out = reinterpret_cast<B*>(grad_x) + plane * s.plane_vectors;
+    B bits[kInFlight];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      const int64_t v = first + k * int64_t{blockDim.x};
+      if (v < s.plane_vectors) bits[k] = in[v];
+    }
+    const float scale = weight ? to_float(weight[plane % s.channels]) : 1.0f, plane_rstd = rstd[plane];
+#pragma unroll
+    for (int k = 0; k < kInFlight; ++k) {
+      const int64_t v = first + k * int64_t{blockDim.x};
+      if (v >= s.plane_vectors) break;
+      float values[kVec];
+      unpack<T, kVec>(bits[k], values);
+      // As group_gradients' uncentred form, h * rstd with h = grad_out * weight: the same bits.
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) values[e] = values[e] * scale * plane_rstd;
+      out[v] = pack<T, kVec>(values);
     }
   }
 }
@@ -878,7 +926,25 @@ void launch_forward(const SpatialGroups& g, const GroupNormMath& math, const Gro
 // Launches the backward's kernel; returns whether it wrote the parameter gradients (a whole batch in
 // a block), else the caller adds the workspace's partials.
 template <class T, int kVec>
+void launch_scale_planes(const SpatialGroups& g, const GroupNormBackwardTensors& t, cudaStream_t stream) {
+  const int64_t plane_vectors = g.plane / kVec;
+  if (plane_vectors == 0) return;  // empty planes: no gradient to write
+  const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(plane_vectors, kMaxThreads))));
+  const int planes_a_block = kMaxThreads / lanes;
+  const auto chunks = static_cast<int>(ceil_div(plane_vectors, int64_t{kInFlight} * lanes));
+  const int64_t plane_groups = std::min<int64_t>(ceil_div(g.batch * g.channels, planes_a_block), INT_MAX / chunks);
+  const ScaleShape s{g.batch * g.channels, g.channels, plane_vectors, chunks};
+  scale_planes<T, kVec><<<grid_for(plane_groups * chunks), dim3(lanes, planes_a_block), 0, stream>>>(
+      data_of<const T>(&t.grad_out), data_of<const T>(t.weight), static_cast<const float*>(t.rstd.data),
+      data_of<T>(&t.grad_x), s);
+}
+
+template <class T, int kVec>
 bool launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwardTensors& t, cudaStream_t stream) {
+  if (!centred && !t.grad_weight && !t.grad_bias) {
+    launch_scale_planes<T, kVec>(g, t, stream);
+    return false;
+  }
   const int64_t len = g.group_len();
   const BackwardShape s{g.group_count(),
                         g.groups,
