@@ -179,25 +179,20 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-// normalize_rows' block is lanes (a row's vectors rounded up to a power of two, at most kThreads) by
-// kThreads / lanes rows.
-int rows_a_block(int64_t row_vectors) {
-  return kThreads / static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(row_vectors, kThreads))));
-}
-
 template <class T, int kVec>
 void launch_rows(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, float eps, cudaStream_t stream) {
   const int64_t row_vectors = planes.channels / kVec;
-  const int lanes = kThreads / rows_a_block(row_vectors), rows = kThreads / lanes;  // blockDim.x, blockDim.y
+  const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(row_vectors, kThreads))));
+  const int rows_a_block = kThreads / lanes;  // blockDim.y
   const int64_t vector_groups = ceil_div(row_vectors, int64_t{lanes});
-  const int64_t row_groups = ceil_div(planes.batch, int64_t{rows} * kUnroll);
+  const int64_t row_groups = ceil_div(planes.batch, int64_t{rows_a_block} * kUnroll);
   // A block moves at least kUnroll vectors a thread of its 256 (but where lanes exceed a row's
   // vectors, at most twice as many lanes as vectors): the grid is below numel / 512 + 1, so below 2^31
   // for any x a GPU can hold.
   const RowsShape s{planes.batch, row_vectors, static_cast<unsigned>(vector_groups), eps};
   const Channels tensors{channel_tensor(t.weight), channel_tensor(t.bias), channel_tensor(&t.running_mean),
                          channel_tensor(&t.running_var)};
-  normalize_rows<T, kVec><<<static_cast<unsigned>(row_groups * vector_groups), dim3(lanes, rows), 0, stream>>>(
+  normalize_rows<T, kVec><<<static_cast<unsigned>(row_groups * vector_groups), dim3(lanes, rows_a_block), 0, stream>>>(
       static_cast<const T*>(t.x.data), static_cast<T*>(t.y.data), tensors, s);
 }
 
@@ -230,13 +225,8 @@ void launch_batch_norm_inference(std::string_view op, const BatchNormPlanes& pla
   dispatch_float(t.x.dtype, [&]<class T>() {
     constexpr int kVec = row_norm::kVectorBytes / sizeof(T);
     const bool aligned = row_norm::aligned_to_vector(t.x.data) && row_norm::aligned_to_vector(t.y.data);
-    const bool row_vectors = planes.channels % kVec == 0 && aligned;
-    // Rows take normalize_rows where each of its threads covers kUnroll rows (the block's rows times
-    // kUnroll at least), over which its kVec channels' scales and shifts are shared; fewer rows (an fc
-    // layer's small batch) run as planes of one element, each thread one element and its channel's.
-    if (planes.plane == 1 && planes.batch >= batch_norm_kernels::rows_a_block(planes.channels / (row_vectors ? kVec : 1)) *
-                                                 int64_t{batch_norm_kernels::kUnroll}) {
-      if (row_vectors) batch_norm_kernels::launch_rows<T, kVec>(planes, t, eps, stream);
+    if (planes.plane == 1) {
+      if (planes.channels % kVec == 0 && aligned) batch_norm_kernels::launch_rows<T, kVec>(planes, t, eps, stream);
       else batch_norm_kernels::launch_rows<T, 1>(planes, t, eps, stream);
     } else if (planes.plane % kVec == 0 && aligned) {
       batch_norm_kernels::launch<T, kVec>(planes, t, eps, stream);
