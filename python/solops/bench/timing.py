@@ -8,6 +8,7 @@ of one call is the sum of the durations of the kernels, memcpys and memsets betw
 """
 
 import math
+import os
 import statistics
 import time
 from dataclasses import dataclass
@@ -28,6 +29,12 @@ MAX_TIMED_CALLS = 1000
 # The profiler occasionally loses activities of the first iterations after it starts; one
 # retry of the whole profiled loop is enough in practice.
 PROFILE_ATTEMPTS = 2
+
+# A profiler session leaves CUPTI attached to the process unless TEARDOWN_CUPTI is 1 (PyTorch's
+# profiler asks Kineto to keep it only where CUDA graphs are profiled), and every later CUDA call
+# of the process then pays its callbacks: host_inclusive_ms, which follows device_time, would time
+# launches slowed by the profiler, ours and the alternatives' alike. Read when a session ends.
+os.environ.setdefault("TEARDOWN_CUPTI", "1")
 
 
 @dataclass(frozen=True)
