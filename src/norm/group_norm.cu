@@ -923,8 +923,6 @@ void launch_forward(const SpatialGroups& g, const GroupNormMath& math, const Gro
   }
 }
 
-// Launches the backward's kernel; returns whether it wrote the parameter gradients (a whole batch in
-// a block), else the caller adds the workspace's partials.
 template <class T, int kVec>
 void launch_scale_planes(const SpatialGroups& g, const GroupNormBackwardTensors& t, cudaStream_t stream) {
   const int64_t plane_vectors = g.plane / kVec;
@@ -939,6 +937,8 @@ void launch_scale_planes(const SpatialGroups& g, const GroupNormBackwardTensors&
       data_of<T>(&t.grad_x), s);
 }
 
+// Launches the backward's kernel; returns whether it wrote the parameter gradients (a whole batch in
+// a block), else the caller adds the workspace's partials.
 template <class T, int kVec>
 bool launch_backward(const SpatialGroups& g, bool centred, const GroupNormBackwardTensors& t, cudaStream_t stream) {
   if (!centred && !t.grad_weight && !t.grad_bias) {
