@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 clang=${CLANG:-clang++}
 python3 - "$clang" <<'PY'
-import json, shlex, subprocess, sys
+import json, os, shlex, subprocess, sys
 from concurrent.futures import ThreadPoolExecutor
 clang = sys.argv[1]
 entries = [e for e in json.load(open("build/release/compile_commands.json")) if e["file"].endswith(".cpp")]
@@ -25,7 +25,6 @@ def check(entry):
     result = subprocess.run([clang, "-fsyntax-only", "-w", *kept], cwd=entry["directory"], capture_output=True, text=True)
     return entry["file"], result.returncode, result.stderr
 
-import os
 with ThreadPoolExecutor(os.cpu_count()) as pool:
     failed = [(f, err) for f, rc, err in pool.map(check, entries) if rc != 0]
 for f, err in failed:
