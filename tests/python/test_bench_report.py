@@ -70,16 +70,18 @@ def test_table_cells_show_device_and_host_time_of_ours_and_every_alternative() -
     assert cells["ours (ms, device / host)"] == "0.004 / 0.12"
     alternatives = cells["alternatives (ms, device / host, fastest first)"]
     assert alternatives == "torch-compile 0.005 / 0.05 · torch 0.008 / 0.02"
+    mismatched = report.build_rows(LINES, None)[2]
+    assert report.alternatives_text(mismatched) == "torch ✗ mismatch, host 0.011"
 
 
 def test_eager_cost_counts_host_against_torch_and_lists_short_rows_over_the_limit() -> None:
     cost = report.eager_cost(report.build_rows(LINES, None))
-    # The AvgPool row's torch mismatched: it has no torch host time to compare with.
-    assert (cost.at_most_torch, cost.compared) == (1, 2)
+    # The AvgPool row's torch mismatched: its host time is still what a caller pays, and compared.
+    assert (cost.at_most_torch, cost.compared) == (1, 3)
     assert cost.short_rows == 2
     assert [(row.op, row.workload) for row in cost.short_over_limit] == [("MaxPool2dFwd", "small")]
     assert cost.ours_median_ms == 0.041
-    assert cost.torch_median_ms == 0.041
+    assert cost.torch_median_ms == 0.020
     assert report.over_limit_by_op(cost) == ["MaxPool2dFwd (host µs): small f16 120"]
     assert report.eager_cost_notes(cost)[-1] == ("rows under 10 µs of device time whose solops host time is over "
                                                  "15 µs: 1/2")
@@ -88,7 +90,7 @@ def test_eager_cost_counts_host_against_torch_and_lists_short_rows_over_the_limi
 def test_summary_counts_rows_whose_host_time_is_at_most_torchs() -> None:
     summary = report.summary_rows(report.build_rows(LINES, None))
     host = {cells[1]: cells[report.SUMMARY_HEADER.index("host ≤ torch")] for cells in summary}
-    assert host == {"MaxPool2dFwd": "1/2", "AvgPool2dFwd": "0/0", "**all**": "1/2"}
+    assert host == {"MaxPool2dFwd": "1/2", "AvgPool2dFwd": "0/1", "**all**": "1/3"}
 
 
 def test_extra_rows_are_marked_and_left_out_of_the_summary() -> None:

@@ -156,7 +156,14 @@ def measure(impl: Impl, case: Case, reference, quick: bool) -> dict:
     try:
         case.check(actual, reference)
     except Exception as error:
-        return {"correct": False, "error": "mismatch: " + describe_error(error)}
+        line = {"correct": False, "error": "mismatch: " + describe_error(error)}
+        # A wrong result is not timed on the device, but a caller pays its eager cost either way:
+        # host_ms stays, for the comparison against torch eager.
+        try:
+            line["host_ms"] = timing.host_inclusive_ms(impl.fn)
+        except Exception as timing_error:
+            line["error"] += "; raised while timing " + describe_error(timing_error)
+        return line
     del actual
     try:
         timed = timing.device_time(impl.fn, quick=quick)
