@@ -182,7 +182,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, int kVec>
 void launch_rows(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, float eps, cudaStream_t stream) {
   const int64_t row_vectors = planes.channels / kVec;
-  const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(row_vectors, kThreads))));
+  const int lanes = row_norm::row_lanes(row_vectors, kThreads);
   const int rows_a_block = kThreads / lanes;  // blockDim.y
   const int64_t vector_groups = ceil_div(row_vectors, int64_t{lanes});
   const int64_t row_groups = ceil_div(planes.batch, int64_t{rows_a_block} * kUnroll);
@@ -199,7 +199,7 @@ void launch_rows(const BatchNormPlanes& planes, const BatchNormInferenceTensors&
 template <class T, int kVec>
 void launch(const BatchNormPlanes& planes, const BatchNormInferenceTensors& t, float eps, cudaStream_t stream) {
   const int64_t plane_vectors = planes.plane / kVec;
-  const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(plane_vectors, kThreads))));
+  const int lanes = row_norm::row_lanes(plane_vectors, kThreads);
   const auto channels =
       static_cast<int>(std::min<uint64_t>(kThreads / lanes, std::bit_ceil(static_cast<uint64_t>(planes.channels))));
   const int images = std::min(kThreads / (lanes * channels), kMaxBlockZ);

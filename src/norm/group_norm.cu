@@ -37,7 +37,6 @@
 // per group and the backward's per-channel column sums are added in fixed orders through shared
 // memory, and the backward's (b, c) sums always go through the workspace and add_channel_partials.
 #include <algorithm>
-#include <bit>
 #include <climits>
 #include <cmath>
 #include <cstdint>
@@ -927,7 +926,7 @@ template <class T, int kVec>
 void launch_scale_planes(const SpatialGroups& g, const GroupNormBackwardTensors& t, cudaStream_t stream) {
   const int64_t plane_vectors = g.plane / kVec;
   if (plane_vectors == 0) return;  // empty planes: no gradient to write
-  const auto lanes = static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(plane_vectors, kMaxThreads))));
+  const int lanes = row_norm::row_lanes(plane_vectors, kMaxThreads);
   const int planes_a_block = kMaxThreads / lanes;
   const auto chunks = static_cast<int>(ceil_div(plane_vectors, int64_t{kInFlight} * lanes));
   const int64_t plane_groups = std::min<int64_t>(ceil_div(g.batch * g.channels, planes_a_block), INT_MAX / chunks);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <algorithm>
+#include <bit>
 #include <climits>
 #include <cstdint>
 #include <cstring>
@@ -31,6 +32,13 @@ constexpr int kMaxThreads = 1024;
 constexpr int kMinBlockThreads = 128;
 // Blocks this wide keep the row's vectors few per thread and leave room for several blocks per SM.
 constexpr int kManyRowsThreads = 256;
+
+// A block's lanes (blockDim.x) where each of its threads takes vectors of one row or plane: the row's
+// vectors rounded up to a power of two, at most `threads`, so that short rows share a block
+// (blockDim.y of them).
+inline int row_lanes(int64_t vectors, int threads) {
+  return static_cast<int>(std::bit_ceil(static_cast<uint64_t>(std::min<int64_t>(vectors, threads))));
+}
 
 // Threads a block may have when each holds kVecs vectors of kVec elements (with the weight and bias
 // at the same columns): the registers of one block must fit the SM's 64 K. Scalar threads hold at
