@@ -14,8 +14,11 @@
 // A call too small to give every SM eight warps that way takes one output a thread (kPix = 1): its
 // time is each thread's chain of memory round trips, which more threads shorten.
 // The inputs a warp's neighbouring threads share (overlapping windows) come from L1. Every tensor
-// is addressed through its strides, so channels_last calls take the same path. Work items are
-// (image, group, channel chunk, block of row segments), walked grid-stride, segments fastest.
+// is addressed through its strides, so channels_last calls take the same path, but depthwise ones,
+// which walk channels instead (depthwise_channels_last). Work items are (image, group, channel
+// chunk, block of row segments), walked grid-stride, segments fastest.
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 
 #include "conv/conv.hpp"
@@ -159,6 +162,124 @@ __global__ void __launch_bounds__(kThreads, 1)
   }
 }
 
+// Depthwise calls (one input and one output channel a group) on channels_last x and y: a thread
+// computes kChannelRun consecutive channels of one output pixel, so that a warp's loads and stores
+// are runs of channels (16 bytes a thread where they are whole and aligned), where the walk above
+// gives a thread one channel's pixels, C elements apart in channels_last memory. Threads walk the
+// (pixel, channel run) pairs of one image, runs fastest; images along the grid's y.
+constexpr int kChannelRun = 8;
+
+// The channels [0, count) of a run at `from` (16 bytes at once where they are whole and aligned).
+template <class T>
+__device__ __forceinline__ void load_channel_run(const T* from, int count, float (&values)[kChannelRun]) {
+  if (count == kChannelRun && aligned_16(from)) {
+    if constexpr (sizeof(T) == 2) {
+      const uint4 block = __ldg(reinterpret_cast<const uint4*>(from));
+      const uint32_t words[4] = {block.x, block.y, block.z, block.w};
+#pragma unroll
+      for (int j = 0; j < kChannelRun; ++j) {
+        values[j] = bits_to_float<T>(static_cast<uint16_t>(words[j / 2] >> (16 * (j % 2))));
+      }
+      return;
+    } else {
+      const float4 low = __ldg(reinterpret_cast<const float4*>(from)), high = __ldg(reinterpret_cast<const float4*>(from) + 1);
+      const float words[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
+#pragma unroll
+      for (int j = 0; j < kChannelRun; ++j) values[j] = words[j];
+      return;
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kChannelRun; ++j) values[j] = j < count ? to_float(from[j]) : 0.0f;
+}
+
+template <class T>
+__device__ __forceinline__ void store_channel_run(T* to, int count, const float (&values)[kChannelRun], bool relu) {
+  float v[kChannelRun];
+#pragma unroll
+  for (int j = 0; j < kChannelRun; ++j) v[j] = relu && values[j] < 0.0f ? 0.0f : values[j];  // relu(NaN) is NaN
+  if (count == kChannelRun && aligned_16(to)) {
+    if constexpr (sizeof(T) == 2) {
+      uint32_t words[4];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) words[i] = float_to_bits<T>(v[2 * i]) | uint32_t{float_to_bits<T>(v[2 * i + 1])} << 16;
+      *reinterpret_cast<uint4*>(to) = make_uint4(words[0], words[1], words[2], words[3]);
+    } else {
+      reinterpret_cast<float4*>(to)[0] = make_float4(v[0], v[1], v[2], v[3]);
+      reinterpret_cast<float4*>(to)[1] = make_float4(v[4], v[5], v[6], v[7]);
+    }
+    return;
+  }
+#pragma unroll
+  for (int j = 0; j < kChannelRun; ++j) {
+    if (j < count) to[j] = from_float<T>(v[j]);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(kThreads, 1)  // as direct's: without it ptxas spills
+    depthwise_channels_last(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                            T* __restrict__ y, const ConvProblem p, const FastDivisor runs, const FastDivisor out_w,
+                            const FastDivisor out_h, const int items) {
+  for (int64_t n = blockIdx.y; n < p.batch; n += gridDim.y) {
+    for (int64_t item64 = blockIdx.x * int64_t{kThreads} + threadIdx.x; item64 < items;
+         item64 += int64_t{gridDim.x} * kThreads) {
+      const int item = static_cast<int>(item64);
+      const int pixel = runs.divide(item);
+      const int c0 = (item - pixel * runs.divisor()) * kChannelRun;
+      const int count = min(kChannelRun, p.groups - c0);
+      const int row = out_w.divide(pixel);  // od * out_h + oh
+      const int ow = pixel - row * p.out_w, od = out_h.divide(row), oh = row - od * p.out_h;
+      const int origin_z = od * p.stride_d - p.pad_d, origin_y = oh * p.stride_h - p.pad_h,
+                origin_x = ow * p.stride_w - p.pad_w;
+      const T* x_image = x + n * p.x.n + c0;
+      float sums[kChannelRun];
+#pragma unroll
+      for (int j = 0; j < kChannelRun; ++j) sums[j] = bias && j < count ? to_float(bias[c0 + j]) : 0.0f;
+      for (int kd = 0; kd < p.kernel_d; ++kd) {
+        const int z = origin_z + kd * p.dilation_d;
+        if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d)) continue;
+        for (int kh = 0; kh < p.kernel_h; ++kh) {
+          const int yy = origin_y + kh * p.dilation_h;
+          if (static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) continue;
+#pragma unroll 2  // the taps along W whose loads a thread issues together
+          for (int kw = 0; kw < p.kernel_w; ++kw) {
+            const int xx = origin_x + kw * p.dilation_w;
+            if (static_cast<unsigned>(xx) >= static_cast<unsigned>(p.in_w)) continue;
+            float values[kChannelRun];
+            load_channel_run(x_image + z * p.x.d + yy * p.x.h + int64_t{xx} * p.x.w, count, values);
+            const T* w_tap = weight + int64_t{c0} * p.weight.n + kd * p.weight.d + kh * p.weight.h + kw * p.weight.w;
+#pragma unroll
+            for (int j = 0; j < kChannelRun; ++j) {
+              const float w = j < count ? to_float(w_tap[j * p.weight.n]) : 0.0f;
+              sums[j] = fmaf(values[j], w, sums[j]);
+            }
+          }
+        }
+      }
+      store_channel_run(y + n * p.y.n + c0 + od * p.y.d + oh * p.y.h + int64_t{ow} * p.y.w, count, sums, p.relu);
+    }
+  }
+}
+
+// Whether depthwise_channels_last serves a call: one channel a group, x's and y's channels
+// contiguous, one image's (pixel, channel run) pairs indexable in 31 bits.
+bool fits_depthwise_channels_last(const ConvProblem& p) {
+  return p.in_per_group == 1 && p.out_per_group == 1 && p.x.c == 1 && p.y.c == 1 &&
+         int64_t{p.out_plane} * ceil_div(p.groups, kChannelRun) < INT_MAX;
+}
+
+template <class T>
+void launch_depthwise_channels_last(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
+                                    cudaStream_t stream) {
+  const int runs = static_cast<int>(ceil_div(p.groups, kChannelRun));
+  const int items = p.out_plane * runs;
+  const dim3 grid(grid_for(ceil_div(items, kThreads)), static_cast<unsigned>(std::min<int64_t>(p.batch, 65535)));
+  depthwise_channels_last<T><<<grid, kThreads, 0, stream>>>(
+      static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,
+      FastDivisor(runs), FastDivisor(p.out_w), FastDivisor(p.out_h), items);
+}
+
 // Threads of a launch with kPix outputs a thread.
 int64_t threads_for(const ConvProblem& p, int co, int pixels) {
   return p.batch * p.groups * ceil_div(p.out_per_group, co) * p.out_d * p.out_h * ceil_div(p.out_w, pixels);
@@ -207,7 +328,8 @@ void launch_conv_direct(const ConvProblem& problem, DType dtype, const void* x, 
     // channels (at most 32 sums: no spills), or one for a small call.
     const int channels = problem.out_per_group;
     using namespace conv_direct;
-    if (channels == 1) launch_blocked<T, 1, 8>(problem, multiprocessors, x, weight, bias, y, stream);
+    if (fits_depthwise_channels_last(problem)) launch_depthwise_channels_last<T>(problem, x, weight, bias, y, stream);
+    else if (channels == 1) launch_blocked<T, 1, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels == 2) launch_blocked<T, 2, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels <= 4) launch_blocked<T, 4, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else launch_blocked<T, 8, 4>(problem, multiprocessors, x, weight, bias, y, stream);

@@ -41,6 +41,13 @@
 //
 // Work items are (image, group, C_out tile, pixel tile), walked grid-stride by the clusters, pixel
 // tiles fastest (neighbouring clusters share a weight tile).
+//
+// The channels-inner form (kChannelsInner, chosen where x's channels are contiguous and a group's
+// come in whole chunks of 8: channels_last x) orders K (tap, c_in), the order of a channels_last
+// (OHWI) weight row, so that a B chunk is 8 consecutive channels of one pixel at one tap: one
+// 16-byte run of x, copied by cp.async (zero where the tap lies in the padding). B is then stored
+// pixel by pixel, K-contiguous, and read by ldmatrix without .trans; the epilogue finishes runs of
+// 8 output channels of one pixel, one 16-byte store into channels_last y.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -82,9 +89,11 @@ struct Tile {
   // steps down the K rows by kChunkRowStep.
   static constexpr int kChunkColumns = N / 8, kChunkRowStep = kThreads / kChunkColumns;
   static constexpr int kChunksA = M * K / 8 / kThreads, kChunksB = K / kChunkRowStep;
+  // The channels-inner form's B: a shared row of K a pixel (padded as A's), chunks of 8 K.
+  static constexpr int kPitchPixelB = K + 8, kChunksPixelB = N * K / 8 / kThreads;
   static_assert(kMmaM >= 1 && kMmaN % 2 == 0, "a warp tile is whole m16 rows and pairs of n8 columns");
   static_assert(kThreads % kChunkColumns == 0 && K % kChunkRowStep == 0, "each thread fills one chunk column of B");
-  static_assert(M * K / 8 % kThreads == 0, "whole A chunks a thread");
+  static_assert(M * K / 8 % kThreads == 0 && N * K / 8 % kThreads == 0, "whole A and B chunks a thread");
   static_assert(kStages >= 2 && kThreads >= kStages * K, "the first kStages tiles' K rows decode in one step");
 };
 
@@ -97,16 +106,16 @@ struct KRows {
   int dz[kK], dy[kK], dx[kK];
 };
 
-template <class Shape>
+template <class Shape, bool kChannelsInner>
 struct StageBuffers {
   alignas(16) uint16_t a[Shape::kStages][Shape::M * Shape::kPitchA];
-  alignas(16) uint16_t b[Shape::kStages][Shape::K * Shape::kPitchB];
+  alignas(16) uint16_t b[Shape::kStages][kChannelsInner ? Shape::N * Shape::kPitchPixelB : Shape::K * Shape::kPitchB];
 };
 
-template <class Shape>
+template <class Shape, bool kChannelsInner>
 struct SharedTiles {
   union {
-    StageBuffers<Shape> stages;  // the main loop's
+    StageBuffers<Shape, kChannelsInner> stages;  // the main loop's
     alignas(16) float c[Shape::M * Shape::kPitchC];  // the epilogue's sums (a split's partial sums)
   };
   KRows<Shape::K> k_rows[Shape::kStages];  // the t-th tile's rows in slot t % kStages, as its buffers
@@ -123,15 +132,19 @@ struct Layout {
                              // output row is a run of x, every element (1) or every other (2)
   bool plane_contiguous;     // 1x1, unit stride, no padding, x planes contiguous: every B chunk is a run
   bool y_unit_w;             // y contiguous along W: 8 pixels of one output row are a run of y
+  bool channel_runs;         // channels-inner form: x's channels contiguous, in_per_group a multiple of
+                             // 8: a B chunk is a run of x
 };
 
-template <int kK>
+template <bool kChannelsInner, int kK>
 __device__ __forceinline__ void decode_k_row(const ConvProblem& p, int k, KRows<kK>& rows, int r) {
   if (k >= p.reduction) {
     rows.w_offset[r] = -1;
     return;
   }
-  const int ci = k / p.taps, tap = k - ci * p.taps;
+  const int outer = k / (kChannelsInner ? p.in_per_group : p.taps);
+  const int inner = k - outer * (kChannelsInner ? p.in_per_group : p.taps);
+  const int ci = kChannelsInner ? inner : outer, tap = kChannelsInner ? outer : inner;
   const int plane_taps = p.kernel_h * p.kernel_w;
   const int kd = tap / plane_taps, in_plane = tap - kd * plane_taps;
   const int kh = in_plane / p.kernel_w, kw = in_plane - kh * p.kernel_w;
@@ -187,16 +200,16 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-template <class T, class Shape>
+template <class T, class Shape, bool kChannelsInner>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
                   const Layout layout, const WorkItems items) {
-  static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape>),
+  static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape, kChannelsInner>),
                 "the f32 tile fits in the stage buffers");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
   extern __shared__ __align__(16) unsigned char shared_bytes[];
-  SharedTiles<Shape>& s = *reinterpret_cast<SharedTiles<Shape>*>(shared_bytes);
+  SharedTiles<Shape, kChannelsInner>& s = *reinterpret_cast<SharedTiles<Shape, kChannelsInner>*>(shared_bytes);
   const int tid = threadIdx.x, lane = tid % 32, warp = tid / 32;
   const int warp_m = warp / Shape::kWarpsAlongN, warp_n = warp % Shape::kWarpsAlongN;
   // This thread's B chunk column (8 pixels of the tile) and its first K row.
@@ -240,7 +253,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     }
     if (tid < kStages * K) {
       const int t = tid / K, row = tid % K;
-      if (t < k_tiles) decode_k_row(p, (k_begin + t) * K + row, s.k_rows[t], row);
+      if (t < k_tiles) decode_k_row<kChannelsInner>(p, (k_begin + t) * K + row, s.k_rows[t], row);
     }
     __syncthreads();
 
@@ -261,7 +274,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     }
 
     // Chunks that go through registers (elements, shifted runs, zeros): stored after the MMAs.
-    HeldRun b_held[Shape::kChunksB];
+    HeldRun b_held[kChannelsInner ? Shape::kChunksPixelB : Shape::kChunksB];
 
     // B row r at the tile's pixel `column` (0 outside x and for pixels past the plane).
     const auto b_element = [&](const KRows<K>& rows, int r, int column) -> uint32_t {
@@ -303,54 +316,87 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
                                                      values[4] | values[5] << 16, values[6] | values[7] << 16);
         }
       }
+      if constexpr (kChannelsInner) {
+        // Chunk i: 8 K rows (channels of one tap) of pixel `column`.
 #pragma unroll
-      for (int i = 0; i < Shape::kChunksB; ++i) {
-        const int r = first_row + i * Shape::kChunkRowStep;
-        uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
-        hold_zero(b_held[i]);
-        if (rows.w_offset[r] < 0) continue;  // past K
-        if (chunk_run) {
-          const int z = run_z + rows.dz[r], yy = run_y + rows.dy[r], xx = run_x + rows.dx[r];
-          if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d) ||
-              static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) {
-            continue;  // the whole run's row is padding
-          }
-          const uint16_t* src = x_group + run_offset + rows.x_offset[r];
-          // The run's elements [lo, hi) lie inside x's row (a contiguous plane: all 8, along the
-          // plane), the others in the padding.
-          const int span = layout.plane_contiguous ? 8 : 7 * layout.run_stride + 1;
-          const int lo = layout.plane_contiguous ? 0 : max(0, -xx);
-          const int hi = layout.plane_contiguous ? 8 : min(span, p.in_w - xx);
-          if (lo >= hi) continue;  // the whole run is padding
-          if (layout.run_stride == 2) {
-            if (run_blocks_inside<2>(src, x, x_end)) {
-              fetch_run<2>(src, lo, hi, b_held[i]);
+        for (int i = 0; i < Shape::kChunksPixelB; ++i) {
+          const int chunk = tid + i * Shape::kThreads;
+          const int column = chunk / (K / 8), kc = chunk % (K / 8) * 8;
+          hold_zero(b_held[i]);
+          if (pixel0 + column >= p.out_plane || rows.w_offset[kc] < 0) continue;  // past the plane or K
+          if (layout.channel_runs) {
+            const int z = s.origin_z[column] + rows.dz[kc], yy = s.origin_y[column] + rows.dy[kc],
+                      xx = s.origin_x[column] + rows.dx[kc];
+            if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d) ||
+                static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h) ||
+                static_cast<unsigned>(xx) >= static_cast<unsigned>(p.in_w)) {
+              continue;  // the tap lies in the padding
+            }
+            const uint16_t* src = x_group + s.origin_offset[column] + rows.x_offset[kc];
+            if (aligned_16(src)) {
+              cp_async_16(&s.stages.b[stage][column * Shape::kPitchPixelB + kc], src);
+              b_held[i].shape = kCopied;
               continue;
             }
-          } else if (lo == 0 && hi == span && aligned_16(src)) {
-            cp_async_16(to, src);
-            b_held[i].shape = kCopied;
-            continue;
-          } else if (run_blocks_inside<1>(src, x, x_end)) {
-            fetch_run<1>(src, lo, hi, b_held[i]);
-            continue;
           }
-          // A run at x's first or last elements: the gather.
-        }
-        // The element gather: all 8 loads issued, none used before the MMAs.
 #pragma unroll
-        for (int e = 0; e < 8; ++e) b_held[i].w[e] = b_element(rows, r, chunk_column + e);
+          for (int e = 0; e < 8; ++e) b_held[i].w[e] = rows.w_offset[kc + e] >= 0 ? b_element(rows, kc + e, column) : 0;
+        }
+      } else {
+  #pragma unroll
+        for (int i = 0; i < Shape::kChunksB; ++i) {
+          const int r = first_row + i * Shape::kChunkRowStep;
+          uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
+          hold_zero(b_held[i]);
+          if (rows.w_offset[r] < 0) continue;  // past K
+          if (chunk_run) {
+            const int z = run_z + rows.dz[r], yy = run_y + rows.dy[r], xx = run_x + rows.dx[r];
+            if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d) ||
+                static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) {
+              continue;  // the whole run's row is padding
+            }
+            const uint16_t* src = x_group + run_offset + rows.x_offset[r];
+            // The run's elements [lo, hi) lie inside x's row (a contiguous plane: all 8, along the
+            // plane), the others in the padding.
+            const int span = layout.plane_contiguous ? 8 : 7 * layout.run_stride + 1;
+            const int lo = layout.plane_contiguous ? 0 : max(0, -xx);
+            const int hi = layout.plane_contiguous ? 8 : min(span, p.in_w - xx);
+            if (lo >= hi) continue;  // the whole run is padding
+            if (layout.run_stride == 2) {
+              if (run_blocks_inside<2>(src, x, x_end)) {
+                fetch_run<2>(src, lo, hi, b_held[i]);
+                continue;
+              }
+            } else if (lo == 0 && hi == span && aligned_16(src)) {
+              cp_async_16(to, src);
+              b_held[i].shape = kCopied;
+              continue;
+            } else if (run_blocks_inside<1>(src, x, x_end)) {
+              fetch_run<1>(src, lo, hi, b_held[i]);
+              continue;
+            }
+            // A run at x's first or last elements: the gather.
+          }
+          // The element gather: all 8 loads issued, none used before the MMAs.
+  #pragma unroll
+          for (int e = 0; e < 8; ++e) b_held[i].w[e] = b_element(rows, r, chunk_column + e);
+        }
       }
     };
     const auto store_tile = [&](int stage) {
 #pragma unroll
-      for (int i = 0; i < Shape::kChunksB; ++i) {
+      for (int i = 0; i < (kChannelsInner ? Shape::kChunksPixelB : Shape::kChunksB); ++i) {
         if (b_held[i].shape == kCopied) continue;
-        const int r = first_row + i * Shape::kChunkRowStep;
+        int offset;
+        if constexpr (kChannelsInner) {
+          const int chunk = tid + i * Shape::kThreads;
+          offset = chunk / (K / 8) * Shape::kPitchPixelB + chunk % (K / 8) * 8;
+        } else {
+          offset = (first_row + i * Shape::kChunkRowStep) * Shape::kPitchB + chunk_column;
+        }
         uint32_t words[4];
         finish_run(b_held[i], words);
-        *reinterpret_cast<uint4*>(&s.stages.b[stage][r * Shape::kPitchB + chunk_column]) =
-            make_uint4(words[0], words[1], words[2], words[3]);
+        *reinterpret_cast<uint4*>(&s.stages.b[stage][offset]) = make_uint4(words[0], words[1], words[2], words[3]);
       }
     };
 
@@ -388,10 +434,16 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         }
 #pragma unroll
         for (int j = 0; j < Shape::kMmaN; j += 2) {
-          const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
-          const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
+          // Matrices: K rows 0-7 and 8-15 of pixel columns j, then of j + 1.
           uint32_t r[4];
-          ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
+          if constexpr (kChannelsInner) {
+            const int pixel = warp_n * Shape::kWarpTileN + j * 8 + (lane & 7) + (lane >> 4) * 8;
+            ldmatrix_x4(r, &s.stages.b[stage][pixel * Shape::kPitchPixelB + kk + ((lane >> 3) & 1) * 8]);
+          } else {
+            const int k_row = kk + (lane & 7) + ((lane >> 3) & 1) * 8;
+            const int col = warp_n * Shape::kWarpTileN + j * 8 + (lane >> 4) * 8;
+            ldmatrix_x4_trans(r, &s.stages.b[stage][k_row * Shape::kPitchB + col]);
+          }
           b_frag[j][0] = r[0];
           b_frag[j][1] = r[1];
           b_frag[j + 1][0] = r[2];
@@ -406,7 +458,9 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       // The held B chunks of tile `next` (its buffer was freed by the barrier above); tile
       // t + kStages's K rows into tile t's slot, which only tile t's copies read.
       if (next < k_tiles) store_tile(next_stage);
-      if (t + kStages < k_tiles && tid < K) decode_k_row(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
+      if (t + kStages < k_tiles && tid < K) {
+        decode_k_row<kChannelsInner>(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
+      }
     }
     cp_async_wait<0>();  // only empty groups are left; none may outlive the item's buffers
     __syncthreads();     // every warp is past its MMAs: the stage buffers become the f32 tile
@@ -429,44 +483,81 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     if (splits > 1) cg::cluster_group::sync();
     else __syncthreads();
 
-    // Epilogue: this rank's band of rows in runs of 8 pixels; the ranks' sums added in rank
-    // order, bias, ReLU, one rounding; a 16-byte store where the run is one aligned run of y, else
-    // through y's strides.
+    // Epilogue: this rank's band of rows in runs of 8 (pixels of one channel; in the channels-inner
+    // form channels of one pixel); the ranks' sums added in rank order, bias, ReLU, one rounding; a
+    // 16-byte store where the run is one aligned run of y, else through y's strides.
     uint16_t* y_group = y + n * p.y.n + int64_t{group} * p.out_per_group * p.y.c;
-    constexpr int kRuns = N / 8;
-    const int band = M / splits;  // splits divides M (launch)
-    for (int index = tid; index < band * kRuns; index += Shape::kThreads) {
-      const int row = rank * band + index / kRuns, column = index % kRuns * 8;
-      const int co = co0 + row;
-      if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
-      float v[8] = {};
-      for (int q = 0; q < splits; ++q) {
-        const float* own = &s.c[row * Shape::kPitchC + column];
-        const float* part = splits > 1 ? cg::this_cluster().map_shared_rank(own, q) : own;
-        const float4 low = *reinterpret_cast<const float4*>(part), high = *reinterpret_cast<const float4*>(part + 4);
-        v[0] += low.x, v[1] += low.y, v[2] += low.z, v[3] += low.w;
-        v[4] += high.x, v[5] += high.y, v[6] += high.z, v[7] += high.w;
-      }
-      const float shift = bias ? bits_to_float<T>(bias[int64_t{group} * p.out_per_group + co]) : 0.0f;
-      uint32_t packed[4];
+    const int band = M / splits;  // splits divides M / 8 (launch)
+    const auto finish = [&](const float (&v)[8], const float (&shift)[8], uint32_t (&packed)[4]) {
 #pragma unroll
       for (int e = 0; e < 8; e += 2) {
-        float v0 = v[e] + shift, v1 = v[e + 1] + shift;
+        float v0 = v[e] + shift[e], v1 = v[e + 1] + shift[e + 1];
         // relu(NaN) is NaN: the comparison is false for it.
         if (p.relu && v0 < 0.0f) v0 = 0.0f;
         if (p.relu && v1 < 0.0f) v1 = 0.0f;
         packed[e / 2] = float_to_bits<T>(v0) | uint32_t{float_to_bits<T>(v1)} << 16;
       }
-      uint16_t* y_channel = y_group + int64_t{co} * p.y.c;
-      // With unit W stride, offsets 7 apart over 8 pixels are one run: y's validated layouts
-      // (contiguous, channels_last) never step back between its rows or planes.
-      uint16_t* run = y_channel + s.y_offset[column];
-      if (layout.y_unit_w && pixel0 + column + 8 <= p.out_plane && s.y_offset[column + 7] - s.y_offset[column] == 7 &&
-          aligned_16(run)) {
-        *reinterpret_cast<uint4*>(run) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
-      } else {
-        for (int e = 0; e < 8 && pixel0 + column + e < p.out_plane; ++e) {
-          y_channel[s.y_offset[column + e]] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));
+    };
+    const auto bias_of = [&](int co) {
+      return bias && co < p.out_per_group ? bits_to_float<T>(bias[int64_t{group} * p.out_per_group + co]) : 0.0f;
+    };
+    if constexpr (kChannelsInner) {
+      // Consecutive threads take consecutive pixels: their reads of the f32 tile are conflict-free.
+      for (int index = tid; index < band / 8 * N; index += Shape::kThreads) {
+        const int row = rank * band + index / N * 8, column = index % N;
+        const int co = co0 + row;
+        if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
+        float v[8] = {}, shift[8];
+        for (int q = 0; q < splits; ++q) {
+          const float* own = &s.c[row * Shape::kPitchC + column];
+          const float* part = splits > 1 ? cg::this_cluster().map_shared_rank(own, q) : own;
+#pragma unroll
+          for (int e = 0; e < 8; ++e) v[e] += part[e * Shape::kPitchC];
+        }
+#pragma unroll
+        for (int e = 0; e < 8; ++e) shift[e] = bias_of(co + e);
+        uint32_t packed[4];
+        finish(v, shift, packed);
+        uint16_t* run = y_group + s.y_offset[column] + int64_t{co} * p.y.c;
+        if (p.y.c == 1 && co + 8 <= p.out_per_group && aligned_16(run)) {
+          *reinterpret_cast<uint4*>(run) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) {
+            if (co + e < p.out_per_group) run[e * p.y.c] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));
+          }
+        }
+      }
+    } else {
+      constexpr int kRuns = N / 8;
+      for (int index = tid; index < band * kRuns; index += Shape::kThreads) {
+        const int row = rank * band + index / kRuns, column = index % kRuns * 8;
+        const int co = co0 + row;
+        if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
+        float v[8] = {};
+        for (int q = 0; q < splits; ++q) {
+          const float* own = &s.c[row * Shape::kPitchC + column];
+          const float* part = splits > 1 ? cg::this_cluster().map_shared_rank(own, q) : own;
+          const float4 low = *reinterpret_cast<const float4*>(part), high = *reinterpret_cast<const float4*>(part + 4);
+          v[0] += low.x, v[1] += low.y, v[2] += low.z, v[3] += low.w;
+          v[4] += high.x, v[5] += high.y, v[6] += high.z, v[7] += high.w;
+        }
+        const float bias_value = bias_of(co);
+        const float shift[8] = {bias_value, bias_value, bias_value, bias_value,
+                                bias_value, bias_value, bias_value, bias_value};
+        uint32_t packed[4];
+        finish(v, shift, packed);
+        uint16_t* y_channel = y_group + int64_t{co} * p.y.c;
+        // With unit W stride, offsets 7 apart over 8 pixels are one run: y's validated layouts
+        // (contiguous, channels_last) never step back between its rows or planes.
+        uint16_t* run = y_channel + s.y_offset[column];
+        if (layout.y_unit_w && pixel0 + column + 8 <= p.out_plane && s.y_offset[column + 7] - s.y_offset[column] == 7 &&
+            aligned_16(run)) {
+          *reinterpret_cast<uint4*>(run) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        } else {
+          for (int e = 0; e < 8 && pixel0 + column + e < p.out_plane; ++e) {
+            y_channel[s.y_offset[column + e]] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));
+          }
         }
       }
     }
@@ -475,14 +566,22 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
   }
 }
 
+// The channels-inner form where x's channels are contiguous and come in whole chunks of 8 a group.
+inline bool channels_inner(const ConvProblem& p) { return p.x.c == 1 && p.in_per_group % 8 == 0; }
+
 // Whether a call's K rows are runs of the weight and its B chunks runs of x (Layout).
-inline Layout layout_of(const ConvProblem& p) {
+template <bool kChannelsInner>
+Layout layout_of(const ConvProblem& p) {
   const ConvStrides& w = p.weight;
   const int plane_taps = p.kernel_h * p.kernel_w;
   Layout layout{};
-  // An axis of extent 1 adds no offset, whatever its stride.
-  layout.weight_k_contiguous = (p.kernel_w == 1 || w.w == 1) && (p.kernel_h == 1 || w.h == p.kernel_w) &&
-                               (p.kernel_d == 1 || w.d == plane_taps) && (p.in_per_group == 1 || w.c == p.taps);
+  // An axis of extent 1 adds no offset, whatever its stride. K is (c_in, tap) or (tap, c_in).
+  const int64_t tap_step = kChannelsInner ? p.in_per_group : 1, channel_step = kChannelsInner ? 1 : p.taps;
+  layout.weight_k_contiguous = (p.kernel_w == 1 || w.w == tap_step) &&
+                               (p.kernel_h == 1 || w.h == p.kernel_w * tap_step) &&
+                               (p.kernel_d == 1 || w.d == plane_taps * tap_step) &&
+                               (p.in_per_group == 1 || w.c == channel_step);
+  layout.channel_runs = kChannelsInner && channels_inner(p);
   layout.run_stride = p.x.w == 1 && (p.stride_w == 1 || p.stride_w == 2) ? p.stride_w : 0;
   layout.y_unit_w = p.y.w == 1;
   layout.plane_contiguous = p.taps == 1 && p.stride_d == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_d == 0 &&
@@ -506,15 +605,15 @@ int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
   return splits;
 }
 
-template <class T, class Shape>
+template <class T, class Shape, bool kChannelsInner>
 void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, int multiprocessors,
             cudaStream_t stream) {
-  static_assert(Shape::M % kMostSplits == 0, "a split's ranks finish equal bands of rows");
+  static_assert(Shape::M / 8 % kMostSplits == 0, "a split's ranks finish equal bands of rows, in runs of 8");
   const WorkItems items = work_items(p.batch, p.groups, static_cast<int>(ceil_div(p.out_per_group, Shape::M)),
                                      static_cast<int>(ceil_div(p.out_plane, Shape::N)));
   const int splits = split_count<Shape>(p, items.count, multiprocessors);
-  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape>);
-  const auto kernel = implicit_gemm<T, Shape>;
+  constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape, kChannelsInner>);
+  const auto kernel = implicit_gemm<T, Shape, kChannelsInner>;
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
   if constexpr (kSharedBytes > 48 * 1024) {
@@ -524,7 +623,7 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   launch_clustered(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(items.count, INT_MAX / kMostSplits) * splits)),
                    dim3(Shape::kThreads), static_cast<unsigned>(splits), kSharedBytes, stream,
                    static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight),
-                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of(p), items);
+                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of<kChannelsInner>(p), items);
 }
 
 // 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
@@ -542,8 +641,11 @@ void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, c
   const int64_t large_tiles =
       p.batch * p.groups * ceil_div(p.out_per_group, LargeTile::M) * ceil_div(p.out_plane, LargeTile::N);
   const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N && large_tiles >= multiprocessors;
-  if (large) launch<T, LargeTile>(p, x, weight, bias, y, multiprocessors, stream);
-  else launch<T, SmallTile>(p, x, weight, bias, y, multiprocessors, stream);
+  const bool inner = channels_inner(p);
+  if (large && inner) launch<T, LargeTile, true>(p, x, weight, bias, y, multiprocessors, stream);
+  else if (large) launch<T, LargeTile, false>(p, x, weight, bias, y, multiprocessors, stream);
+  else if (inner) launch<T, SmallTile, true>(p, x, weight, bias, y, multiprocessors, stream);
+  else launch<T, SmallTile, false>(p, x, weight, bias, y, multiprocessors, stream);
 }
 
 }  // namespace solops::detail::conv_gemm

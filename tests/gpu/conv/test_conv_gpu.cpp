@@ -16,6 +16,7 @@
 #include <optional>
 #include <random>
 #include <regex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -342,13 +343,15 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 // stages do not divide), split K over 2 and 4 ranks with K tiles the ranks do not divide evenly (on
 // a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
 // f16 and bf16.
+// One call of the tests below that list their shapes: the op, x's and the weight's shapes, the parameters.
+struct ConvCase {
+  ConvOp op;
+  Shape x, weight;
+  Conv p;
+};
+
 TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
   std::mt19937_64 rng(77);
-  struct Case {
-    ConvOp op;
-    Shape x, weight;
-    Conv p;
-  };
   Conv none, pad1, pad2_dilated, strided, pad_d;
   pad1.padding = {1, 1, 0};
   pad2_dilated.padding = {2, 2, 0};
@@ -367,7 +370,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
   wide_dilated.dilation = {6, 6, 1};
   wide_strided.padding = {5, 5, 0};
   wide_strided.stride = {2, 2, 1};
-  const Case cases[] = {
+  const ConvCase cases[] = {
       {ConvOp::conv2d, {2, 24, 16, 56}, {32, 24, 3, 3}, pad1},              // W a multiple of 8
       {ConvOp::conv2d, {1, 20, 13, 57}, {48, 20, 3, 3}, pad1},              // W = 57: runs cut by row ends
       {ConvOp::conv2d, {2, 16, 14, 14}, {16, 16, 3, 3}, pad1},              // W = 14
@@ -392,7 +395,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles split 2 ways, C_out 40
       {ConvOp::pointwise_conv2d, {1, 512, 7, 7}, {256, 512, 1, 1}, none},    // 1x1 of 16 K tiles, split
   };
-  for (const Case& c : cases) {
+  for (const ConvCase& c : cases) {
     for (DType dtype : {DType::f16, DType::bf16}) {
       ConvInputs in = make_inputs(c.op, c.x, c.weight, true, c.p, dtype, rng);
       for (size_t offset : {0, 1, 4, 7}) {
@@ -478,24 +481,19 @@ TEST_F(ConvGpu, DirectKernelClasses) {
 
 TEST_F(ConvGpu, ChannelsLastEveryKernelClass) {
   std::mt19937_64 rng(73);
-  struct Case {
-    ConvOp op;
-    Shape x, weight;
-    Conv p;
-  };
   Conv padded;
   padded.padding = {1, 1, 0};
   Conv depthwise = padded;
   depthwise.groups = 32;
   Conv strided = padded;
   strided.stride = {2, 2, 1};
-  const Case cases[] = {
+  const ConvCase cases[] = {
       {ConvOp::conv2d, {2, 64, 28, 28}, {128, 64, 3, 3}, padded},             // implicit GEMM
       {ConvOp::conv2d, {1, 3, 57, 31}, {32, 3, 3, 3}, strided},               // implicit GEMM, K = 27
       {ConvOp::depthwise_conv2d, {2, 32, 14, 15}, {32, 1, 3, 3}, depthwise},  // direct
       {ConvOp::pointwise_conv2d, {1, 256, 7, 7}, {512, 256, 1, 1}, Conv{}},   // implicit GEMM, 1x1
   };
-  for (const Case& c : cases) {
+  for (const ConvCase& c : cases) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       for (bool weight_channels_last : {false, true}) {
         ConvInputs in = make_inputs(c.op, c.x, c.weight, true, c.p, dtype, rng);
@@ -505,6 +503,72 @@ TEST_F(ConvGpu, ChannelsLastEveryKernelClass) {
       }
     }
   }
+}
+
+// Each case with channels_last x, in each dtype, with both weight layouts, x and y aligned and one
+// element off their 16-byte alignment.
+void expect_channels_last_calls(std::span<const ConvCase> cases, std::initializer_list<DType> dtypes,
+                                std::mt19937_64& rng) {
+  for (const ConvCase& c : cases) {
+    for (DType dtype : dtypes) {
+      for (bool weight_channels_last : {true, false}) {
+        for (size_t offset : {size_t{0}, size_t{1}}) {
+          ConvInputs in = make_inputs(c.op, c.x, c.weight, true, c.p, dtype, rng);
+          in.x_channels_last = true;
+          in.weight_channels_last = weight_channels_last;
+          EXPECT_EQ(compare(in, offset), "") << in.describe() << " offset " << offset;
+        }
+      }
+    }
+  }
+}
+
+// channels_last x whose channels come in whole chunks of 8 a group: the implicit GEMM's
+// channels-inner form (K ordered (tap, c_in), B chunks 16-byte runs of channels, 8 channels a store).
+TEST_F(ConvGpu, ChannelsLastChannelRuns) {
+  std::mt19937_64 rng(79);
+  Conv none, pad1, strided, dilated, grouped;
+  pad1.padding = {1, 1, 0};
+  strided.padding = {2, 2, 0};
+  strided.stride = {2, 2, 1};
+  dilated.padding = {6, 6, 0};
+  dilated.dilation = {6, 6, 1};
+  grouped = pad1;
+  grouped.groups = 2;
+  const ConvCase cases[] = {
+      {ConvOp::conv2d, {2, 64, 28, 28}, {64, 64, 3, 3}, pad1},              // 64x64 tiles
+      {ConvOp::conv2d, {1, 8, 13, 17}, {24, 8, 3, 3}, pad1},                // K = 72: a K tile's tail
+      {ConvOp::conv2d, {1, 32, 30, 33}, {40, 32, 5, 5}, strided},           // stride 2, 5x5
+      {ConvOp::conv2d, {1, 16, 20, 32}, {32, 16, 3, 3}, dilated},           // ASPP-like: taps in the padding
+      {ConvOp::conv2d, {2, 48, 11, 9}, {36, 48, 3, 3}, grouped},            // groups of 24: C_out/g = 18
+      {ConvOp::conv2d, {1, 256, 7, 7}, {128, 256, 3, 3}, pad1},             // few tiles, long K: split K
+      {ConvOp::conv2d, {67, 8, 12, 12}, {128, 8, 3, 3}, pad1},              // 128x128 tiles: 134 of them
+      {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},    // 1x1
+      {ConvOp::conv2d_bias_relu, {1, 16, 9, 10}, {13, 16, 3, 3}, pad1},     // C_out 13: a partial run of 8
+  };
+  expect_channels_last_calls(cases, {DType::f16, DType::bf16}, rng);
+}
+
+// Depthwise calls on channels_last x: the direct kernel's channels-inner walk (8 channels of one
+// pixel a thread), whole and partial runs of 8, aligned and not.
+TEST_F(ConvGpu, ChannelsLastDepthwise) {
+  std::mt19937_64 rng(83);
+  const auto depthwise = [](int64_t channels, int64_t padding, int64_t stride, int64_t dilation) {
+    Conv p;
+    p.groups = channels;
+    p.padding = {padding, padding, 0};
+    p.stride = {stride, stride, 1};
+    p.dilation = {dilation, dilation, 1};
+    return p;
+  };
+  const ConvCase cases[] = {
+      {ConvOp::conv2d, {3, 64, 9, 11}, {64, 1, 1, 1}, depthwise(64, 0, 1, 1)},        // 1x1: a per-channel scale
+      {ConvOp::depthwise_conv2d, {2, 32, 14, 15}, {32, 1, 3, 3}, depthwise(32, 1, 1, 1)},
+      {ConvOp::conv2d, {1, 20, 13, 12}, {20, 1, 3, 3}, depthwise(20, 1, 2, 1)},        // 20 channels: a run of 4
+      {ConvOp::conv2d, {2, 12, 10, 9}, {12, 1, 5, 5}, depthwise(12, 4, 1, 2)},         // dilation 2
+      {ConvOp::conv2d_bias_relu, {1, 40, 7, 8}, {40, 1, 3, 3}, depthwise(40, 1, 1, 1)},
+  };
+  expect_channels_last_calls(cases, {DType::f32, DType::f16, DType::bf16}, rng);
 }
 
 TEST_F(ConvGpu, NaNAndInfinityPropagate) {
