@@ -540,7 +540,7 @@ TEST_F(ConvGpu, ChannelsLastChannelRuns) {
       {ConvOp::conv2d, {1, 8, 13, 17}, {24, 8, 3, 3}, pad1},                // K = 72: a K tile's tail
       {ConvOp::conv2d, {1, 32, 30, 33}, {40, 32, 5, 5}, strided},           // stride 2, 5x5
       {ConvOp::conv2d, {1, 16, 20, 32}, {32, 16, 3, 3}, dilated},           // ASPP-like: taps in the padding
-      {ConvOp::conv2d, {2, 48, 11, 9}, {36, 48, 3, 3}, grouped},            // groups of 24: C_out/g = 18
+      {ConvOp::conv2d, {2, 48, 11, 9}, {36, 24, 3, 3}, grouped},            // groups of 24: C_out/g = 18
       {ConvOp::conv2d, {1, 256, 7, 7}, {128, 256, 3, 3}, pad1},             // few tiles, long K: split K
       {ConvOp::conv2d, {67, 8, 12, 12}, {128, 8, 3, 3}, pad1},              // 128x128 tiles: 134 of them
       {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},    // 1x1
