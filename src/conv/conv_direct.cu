@@ -14,8 +14,8 @@
 // A call too small to give every SM eight warps that way takes one output a thread (kPix = 1): its
 // time is each thread's chain of memory round trips, which more threads shorten.
 // The inputs a warp's neighbouring threads share (overlapping windows) come from L1. Every tensor
-// is addressed through its strides, so channels_last calls take the same path, but depthwise ones,
-// which walk channels instead (depthwise_channels_last). Work items are (image, group, channel
+// is addressed through its strides, so channels_last calls take the same path, but depthwise ones
+// that fill the SMs, which walk channels instead (depthwise_channels_last). Work items are (image, group, channel
 // chunk, block of row segments), walked grid-stride, segments fastest.
 #include <algorithm>
 #include <climits>
@@ -262,11 +262,17 @@ __global__ void __launch_bounds__(kThreads, 1)  // as direct's: without it ptxas
   }
 }
 
+// A launch that gives every SM fewer warps than this is bound by each thread's chain of memory
+// round trips, which more threads of less work each shorten and register blocking does not.
+constexpr int kWarpsPerSm = 8;
+
 // Whether depthwise_channels_last serves a call: one channel a group, x's and y's channels
-// contiguous, one image's (pixel, channel run) pairs indexable in 31 bits.
-bool fits_depthwise_channels_last(const ConvProblem& p) {
-  return p.in_per_group == 1 && p.out_per_group == 1 && p.x.c == 1 && p.y.c == 1 &&
-         int64_t{p.out_plane} * ceil_div(p.groups, kChannelRun) < INT_MAX;
+// contiguous, one image's (pixel, channel run) pairs indexable in 31 bits, and enough of them to
+// give every SM kWarpsPerSm warps (a smaller call takes one output a thread through the strides).
+bool fits_depthwise_channels_last(const ConvProblem& p, int multiprocessors) {
+  const int64_t items = int64_t{p.out_plane} * ceil_div(p.groups, kChannelRun);
+  return p.in_per_group == 1 && p.out_per_group == 1 && p.x.c == 1 && p.y.c == 1 && items < INT_MAX &&
+         p.batch * items >= int64_t{multiprocessors} * kWarpsPerSm * 32;
 }
 
 template <class T>
@@ -299,13 +305,10 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
       p.x.w == 1 && (p.stride_w == 1 || p.stride_w == 2) ? p.stride_w : 0);
 }
 
-// kPix outputs a thread where that still gives every SM at least eight warps, else one: a small
-// call is bound by each thread's chain of memory round trips, which more threads shorten and
-// register blocking does not.
+// kPix outputs a thread where that still gives every SM kWarpsPerSm warps, else one.
 template <class T, int kCo, int kPix>
 void launch_blocked(const ConvProblem& p, int multiprocessors, const void* x, const void* weight, const void* bias,
                     void* y, cudaStream_t stream) {
-  constexpr int kWarpsPerSm = 8;
   if (threads_for(p, kCo, kPix) >= int64_t{multiprocessors} * kWarpsPerSm * 32) {
     launch<T, kCo, kPix>(p, x, weight, bias, y, stream);
   } else {
@@ -328,7 +331,8 @@ void launch_conv_direct(const ConvProblem& problem, DType dtype, const void* x, 
     // channels (at most 32 sums: no spills), or one for a small call.
     const int channels = problem.out_per_group;
     using namespace conv_direct;
-    if (fits_depthwise_channels_last(problem)) launch_depthwise_channels_last<T>(problem, x, weight, bias, y, stream);
+    if (fits_depthwise_channels_last(problem, multiprocessors))
+      launch_depthwise_channels_last<T>(problem, x, weight, bias, y, stream);
     else if (channels == 1) launch_blocked<T, 1, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels == 2) launch_blocked<T, 2, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels <= 4) launch_blocked<T, 4, 8>(problem, multiprocessors, x, weight, bias, y, stream);

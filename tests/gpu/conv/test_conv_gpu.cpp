@@ -549,8 +549,10 @@ TEST_F(ConvGpu, ChannelsLastChannelRuns) {
   expect_channels_last_calls(cases, {DType::f16, DType::bf16}, rng);
 }
 
-// Depthwise calls on channels_last x: the direct kernel's channels-inner walk (8 channels of one
-// pixel a thread), whole and partial runs of 8, aligned and not.
+// Depthwise calls on channels_last x large enough for the direct kernel's channels-inner walk (8
+// channels of one pixel a thread: at least 40 K (pixel, run of 8) pairs, eight warps an SM on a
+// Hopper GPU), whole and partial runs of 8, aligned and not. Smaller ones take the walk through
+// the strides (ChannelsLastEveryKernelClass).
 TEST_F(ConvGpu, ChannelsLastDepthwise) {
   std::mt19937_64 rng(83);
   const auto depthwise = [](int64_t channels, int64_t padding, int64_t stride, int64_t dilation) {
@@ -562,11 +564,11 @@ TEST_F(ConvGpu, ChannelsLastDepthwise) {
     return p;
   };
   const ConvCase cases[] = {
-      {ConvOp::conv2d, {3, 64, 9, 11}, {64, 1, 1, 1}, depthwise(64, 0, 1, 1)},        // 1x1: a per-channel scale
-      {ConvOp::depthwise_conv2d, {2, 32, 14, 15}, {32, 1, 3, 3}, depthwise(32, 1, 1, 1)},
-      {ConvOp::conv2d, {1, 20, 13, 12}, {20, 1, 3, 3}, depthwise(20, 1, 2, 1)},        // 20 channels: a run of 4
-      {ConvOp::conv2d, {2, 12, 10, 9}, {12, 1, 5, 5}, depthwise(12, 4, 1, 2)},         // dilation 2
-      {ConvOp::conv2d_bias_relu, {1, 40, 7, 8}, {40, 1, 3, 3}, depthwise(40, 1, 1, 1)},
+      {ConvOp::conv2d, {3, 64, 45, 47}, {64, 1, 1, 1}, depthwise(64, 0, 1, 1)},       // 1x1: a per-channel scale
+      {ConvOp::depthwise_conv2d, {2, 32, 70, 75}, {32, 1, 3, 3}, depthwise(32, 1, 1, 1)},
+      {ConvOp::conv2d, {1, 20, 251, 220}, {20, 1, 3, 3}, depthwise(20, 1, 2, 1)},     // 20 channels: a run of 4
+      {ConvOp::conv2d, {2, 12, 130, 157}, {12, 1, 5, 5}, depthwise(12, 4, 1, 2)},     // dilation 2
+      {ConvOp::conv2d_bias_relu, {1, 40, 91, 90}, {40, 1, 3, 3}, depthwise(40, 1, 1, 1)},
   };
   expect_channels_last_calls(cases, {DType::f32, DType::f16, DType::bf16}, rng);
 }
