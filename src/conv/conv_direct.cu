@@ -15,8 +15,8 @@
 // time is each thread's chain of memory round trips, which more threads shorten.
 // The inputs a warp's neighbouring threads share (overlapping windows) come from L1. Every tensor
 // is addressed through its strides, so channels_last calls take the same path, but depthwise ones
-// that fill the SMs, which walk channels instead (depthwise_channels_last). Work items are (image, group, channel
-// chunk, block of row segments), walked grid-stride, segments fastest.
+// that fill the SMs, which walk channels instead (depthwise_channels_last). Work items are (image,
+// group, channel chunk, block of row segments), walked grid-stride, segments fastest.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -182,7 +182,8 @@ __device__ __forceinline__ void load_channel_run(const T* from, int count, float
       }
       return;
     } else {
-      const float4 low = __ldg(reinterpret_cast<const float4*>(from)), high = __ldg(reinterpret_cast<const float4*>(from) + 1);
+      const float4 low = __ldg(reinterpret_cast<const float4*>(from));
+      const float4 high = __ldg(reinterpret_cast<const float4*>(from) + 1);
       const float words[8] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
 #pragma unroll
       for (int j = 0; j < kChannelRun; ++j) values[j] = words[j];
