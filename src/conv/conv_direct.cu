@@ -80,12 +80,7 @@ __device__ __forceinline__ void store_outputs(T* y_run, const float (&sums)[kPix
   for (int i = 0; i < kPix; ++i) v[i] = p.relu && sums[i] < 0.0f ? 0.0f : sums[i];  // relu(NaN) is NaN
   if constexpr (sizeof(T) == 2 && kPix == 8) {
     if (p.y.w == 1 && pixels == kPix && aligned_16(y_run)) {
-      uint32_t words[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        words[i] = float_to_bits<T>(v[2 * i]) | uint32_t{float_to_bits<T>(v[2 * i + 1])} << 16;
-      }
-      *reinterpret_cast<uint4*>(y_run) = make_uint4(words[0], words[1], words[2], words[3]);
+      store_run_of_8<T>(y_run, v);
       return;
     }
   }
@@ -201,10 +196,7 @@ __device__ __forceinline__ void store_channel_run(T* to, int count, const float 
   for (int j = 0; j < kChannelRun; ++j) v[j] = relu && values[j] < 0.0f ? 0.0f : values[j];  // relu(NaN) is NaN
   if (count == kChannelRun && aligned_16(to)) {
     if constexpr (sizeof(T) == 2) {
-      uint32_t words[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) words[i] = float_to_bits<T>(v[2 * i]) | uint32_t{float_to_bits<T>(v[2 * i + 1])} << 16;
-      *reinterpret_cast<uint4*>(to) = make_uint4(words[0], words[1], words[2], words[3]);
+      store_run_of_8<T>(to, v);
     } else {
       reinterpret_cast<float4*>(to)[0] = make_float4(v[0], v[1], v[2], v[3]);
       reinterpret_cast<float4*>(to)[1] = make_float4(v[4], v[5], v[6], v[7]);

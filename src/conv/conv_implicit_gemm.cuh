@@ -343,7 +343,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
           for (int e = 0; e < 8; ++e) b_held[i].w[e] = rows.w_offset[kc + e] >= 0 ? b_element(rows, kc + e, column) : 0;
         }
       } else {
-  #pragma unroll
+#pragma unroll
         for (int i = 0; i < Shape::kChunksB; ++i) {
           const int r = first_row + i * Shape::kChunkRowStep;
           uint16_t* to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
@@ -378,7 +378,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
             // A run at x's first or last elements: the gather.
           }
           // The element gather: all 8 loads issued, none used before the MMAs.
-  #pragma unroll
+#pragma unroll
           for (int e = 0; e < 8; ++e) b_held[i].w[e] = b_element(rows, r, chunk_column + e);
         }
       }

@@ -29,6 +29,15 @@ __device__ __forceinline__ uint16_t float_to_bits(float v) {
   else return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
+// 8 floats rounded to the 16-bit T and stored with one 16-byte store at `to` (16-byte aligned).
+template <class T>
+__device__ __forceinline__ void store_run_of_8(void* to, const float (&v)[8]) {
+  uint32_t words[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) words[i] = float_to_bits<T>(v[2 * i]) | uint32_t{float_to_bits<T>(v[2 * i + 1])} << 16;
+  *reinterpret_cast<uint4*>(to) = make_uint4(words[0], words[1], words[2], words[3]);
+}
+
 // Elements [shift, shift + 2 kOut) of the words w (element j in half j % 2 of word j / 2), shift
 // 0..7, as kOut words: whole words dropped first (by 2, then by 1: constant indices keep w in
 // registers), then half a word.
