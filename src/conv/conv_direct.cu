@@ -90,6 +90,21 @@ __device__ __forceinline__ void store_outputs(T* y_run, const float (&sums)[kPix
   }
 }
 
+// Calls row(kd, kh, z, yy) for each kernel row (kd, kh) whose input row (z, yy) lies inside x:
+// the rows wholly in the padding add nothing and are skipped.
+template <class Row>
+__device__ __forceinline__ void for_each_row_inside(const ConvProblem& p, int origin_z, int origin_y, Row&& row) {
+  for (int kd = 0; kd < p.kernel_d; ++kd) {
+    const int z = origin_z + kd * p.dilation_d;
+    if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d)) continue;
+    for (int kh = 0; kh < p.kernel_h; ++kh) {
+      const int yy = origin_y + kh * p.dilation_h;
+      if (static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) continue;
+      row(kd, kh, z, yy);
+    }
+  }
+}
+
 template <class T, int kCo, int kPix>
 // At least one block an SM: without it ptxas caps the kernel near 96 registers and spills.
 __global__ void __launch_bounds__(kThreads, 1)
@@ -124,30 +139,24 @@ __global__ void __launch_bounds__(kThreads, 1)
     for (int ci = 0; ci < p.in_per_group; ++ci) {
       const T* x_channel = x_group + ci * p.x.c;
       const T* w_channel = w_chunk + ci * p.weight.c;
-      for (int kd = 0; kd < p.kernel_d; ++kd) {
-        const int z = origin_z + kd * p.dilation_d;
-        if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d)) continue;
-        for (int kh = 0; kh < p.kernel_h; ++kh) {
-          const int yy = origin_y + kh * p.dilation_h;
-          if (static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) continue;
-          const T* x_row = x_channel + z * p.x.d + yy * p.x.h;
-          const T* w_row = w_channel + kd * p.weight.d + kh * p.weight.h;
+      for_each_row_inside(p, origin_z, origin_y, [&](int kd, int kh, int z, int yy) {
+        const T* x_row = x_channel + z * p.x.d + yy * p.x.h;
+        const T* w_row = w_channel + kd * p.weight.d + kh * p.weight.h;
 #pragma unroll 2  // the taps along W whose loads a thread issues together
-          for (int kw = 0; kw < p.kernel_w; ++kw) {
-            const int xx = origin_x + kw * p.dilation_w;
-            const T* x_tap = x_row + int64_t{xx} * p.x.w;
-            float values[kPix];
-            load_inputs<T, kPix>(x, x_tap, xx, pixels, p, pixel_step, run_stride, values);
-            const T* w_tap = w_row + kw * p.weight.w;
+        for (int kw = 0; kw < p.kernel_w; ++kw) {
+          const int xx = origin_x + kw * p.dilation_w;
+          const T* x_tap = x_row + int64_t{xx} * p.x.w;
+          float values[kPix];
+          load_inputs<T, kPix>(x, x_tap, xx, pixels, p, pixel_step, run_stride, values);
+          const T* w_tap = w_row + kw * p.weight.w;
 #pragma unroll
-            for (int j = 0; j < kCo; ++j) {
-              const float w = j < channels ? to_float(w_tap[j * p.weight.n]) : 0.0f;
+          for (int j = 0; j < kCo; ++j) {
+            const float w = j < channels ? to_float(w_tap[j * p.weight.n]) : 0.0f;
 #pragma unroll
-              for (int i = 0; i < kPix; ++i) sums[j][i] = fmaf(values[i], w, sums[j][i]);
-            }
+            for (int i = 0; i < kPix; ++i) sums[j][i] = fmaf(values[i], w, sums[j][i]);
           }
         }
-      }
+      });
     }
     T* y_row = y + n * p.y.n + first_co * p.y.c + od * p.y.d + oh * p.y.h + int64_t{ow0} * p.y.w;
 #pragma unroll
@@ -158,11 +167,14 @@ __global__ void __launch_bounds__(kThreads, 1)
 }
 
 // Depthwise calls (one input and one output channel a group) on channels_last x and y: a thread
-// computes kChannelRun consecutive channels of one output pixel, so that a warp's loads and stores
-// are runs of channels (16 bytes a thread where they are whole and aligned), where the walk above
-// gives a thread one channel's pixels, C elements apart in channels_last memory. Threads walk the
-// (pixel, channel run) pairs of one image, runs fastest; images along the grid's y.
-constexpr int kChannelRun = 8;
+// computes kChannelRun consecutive channels of kPixelRun consecutive output pixels of one row, so
+// that a warp's loads and stores are runs of channels (16 bytes a thread where they are whole and
+// aligned), where the walk above gives a thread one channel's pixels, C elements apart in
+// channels_last memory. A tap's kPixelRun runs are loaded before any is used: the bytes a thread
+// has in flight, not its instructions, bound a call this shaped (a 1x1 depthwise is a scaled copy).
+// Threads walk the (row segment, channel run) pairs of one image, runs fastest; images along the
+// grid's y.
+constexpr int kChannelRun = 8, kPixelRun = 4;
 
 // The channels [0, count) of a run at `from` (16 bytes at once where they are whole and aligned).
 template <class T>
@@ -212,45 +224,54 @@ __device__ __forceinline__ void store_channel_run(T* to, int count, const float 
 template <class T>
 __global__ void __launch_bounds__(kThreads, 1)  // as direct's: without it ptxas spills
     depthwise_channels_last(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
-                            T* __restrict__ y, const ConvProblem p, const FastDivisor runs, const FastDivisor out_w,
-                            const FastDivisor out_h, const int items) {
+                            T* __restrict__ y, const ConvProblem p, const FastDivisor runs,
+                            const FastDivisor segments_per_row, const FastDivisor out_h, const int items) {
   for (int64_t n = blockIdx.y; n < p.batch; n += gridDim.y) {
     for (int64_t item64 = blockIdx.x * int64_t{kThreads} + threadIdx.x; item64 < items;
          item64 += int64_t{gridDim.x} * kThreads) {
       const int item = static_cast<int>(item64);
-      const int pixel = runs.divide(item);
-      const int c0 = (item - pixel * runs.divisor()) * kChannelRun;
+      const int segment = runs.divide(item);
+      const int c0 = (item - segment * runs.divisor()) * kChannelRun;
       const int count = min(kChannelRun, p.groups - c0);
-      const int row = out_w.divide(pixel);  // od * out_h + oh
-      const int ow = pixel - row * p.out_w, od = out_h.divide(row), oh = row - od * p.out_h;
+      const int row = segments_per_row.divide(segment);  // od * out_h + oh
+      const int ow0 = (segment - row * segments_per_row.divisor()) * kPixelRun;
+      const int pixels = min(kPixelRun, p.out_w - ow0);
+      const int od = out_h.divide(row), oh = row - od * p.out_h;
       const int origin_z = od * p.stride_d - p.pad_d, origin_y = oh * p.stride_h - p.pad_h,
-                origin_x = ow * p.stride_w - p.pad_w;
+                origin_x = ow0 * p.stride_w - p.pad_w;
       const T* x_image = x + n * p.x.n + c0;
-      float sums[kChannelRun];
+      float sums[kPixelRun][kChannelRun];
 #pragma unroll
-      for (int j = 0; j < kChannelRun; ++j) sums[j] = bias && j < count ? to_float(bias[c0 + j]) : 0.0f;
-      for (int kd = 0; kd < p.kernel_d; ++kd) {
-        const int z = origin_z + kd * p.dilation_d;
-        if (static_cast<unsigned>(z) >= static_cast<unsigned>(p.in_d)) continue;
-        for (int kh = 0; kh < p.kernel_h; ++kh) {
-          const int yy = origin_y + kh * p.dilation_h;
-          if (static_cast<unsigned>(yy) >= static_cast<unsigned>(p.in_h)) continue;
-#pragma unroll 2  // the taps along W whose loads a thread issues together
-          for (int kw = 0; kw < p.kernel_w; ++kw) {
-            const int xx = origin_x + kw * p.dilation_w;
-            if (static_cast<unsigned>(xx) >= static_cast<unsigned>(p.in_w)) continue;
-            float values[kChannelRun];
-            load_channel_run(x_image + z * p.x.d + yy * p.x.h + int64_t{xx} * p.x.w, count, values);
-            const T* w_tap = weight + int64_t{c0} * p.weight.n + kd * p.weight.d + kh * p.weight.h + kw * p.weight.w;
+      for (int j = 0; j < kChannelRun; ++j) {
+        const float b = bias && j < count ? to_float(bias[c0 + j]) : 0.0f;
 #pragma unroll
-            for (int j = 0; j < kChannelRun; ++j) {
-              const float w = j < count ? to_float(w_tap[j * p.weight.n]) : 0.0f;
-              sums[j] = fmaf(values[j], w, sums[j]);
-            }
+        for (int i = 0; i < kPixelRun; ++i) sums[i][j] = b;
+      }
+      for_each_row_inside(p, origin_z, origin_y, [&](int kd, int kh, int z, int yy) {
+        const T* x_row = x_image + z * p.x.d + yy * p.x.h;
+        for (int kw = 0; kw < p.kernel_w; ++kw) {
+          float values[kPixelRun][kChannelRun];
+#pragma unroll
+          for (int i = 0; i < kPixelRun; ++i) {
+            const int xx = origin_x + i * p.stride_w + kw * p.dilation_w;
+            // Pixels past the row's end and taps in the padding add zeros.
+            const bool inside = i < pixels && static_cast<unsigned>(xx) < static_cast<unsigned>(p.in_w);
+            load_channel_run(x_row + int64_t{xx} * p.x.w, inside ? count : 0, values[i]);
+          }
+          const T* w_tap = weight + int64_t{c0} * p.weight.n + kd * p.weight.d + kh * p.weight.h + kw * p.weight.w;
+#pragma unroll
+          for (int j = 0; j < kChannelRun; ++j) {
+            const float w = j < count ? to_float(w_tap[j * p.weight.n]) : 0.0f;
+#pragma unroll
+            for (int i = 0; i < kPixelRun; ++i) sums[i][j] = fmaf(values[i][j], w, sums[i][j]);
           }
         }
+      });
+      T* y_segment = y + n * p.y.n + c0 + od * p.y.d + oh * p.y.h + int64_t{ow0} * p.y.w;
+#pragma unroll
+      for (int i = 0; i < kPixelRun; ++i) {
+        if (i < pixels) store_channel_run(y_segment + i * p.y.w, count, sums[i], p.relu);
       }
-      store_channel_run(y + n * p.y.n + c0 + od * p.y.d + oh * p.y.h + int64_t{ow} * p.y.w, count, sums, p.relu);
     }
   }
 }
@@ -260,10 +281,10 @@ __global__ void __launch_bounds__(kThreads, 1)  // as direct's: without it ptxas
 constexpr int kWarpsPerSm = 8;
 
 // Whether depthwise_channels_last serves a call: one channel a group, x's and y's channels
-// contiguous, one image's (pixel, channel run) pairs indexable in 31 bits, and enough of them to
+// contiguous, one image's (row segment, channel run) pairs indexable in 31 bits, and enough of them to
 // give every SM kWarpsPerSm warps (a smaller call takes one output a thread through the strides).
 bool fits_depthwise_channels_last(const ConvProblem& p, int multiprocessors) {
-  const int64_t items = int64_t{p.out_plane} * ceil_div(p.groups, kChannelRun);
+  const int64_t items = int64_t{p.out_d} * p.out_h * ceil_div(p.out_w, kPixelRun) * ceil_div(p.groups, kChannelRun);
   return p.in_per_group == 1 && p.out_per_group == 1 && p.x.c == 1 && p.y.c == 1 && items < INT_MAX &&
          p.batch * items >= int64_t{multiprocessors} * kWarpsPerSm * 32;
 }
@@ -272,11 +293,12 @@ template <class T>
 void launch_depthwise_channels_last(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
                                     cudaStream_t stream) {
   const int runs = static_cast<int>(ceil_div(p.groups, kChannelRun));
-  const int items = p.out_plane * runs;
+  const int segments_per_row = static_cast<int>(ceil_div(p.out_w, kPixelRun));
+  const int items = p.out_d * p.out_h * segments_per_row * runs;
   const dim3 grid(grid_for(ceil_div(items, kThreads)), static_cast<unsigned>(std::min<int64_t>(p.batch, 65535)));
   depthwise_channels_last<T><<<grid, kThreads, 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,
-      FastDivisor(runs), FastDivisor(p.out_w), FastDivisor(p.out_h), items);
+      FastDivisor(runs), FastDivisor(segments_per_row), FastDivisor(p.out_h), items);
 }
 
 // Threads of a launch with kPix outputs a thread.

@@ -48,6 +48,17 @@
 // 16-byte run of x, copied by cp.async (zero where the tap lies in the padding). B is then stored
 // pixel by pixel, K-contiguous, and read by ldmatrix without .trans; the epilogue finishes runs of
 // 8 output channels of one pixel, one 16-byte store into channels_last y.
+//
+// Two stepped forms need no K-row decode: every chunk of x and of the weight is an aligned 16-byte
+// run, and a thread's chunks move by a fixed step from one K tile to the next. Each thread keeps its
+// chunks' addresses and whether each lies inside x and W, and issues every chunk as one cp.async
+// that zero-fills the chunks outside (past the plane, C_out or K, or in the padding): no registers
+// held through the MMAs, no gathers.
+//   - Tap tiles (channels-inner; C_in/g a multiple of the K tile, the weight K-contiguous): a K tile
+//     is K channels of one tap, and the chunks' addresses change taps every C_in/g / K tiles.
+//   - Plane tiles (NCHW form of a 1x1 unit-stride unpadded call on contiguous planes of whole
+//     chunks of 8 pixels): B row k is input channel k's plane, a chunk one C_in stride further a K
+//     row.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -95,6 +106,14 @@ struct Tile {
   static_assert(kThreads % kChunkColumns == 0 && K % kChunkRowStep == 0, "each thread fills one chunk column of B");
   static_assert(M * K / 8 % kThreads == 0 && N * K / 8 % kThreads == 0, "whole A and B chunks a thread");
   static_assert(kStages >= 2 && kThreads >= kStages * K, "the first kStages tiles' K rows decode in one step");
+};
+
+// How a call's B tile is ordered and loaded (the launcher picks one a call).
+enum class Form {
+  pixel_rows,    // K (c_in, tap), a B chunk 8 pixels of one K row: NCHW x
+  plane_tiles,   // pixel_rows of a 1x1 unit-stride unpadded call, every chunk an aligned run
+  channel_runs,  // K (tap, c_in), a B chunk 8 channels of one pixel at one tap: channels-inner x
+  tap_tiles,     // channel_runs whose K tiles each lie in one tap, every chunk an aligned run
 };
 
 // The decoded K rows of one tile: where row k reads x (relative to the pixel's window origin) and
@@ -172,6 +191,36 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
                : "r"(shared_address(row)));
 }
 
+// The 8 floats of an epilogue run at `from`, kStep floats apart (kStep 1: two 16-byte loads), into
+// v or added to it.
+template <int kStep, bool kAdd>
+__device__ __forceinline__ void read_run(const float* from, float (&v)[8]) {
+  float r[8];
+  if constexpr (kStep == 1) {
+    const float4 low = *reinterpret_cast<const float4*>(from), high = *reinterpret_cast<const float4*>(from + 4);
+    r[0] = low.x, r[1] = low.y, r[2] = low.z, r[3] = low.w, r[4] = high.x, r[5] = high.y, r[6] = high.z, r[7] = high.w;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) r[e] = from[e * kStep];
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = kAdd ? v[e] + r[e] : r[e];
+}
+
+// A run's 8 sums at `own` in the f32 tile: the block's own where K is not split (read from shared
+// memory as such), else every rank's partial sums added in rank order over distributed shared
+// memory.
+template <int kStep>
+__device__ __forceinline__ void run_sums(const float* own, int splits, float (&v)[8]) {
+  if (splits == 1) {
+    read_run<kStep, false>(own, v);
+    return;
+  }
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = 0.0f;
+  for (int q = 0; q < splits; ++q) read_run<kStep, true>(cg::this_cluster().map_shared_rank(own, q), v);
+}
+
 template <class T>
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
   if constexpr (std::is_same_v<T, __half>) {
@@ -193,6 +242,14 @@ __device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global) : "memory");
 }
 
+// 16 bytes from `global` where `copy`, else 16 zero bytes (the copy reads none: `global` need only
+// be a valid address).
+__device__ __forceinline__ void cp_async_16_or_zero(void* shared, const void* global, bool copy) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
+               "r"(copy ? 16 : 0)
+               : "memory");
+}
+
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 
 template <int kPending>
@@ -200,11 +257,13 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
 }
 
-template <class T, class Shape, bool kChannelsInner>
+template <class T, class Shape, Form kForm>
 __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
                   const Layout layout, const WorkItems items) {
+  constexpr bool kChannelsInner = kForm == Form::channel_runs || kForm == Form::tap_tiles;
+  constexpr bool kStepped = kForm == Form::plane_tiles || kForm == Form::tap_tiles;
   static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape, kChannelsInner>),
                 "the f32 tile fits in the stage buffers");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
@@ -251,11 +310,56 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       }
       s.y_offset[tid] = y_offset;
     }
-    if (tid < kStages * K) {
+    if (!kStepped && tid < kStages * K) {
       const int t = tid / K, row = tid % K;
       if (t < k_tiles) decode_k_row<kChannelsInner>(p, (k_begin + t) * K + row, s.k_rows[t], row);
     }
     __syncthreads();
+
+    // Stepped forms: this thread's A chunks at K tile 0 and whether each is a row of W. Plane
+    // tiles: its B chunk column's pixels in input channel 0 and whether they lie in the plane.
+    // Tap tiles: the K tile issued next is channels [channel0, channel0 + K) of tap (kd, kh, kw);
+    // this thread's B chunks' addresses at that tap (before channel0) and whether each is inside x.
+    const uint16_t* step_a_chunk[Shape::kChunksA];
+    bool step_a_inside[Shape::kChunksA];
+    const uint16_t* const plane_chunk = x_group + pixel0 + chunk_column;
+    const bool plane_inside = pixel0 + chunk_column < p.out_plane;
+    int channel0 = 0, kd = 0, kh = 0, kw = 0;
+    const uint16_t* tap_chunk[Shape::kChunksPixelB];
+    bool tap_inside[Shape::kChunksPixelB];
+    const auto point_at_tap = [&] {
+      const int dz = kd * p.dilation_d, dy = kh * p.dilation_h, dx = kw * p.dilation_w;
+      const int64_t tap_offset = dz * p.x.d + dy * p.x.h + dx * p.x.w;
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksPixelB; ++i) {
+        const int chunk = tid + i * Shape::kThreads;
+        const int column = chunk / (K / 8), kc = chunk % (K / 8) * 8;
+        // A pixel past the plane has no origin: its chunk is zero.
+        tap_inside[i] = pixel0 + column < p.out_plane &&
+                        static_cast<unsigned>(s.origin_z[column] + dz) < static_cast<unsigned>(p.in_d) &&
+                        static_cast<unsigned>(s.origin_y[column] + dy) < static_cast<unsigned>(p.in_h) &&
+                        static_cast<unsigned>(s.origin_x[column] + dx) < static_cast<unsigned>(p.in_w);
+        tap_chunk[i] = tap_inside[i] ? x_group + s.origin_offset[column] + tap_offset + kc : x;
+      }
+    };
+    if constexpr (kStepped) {
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksA; ++i) {
+        const int chunk = tid + i * Shape::kThreads;
+        const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
+        step_a_inside[i] = co0 + m < p.out_per_group;
+        step_a_chunk[i] = step_a_inside[i] ? w_group + int64_t{co0 + m} * p.weight.n + kc : weight;
+      }
+    }
+    if constexpr (kForm == Form::tap_tiles) {
+      const int tiles_per_tap = p.in_per_group / K, plane_taps = p.kernel_h * p.kernel_w;
+      const int tap = k_begin / tiles_per_tap, in_plane = tap % plane_taps;
+      channel0 = (k_begin - tap * tiles_per_tap) * K;
+      kd = tap / plane_taps;
+      kh = in_plane / p.kernel_w;
+      kw = in_plane - kh * p.kernel_w;
+      point_at_tap();
+    }
 
     // This thread's B chunk is a run of x along W for the rows whose taps keep it inside x: its 8
     // pixels exist and lie in one output row (or the plane is one run).
@@ -290,8 +394,54 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       return 0;
     };
 
+    // Issues a stepped form's K tile kt of A into buffer `stage`.
+    const auto issue_stepped_a = [&](int kt, int stage) {
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksA; ++i) {
+        const int chunk = tid + i * Shape::kThreads;
+        const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
+        const bool inside = step_a_inside[i] && kt * K + kc < p.reduction;
+        cp_async_16_or_zero(&s.stages.a[stage][m * Shape::kPitchA + kc], inside ? step_a_chunk[i] + kt * K : weight,
+                            inside);
+      }
+    };
+    // Issues plane tile kt's copies into buffer `stage`.
+    const auto issue_plane_tile = [&](int kt, int stage) {
+      issue_stepped_a(kt, stage);
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksB; ++i) {
+        const int r = first_row + i * Shape::kChunkRowStep, k = kt * K + r;
+        const bool inside = plane_inside && k < p.reduction;
+        cp_async_16_or_zero(&s.stages.b[stage][r * Shape::kPitchB + chunk_column],
+                            inside ? plane_chunk + int64_t{k} * p.x.c : x, inside);
+      }
+    };
+    // Issues tap tile kt's copies into buffer `stage`. Tap tiles are issued in order, kt = k_begin,
+    // k_begin + 1, ...: each call moves the tap state on to the next tile.
+    const auto issue_tap_tile = [&](int kt, int stage) {
+      issue_stepped_a(kt, stage);
+#pragma unroll
+      for (int i = 0; i < Shape::kChunksPixelB; ++i) {
+        const int chunk = tid + i * Shape::kThreads;
+        const int column = chunk / (K / 8), kc = chunk % (K / 8) * 8;
+        cp_async_16_or_zero(&s.stages.b[stage][column * Shape::kPitchPixelB + kc],
+                            tap_inside[i] ? tap_chunk[i] + channel0 : x, tap_inside[i]);
+      }
+      channel0 += K;
+      if (channel0 == p.in_per_group) {
+        channel0 = 0;
+        if (++kw == p.kernel_w) {
+          kw = 0;
+          if (++kh == p.kernel_h) {
+            kh = 0;
+            ++kd;
+          }
+        }
+        point_at_tap();
+      }
+    };
     // Issues K tile kt's copies into buffer `stage` (the slot of its K rows).
-    const auto issue_tile = [&](int kt, int stage) {
+    const auto issue_chunk_tile = [&](int kt, int stage) {
       const KRows<K>& rows = s.k_rows[stage];
 #pragma unroll
       for (int i = 0; i < Shape::kChunksA; ++i) {
@@ -383,20 +533,27 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         }
       }
     };
+    const auto issue_tile = [&](int kt, int stage) {
+      if constexpr (kForm == Form::tap_tiles) issue_tap_tile(kt, stage);
+      else if constexpr (kForm == Form::plane_tiles) issue_plane_tile(kt, stage);
+      else issue_chunk_tile(kt, stage);
+    };
     const auto store_tile = [&](int stage) {
+      if constexpr (!kStepped) {  // the stepped forms hold nothing: every chunk went by cp.async
 #pragma unroll
-      for (int i = 0; i < (kChannelsInner ? Shape::kChunksPixelB : Shape::kChunksB); ++i) {
-        if (b_held[i].shape == kCopied) continue;
-        int offset;
-        if constexpr (kChannelsInner) {
-          const int chunk = tid + i * Shape::kThreads;
-          offset = chunk / (K / 8) * Shape::kPitchPixelB + chunk % (K / 8) * 8;
-        } else {
-          offset = (first_row + i * Shape::kChunkRowStep) * Shape::kPitchB + chunk_column;
+        for (int i = 0; i < (kChannelsInner ? Shape::kChunksPixelB : Shape::kChunksB); ++i) {
+          if (b_held[i].shape == kCopied) continue;
+          int offset;
+          if constexpr (kChannelsInner) {
+            const int chunk = tid + i * Shape::kThreads;
+            offset = chunk / (K / 8) * Shape::kPitchPixelB + chunk % (K / 8) * 8;
+          } else {
+            offset = (first_row + i * Shape::kChunkRowStep) * Shape::kPitchB + chunk_column;
+          }
+          uint32_t words[4];
+          finish_run(b_held[i], words);
+          *reinterpret_cast<uint4*>(&s.stages.b[stage][offset]) = make_uint4(words[0], words[1], words[2], words[3]);
         }
-        uint32_t words[4];
-        finish_run(b_held[i], words);
-        *reinterpret_cast<uint4*>(&s.stages.b[stage][offset]) = make_uint4(words[0], words[1], words[2], words[3]);
       }
     };
 
@@ -458,7 +615,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       // The held B chunks of tile `next` (its buffer was freed by the barrier above); tile
       // t + kStages's K rows into tile t's slot, which only tile t's copies read.
       if (next < k_tiles) store_tile(next_stage);
-      if (t + kStages < k_tiles && tid < K) {
+      if (!kStepped && t + kStages < k_tiles && tid < K) {
         decode_k_row<kChannelsInner>(p, (k_begin + t + kStages) * K + tid, s.k_rows[stage], tid);
       }
     }
@@ -507,13 +664,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         const int row = rank * band + index / N * 8, column = index % N;
         const int co = co0 + row;
         if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
-        float v[8] = {}, shift[8];
-        for (int q = 0; q < splits; ++q) {
-          const float* own = &s.c[row * Shape::kPitchC + column];
-          const float* part = splits > 1 ? cg::this_cluster().map_shared_rank(own, q) : own;
-#pragma unroll
-          for (int e = 0; e < 8; ++e) v[e] += part[e * Shape::kPitchC];
-        }
+        float v[8], shift[8];
+        run_sums<Shape::kPitchC>(&s.c[row * Shape::kPitchC + column], splits, v);
 #pragma unroll
         for (int e = 0; e < 8; ++e) shift[e] = bias_of(co + e);
         uint32_t packed[4];
@@ -534,14 +686,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         const int row = rank * band + index / kRuns, column = index % kRuns * 8;
         const int co = co0 + row;
         if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
-        float v[8] = {};
-        for (int q = 0; q < splits; ++q) {
-          const float* own = &s.c[row * Shape::kPitchC + column];
-          const float* part = splits > 1 ? cg::this_cluster().map_shared_rank(own, q) : own;
-          const float4 low = *reinterpret_cast<const float4*>(part), high = *reinterpret_cast<const float4*>(part + 4);
-          v[0] += low.x, v[1] += low.y, v[2] += low.z, v[3] += low.w;
-          v[4] += high.x, v[5] += high.y, v[6] += high.z, v[7] += high.w;
-        }
+        float v[8];
+        run_sums<1>(&s.c[row * Shape::kPitchC + column], splits, v);
         const float bias_value = bias_of(co);
         const float shift[8] = {bias_value, bias_value, bias_value, bias_value,
                                 bias_value, bias_value, bias_value, bias_value};
@@ -605,15 +751,16 @@ int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
   return splits;
 }
 
-template <class T, class Shape, bool kChannelsInner>
+template <class T, class Shape, Form kForm>
 void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, int multiprocessors,
             cudaStream_t stream) {
+  constexpr bool kChannelsInner = kForm == Form::channel_runs || kForm == Form::tap_tiles;
   static_assert(Shape::M / 8 % kMostSplits == 0, "a split's ranks finish equal bands of rows, in runs of 8");
   const WorkItems items = work_items(p.batch, p.groups, static_cast<int>(ceil_div(p.out_per_group, Shape::M)),
                                      static_cast<int>(ceil_div(p.out_plane, Shape::N)));
   const int splits = split_count<Shape>(p, items.count, multiprocessors);
   constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape, kChannelsInner>);
-  const auto kernel = implicit_gemm<T, Shape, kChannelsInner>;
+  const auto kernel = implicit_gemm<T, Shape, kForm>;
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
   if constexpr (kSharedBytes > 48 * 1024) {
@@ -631,6 +778,42 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
 // registers), where the channels fill them and the tiles still make a full wave. Four stages each.
 using SmallTile = Tile<64, 64, 2, 2, 4, 4>;
 using LargeTile = Tile<128, 128, 2, 4, 4, 1>;
+static_assert(SmallTile::K == LargeTile::K, "one K tile: the tap-tile rule holds for both tiles");
+
+// The form of a call: channels-inner where x's channels are contiguous and come in whole chunks of
+// 8 a group, else NCHW. Either is stepped where every 16-byte chunk of x and of the weight is
+// aligned (the pointers, and every stride that moves a chunk, a multiple of 8) and the weight rows
+// are K-contiguous: channels-inner as tap tiles where a group's channels fill whole K tiles; NCHW as
+// plane tiles for a 1x1 unit-stride unpadded call on contiguous planes of whole chunks of 8 pixels,
+// with a group's channels in whole chunks of 8 (A's chunks never straddle K's end).
+inline Form form_of(const ConvProblem& p, const void* x, const void* weight) {
+  const auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
+  const auto whole_chunks = [](int64_t stride) { return stride % 8 == 0; };
+  const bool chunks_aligned = aligned(x) && aligned(weight) && whole_chunks(p.x.n) && whole_chunks(p.weight.n);
+  if (channels_inner(p)) {
+    const bool tap_tiles = chunks_aligned && p.in_per_group % SmallTile::K == 0 &&
+                           layout_of<true>(p).weight_k_contiguous && whole_chunks(p.x.d) && whole_chunks(p.x.h) &&
+                           whole_chunks(p.x.w);
+    return tap_tiles ? Form::tap_tiles : Form::channel_runs;
+  }
+  const Layout layout = layout_of<false>(p);
+  const bool plane_tiles = chunks_aligned && layout.plane_contiguous && layout.weight_k_contiguous &&
+                           p.out_plane % 8 == 0 && p.in_per_group % 8 == 0 && whole_chunks(p.x.c);
+  return plane_tiles ? Form::plane_tiles : Form::pixel_rows;
+}
+
+template <class T, class Shape>
+void launch_form(Form form, const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
+                 int multiprocessors, cudaStream_t stream) {
+  switch (form) {
+    case Form::pixel_rows: return launch<T, Shape, Form::pixel_rows>(p, x, weight, bias, y, multiprocessors, stream);
+    case Form::plane_tiles:
+      return launch<T, Shape, Form::plane_tiles>(p, x, weight, bias, y, multiprocessors, stream);
+    case Form::channel_runs:
+      return launch<T, Shape, Form::channel_runs>(p, x, weight, bias, y, multiprocessors, stream);
+    case Form::tap_tiles: return launch<T, Shape, Form::tap_tiles>(p, x, weight, bias, y, multiprocessors, stream);
+  }
+}
 
 template <class T>
 void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
@@ -641,11 +824,9 @@ void launch_for_shape(const ConvProblem& p, const void* x, const void* weight, c
   const int64_t large_tiles =
       p.batch * p.groups * ceil_div(p.out_per_group, LargeTile::M) * ceil_div(p.out_plane, LargeTile::N);
   const bool large = p.out_per_group >= LargeTile::M && p.out_plane >= LargeTile::N && large_tiles >= multiprocessors;
-  const bool inner = channels_inner(p);
-  if (large && inner) launch<T, LargeTile, true>(p, x, weight, bias, y, multiprocessors, stream);
-  else if (large) launch<T, LargeTile, false>(p, x, weight, bias, y, multiprocessors, stream);
-  else if (inner) launch<T, SmallTile, true>(p, x, weight, bias, y, multiprocessors, stream);
-  else launch<T, SmallTile, false>(p, x, weight, bias, y, multiprocessors, stream);
+  const Form form = form_of(p, x, weight);
+  if (large) launch_form<T, LargeTile>(form, p, x, weight, bias, y, multiprocessors, stream);
+  else launch_form<T, SmallTile>(form, p, x, weight, bias, y, multiprocessors, stream);
 }
 
 }  // namespace solops::detail::conv_gemm

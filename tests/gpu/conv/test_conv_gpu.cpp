@@ -342,7 +342,8 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 // multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
 // stages do not divide), split K over 2 and 4 ranks with K tiles the ranks do not divide evenly (on
 // a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
-// f16 and bf16.
+// f16 and bf16; plane tiles (marked P: 1x1 calls on planes of whole chunks of 8, taken at offset 0,
+// the chunk-by-chunk form at the other offsets).
 // One call of the tests below that list their shapes: the op, x's and the weight's shapes, the parameters.
 struct ConvCase {
   ConvOp op;
@@ -384,7 +385,9 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {1, 3, 33, 48}, {32, 3, 3, 3}, pad1},                // K = 27: weight rows misaligned
       {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},     // 1x1, plane 196
       {ConvOp::pointwise_conv2d, {1, 72, 7, 7}, {64, 72, 1, 1}, none},       // 1x1, plane 49
-      {ConvOp::pointwise_conv2d, {1, 16, 8, 16}, {16, 16, 1, 1}, none},      // 1x1, one K tile of 16
+      {ConvOp::pointwise_conv2d, {1, 16, 8, 16}, {16, 16, 1, 1}, none},      // P, 1x1, one K tile of 16
+      {ConvOp::conv2d, {2, 40, 8, 24}, {48, 40, 1, 1}, none},                // P, K tiles 32 + 8, C_out 48
+      {ConvOp::pointwise_conv2d, {133, 16, 8, 16}, {128, 16, 1, 1}, none},   // P, the 128x128 tile (133 tiles)
       {ConvOp::conv2d, {1, 40, 9, 11}, {32, 40, 1, 1}, pad1},                // 1x1 padded: not a plane run
       {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, pad_1d},                   // 1-D, L odd
       {ConvOp::conv1d, {1, 48, 256}, {32, 48, 3}, pad_1d},                   // 1-D, L a multiple of 8
@@ -394,6 +397,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, pad1},               // 57 K tiles split 4 ways
       {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles split 2 ways, C_out 40
       {ConvOp::pointwise_conv2d, {1, 512, 7, 7}, {256, 512, 1, 1}, none},    // 1x1 of 16 K tiles, split
+      {ConvOp::pointwise_conv2d, {1, 256, 16, 16}, {128, 256, 1, 1}, none},  // P, 1x1 of 8 K tiles, split
   };
   for (const ConvCase& c : cases) {
     for (DType dtype : {DType::f16, DType::bf16}) {
@@ -524,10 +528,12 @@ void expect_channels_last_calls(std::span<const ConvCase> cases, std::initialize
 }
 
 // channels_last x whose channels come in whole chunks of 8 a group: the implicit GEMM's
-// channels-inner form (K ordered (tap, c_in), B chunks 16-byte runs of channels, 8 channels a store).
+// channels-inner form (K ordered (tap, c_in), B chunks 16-byte runs of channels, 8 channels a store),
+// as tap tiles where C_in/g is a multiple of 32, the weight is channels_last (or 1x1) and x aligned
+// (marked T: their unaligned and OIHW-weight calls take the chunk-by-chunk form).
 TEST_F(ConvGpu, ChannelsLastChannelRuns) {
   std::mt19937_64 rng(79);
-  Conv none, pad1, strided, dilated, grouped;
+  Conv none, pad1, strided, dilated, grouped, pad_w;
   pad1.padding = {1, 1, 0};
   strided.padding = {2, 2, 0};
   strided.stride = {2, 2, 1};
@@ -535,24 +541,27 @@ TEST_F(ConvGpu, ChannelsLastChannelRuns) {
   dilated.dilation = {6, 6, 1};
   grouped = pad1;
   grouped.groups = 2;
+  pad_w.padding = {0, 1, 0};
   const ConvCase cases[] = {
-      {ConvOp::conv2d, {2, 64, 28, 28}, {64, 64, 3, 3}, pad1},              // 64x64 tiles
+      {ConvOp::conv2d, {2, 64, 28, 28}, {64, 64, 3, 3}, pad1},              // T, 64x64 tiles, 2 K tiles a tap
       {ConvOp::conv2d, {1, 8, 13, 17}, {24, 8, 3, 3}, pad1},                // K = 72: a K tile's tail
-      {ConvOp::conv2d, {1, 32, 30, 33}, {40, 32, 5, 5}, strided},           // stride 2, 5x5
+      {ConvOp::conv2d, {1, 32, 30, 33}, {40, 32, 5, 5}, strided},           // T, stride 2, 5x5
       {ConvOp::conv2d, {1, 16, 20, 32}, {32, 16, 3, 3}, dilated},           // ASPP-like: taps in the padding
+      {ConvOp::conv2d, {1, 32, 20, 32}, {32, 32, 3, 3}, dilated},           // T, ASPP-like
       {ConvOp::conv2d, {2, 48, 11, 9}, {36, 24, 3, 3}, grouped},            // groups of 24: C_out/g = 18
-      {ConvOp::conv2d, {1, 256, 7, 7}, {128, 256, 3, 3}, pad1},             // few tiles, long K: split K
+      {ConvOp::conv2d, {1, 256, 7, 7}, {128, 256, 3, 3}, pad1},             // T, split K: ranks start mid-tap
       {ConvOp::conv2d, {67, 8, 12, 12}, {128, 8, 3, 3}, pad1},              // 128x128 tiles: 134 of them
-      {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},    // 1x1
+      {ConvOp::conv2d, {134, 32, 8, 16}, {128, 32, 1, 2}, pad_w},           // T, 128x128 tiles: 268 of them
+      {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},    // T (both weights), 1x1
       {ConvOp::conv2d_bias_relu, {1, 16, 9, 10}, {13, 16, 3, 3}, pad1},     // C_out 13: a partial run of 8
   };
   expect_channels_last_calls(cases, {DType::f16, DType::bf16}, rng);
 }
 
 // Depthwise calls on channels_last x large enough for the direct kernel's channels-inner walk (8
-// channels of one pixel a thread: at least 40 K (pixel, run of 8) pairs, eight warps an SM on a
-// Hopper GPU), whole and partial runs of 8, aligned and not. Smaller ones take the walk through
-// the strides (ChannelsLastEveryKernelClass).
+// channels of 4 pixels of a row a thread: at least 40 K such items, eight warps an SM on a Hopper
+// GPU), whole and partial runs of 8 channels and of 4 pixels, aligned and not. Smaller ones take
+// the walk through the strides (ChannelsLastEveryKernelClass).
 TEST_F(ConvGpu, ChannelsLastDepthwise) {
   std::mt19937_64 rng(83);
   const auto depthwise = [](int64_t channels, int64_t padding, int64_t stride, int64_t dilation) {
@@ -564,11 +573,11 @@ TEST_F(ConvGpu, ChannelsLastDepthwise) {
     return p;
   };
   const ConvCase cases[] = {
-      {ConvOp::conv2d, {3, 64, 45, 47}, {64, 1, 1, 1}, depthwise(64, 0, 1, 1)},       // 1x1: a per-channel scale
-      {ConvOp::depthwise_conv2d, {2, 32, 70, 75}, {32, 1, 3, 3}, depthwise(32, 1, 1, 1)},
-      {ConvOp::conv2d, {1, 20, 251, 220}, {20, 1, 3, 3}, depthwise(20, 1, 2, 1)},     // 20 channels: a run of 4
-      {ConvOp::conv2d, {2, 12, 130, 157}, {12, 1, 5, 5}, depthwise(12, 4, 1, 2)},     // dilation 2
-      {ConvOp::conv2d_bias_relu, {1, 40, 91, 90}, {40, 1, 3, 3}, depthwise(40, 1, 1, 1)},
+      {ConvOp::conv2d, {3, 64, 90, 95}, {64, 1, 1, 1}, depthwise(64, 0, 1, 1)},       // 1x1: a per-channel scale
+      {ConvOp::depthwise_conv2d, {2, 32, 140, 150}, {32, 1, 3, 3}, depthwise(32, 1, 1, 1)},
+      {ConvOp::conv2d, {1, 20, 501, 446}, {20, 1, 3, 3}, depthwise(20, 1, 2, 1)},     // 20 channels: a run of 4
+      {ConvOp::conv2d, {2, 12, 250, 157}, {12, 1, 5, 5}, depthwise(12, 4, 1, 2)},     // dilation 2
+      {ConvOp::conv2d_bias_relu, {1, 40, 180, 181}, {40, 1, 3, 3}, depthwise(40, 1, 1, 1)},
   };
   expect_channels_last_calls(cases, {DType::f32, DType::f16, DType::bf16}, rng);
 }
