@@ -105,6 +105,21 @@ __device__ __forceinline__ void for_each_row_inside(const ConvProblem& p, int or
   }
 }
 
+// Row segment `segment` of kRun outputs along W (segments numbered along W, then along the rows
+// (od, oh)): its output position and the origin of its window in x.
+struct RowSegment {
+  int od, oh, ow0, origin_z, origin_y, origin_x;
+};
+
+template <int kRun>
+__device__ __forceinline__ RowSegment row_segment(const ConvProblem& p, int segment,
+                                                  const FastDivisor& segments_per_row, const FastDivisor& out_h) {
+  const int row = segments_per_row.divide(segment);  // od * out_h + oh
+  const int od = out_h.divide(row), oh = row - od * p.out_h;
+  const int ow0 = (segment - row * segments_per_row.divisor()) * kRun;
+  return {od, oh, ow0, od * p.stride_d - p.pad_d, oh * p.stride_h - p.pad_h, ow0 * p.stride_w - p.pad_w};
+}
+
 template <class T, int kCo, int kPix>
 // At least one block an SM: without it ptxas caps the kernel near 96 registers and spills.
 __global__ void __launch_bounds__(kThreads, 1)
@@ -115,12 +130,8 @@ __global__ void __launch_bounds__(kThreads, 1)
     const auto [n, chunk, segment_block, group] = decode(items, p.groups, index);
     const int64_t segment64 = segment_block * kThreads + threadIdx.x;
     if (segment64 >= segments) continue;
-    const int segment = static_cast<int>(segment64);
-    const int row = segments_per_row.divide(segment);  // od * out_h + oh
-    const int od = out_h.divide(row), oh = row - od * p.out_h;
-    const int ow0 = (segment - row * segments_per_row.divisor()) * kPix;
-    const int origin_z = od * p.stride_d - p.pad_d, origin_y = oh * p.stride_h - p.pad_h,
-              origin_x = ow0 * p.stride_w - p.pad_w;
+    const auto [od, oh, ow0, origin_z, origin_y, origin_x] =
+        row_segment<kPix>(p, static_cast<int>(segment64), segments_per_row, out_h);
     const int co0 = static_cast<int>(chunk * kCo);
     const int channels = min(kCo, p.out_per_group - co0);  // this chunk's, <= kCo
     const int64_t first_co = int64_t{group} * p.out_per_group + co0;
@@ -233,12 +244,9 @@ __global__ void __launch_bounds__(kThreads, 1)  // as direct's: without it ptxas
       const int segment = runs.divide(item);
       const int c0 = (item - segment * runs.divisor()) * kChannelRun;
       const int count = min(kChannelRun, p.groups - c0);
-      const int row = segments_per_row.divide(segment);  // od * out_h + oh
-      const int ow0 = (segment - row * segments_per_row.divisor()) * kPixelRun;
+      const auto [od, oh, ow0, origin_z, origin_y, origin_x] =
+          row_segment<kPixelRun>(p, segment, segments_per_row, out_h);
       const int pixels = min(kPixelRun, p.out_w - ow0);
-      const int od = out_h.divide(row), oh = row - od * p.out_h;
-      const int origin_z = od * p.stride_d - p.pad_d, origin_y = oh * p.stride_h - p.pad_h,
-                origin_x = ow0 * p.stride_w - p.pad_w;
       const T* x_image = x + n * p.x.n + c0;
       float sums[kPixelRun][kChannelRun];
 #pragma unroll
