@@ -288,11 +288,16 @@ __global__ void __launch_bounds__(kThreads, 1)  // as direct's: without it ptxas
 // round trips, which more threads of less work each shorten and register blocking does not.
 constexpr int kWarpsPerSm = 8;
 
+// The (row segment, channel run) pairs of one image that depthwise_channels_last walks.
+int64_t depthwise_channels_last_items(const ConvProblem& p) {
+  return int64_t{p.out_d} * p.out_h * ceil_div(p.out_w, kPixelRun) * ceil_div(p.groups, kChannelRun);
+}
+
 // Whether depthwise_channels_last serves a call: one channel a group, x's and y's channels
-// contiguous, one image's (row segment, channel run) pairs indexable in 31 bits, and enough of them to
-// give every SM kWarpsPerSm warps (a smaller call takes one output a thread through the strides).
+// contiguous, one image's pairs indexable in 31 bits, and enough of them to give every SM
+// kWarpsPerSm warps (a smaller call takes one output a thread through the strides).
 bool fits_depthwise_channels_last(const ConvProblem& p, int multiprocessors) {
-  const int64_t items = int64_t{p.out_d} * p.out_h * ceil_div(p.out_w, kPixelRun) * ceil_div(p.groups, kChannelRun);
+  const int64_t items = depthwise_channels_last_items(p);
   return p.in_per_group == 1 && p.out_per_group == 1 && p.x.c == 1 && p.y.c == 1 && items < INT_MAX &&
          p.batch * items >= int64_t{multiprocessors} * kWarpsPerSm * 32;
 }
@@ -302,7 +307,7 @@ void launch_depthwise_channels_last(const ConvProblem& p, const void* x, const v
                                     cudaStream_t stream) {
   const int runs = static_cast<int>(ceil_div(p.groups, kChannelRun));
   const int segments_per_row = static_cast<int>(ceil_div(p.out_w, kPixelRun));
-  const int items = p.out_d * p.out_h * segments_per_row * runs;
+  const int items = static_cast<int>(depthwise_channels_last_items(p));  // < 2^31 (fits_depthwise_channels_last)
   const dim3 grid(grid_for(ceil_div(items, kThreads)), static_cast<unsigned>(std::min<int64_t>(p.batch, 65535)));
   depthwise_channels_last<T><<<grid, kThreads, 0, stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,

@@ -787,9 +787,8 @@ static_assert(SmallTile::K == LargeTile::K, "one K tile: the tap-tile rule holds
 // plane tiles for a 1x1 unit-stride unpadded call on contiguous planes of whole chunks of 8 pixels,
 // with a group's channels in whole chunks of 8 (A's chunks never straddle K's end).
 inline Form form_of(const ConvProblem& p, const void* x, const void* weight) {
-  const auto aligned = [](const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; };
   const auto whole_chunks = [](int64_t stride) { return stride % 8 == 0; };
-  const bool chunks_aligned = aligned(x) && aligned(weight) && whole_chunks(p.x.n) && whole_chunks(p.weight.n);
+  const bool chunks_aligned = aligned_16(x) && aligned_16(weight) && whole_chunks(p.x.n) && whole_chunks(p.weight.n);
   if (channels_inner(p)) {
     const bool tap_tiles = chunks_aligned && p.in_per_group % SmallTile::K == 0 &&
                            layout_of<true>(p).weight_k_contiguous && whole_chunks(p.x.d) && whole_chunks(p.x.h) &&

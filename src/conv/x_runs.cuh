@@ -12,7 +12,7 @@
 
 namespace solops::detail {
 
-__device__ __forceinline__ bool aligned_16(const void* pointer) {
+__host__ __device__ __forceinline__ bool aligned_16(const void* pointer) {
   return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
 }
 
