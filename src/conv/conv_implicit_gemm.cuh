@@ -49,16 +49,16 @@
 // pixel by pixel, K-contiguous, and read by ldmatrix without .trans; the epilogue finishes runs of
 // 8 output channels of one pixel, one 16-byte store into channels_last y.
 //
-// Two stepped forms need no K-row decode: every chunk of x and of the weight is an aligned 16-byte
-// run, and a thread's chunks move by a fixed step from one K tile to the next. Each thread keeps its
-// chunks' addresses and whether each lies inside x and W, and issues every chunk as one cp.async
-// that zero-fills the chunks outside (past the plane, C_out or K, or in the padding): no registers
-// held through the MMAs, no gathers.
+// Two stepped forms need no K-row decode: every chunk of x and of the weight is an aligned run, and
+// a thread's chunks move by a fixed step from one K tile to the next. Each thread keeps its chunks'
+// addresses and whether each lies inside x and W, and issues every chunk as cp.async copies that
+// zero-fill the chunks outside (past the plane, C_out or K, or in the padding): no registers held
+// through the MMAs, no gathers.
 //   - Tap tiles (channels-inner; C_in/g a multiple of the K tile, the weight K-contiguous): a K tile
 //     is K channels of one tap, and the chunks' addresses change taps every C_in/g / K tiles.
-//   - Plane tiles (NCHW form of a 1x1 unit-stride unpadded call on contiguous planes of whole
-//     chunks of 8 pixels): B row k is input channel k's plane, a chunk one C_in stride further a K
-//     row.
+//   - Plane tiles (NCHW form of a 1x1 unit-stride unpadded call on contiguous planes): B row k is
+//     input channel k's plane, a chunk one C_in stride further a K row. Where the planes are not
+//     whole chunks of 8 pixels but whole halves of 4 (14x14), each chunk is two 8-byte copies.
 #pragma once
 
 #include <cooperative_groups.h>
@@ -153,6 +153,7 @@ struct Layout {
   bool y_unit_w;             // y contiguous along W: 8 pixels of one output row are a run of y
   bool channel_runs;         // channels-inner form: x's channels contiguous, in_per_group a multiple of
                              // 8: a B chunk is a run of x
+  bool plane_halves;         // plane tiles whose B chunks are 8-byte aligned, not 16: two copies a chunk
 };
 
 template <bool kChannelsInner, int kK>
@@ -242,12 +243,20 @@ __device__ __forceinline__ void cp_async_16(void* shared, const void* global) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(shared_address(shared)), "l"(global) : "memory");
 }
 
-// 16 bytes from `global` where `copy`, else 16 zero bytes (the copy reads none: `global` need only
-// be a valid address).
-__device__ __forceinline__ void cp_async_16_or_zero(void* shared, const void* global, bool copy) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
-               "r"(copy ? 16 : 0)
-               : "memory");
+// kBytes (16 or 8) from `global` where `copy`, else kBytes zero bytes (the copy reads none: `global`
+// need only be a valid address aligned to kBytes).
+template <int kBytes>
+__device__ __forceinline__ void cp_async_or_zero(void* shared, const void* global, bool copy) {
+  static_assert(kBytes == 16 || kBytes == 8, "cp.async copies 16 bytes bypassing L1, or 8 through it");
+  if constexpr (kBytes == 16) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(shared)), "l"(global),
+                 "r"(copy ? 16 : 0)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(shared_address(shared)), "l"(global),
+                 "r"(copy ? 8 : 0)
+                 : "memory");
+  }
 }
 
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
@@ -324,6 +333,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     bool step_a_inside[Shape::kChunksA];
     const uint16_t* const plane_chunk = x_group + pixel0 + chunk_column;
     const bool plane_inside = pixel0 + chunk_column < p.out_plane;
+    const bool plane_high_inside = pixel0 + chunk_column + 4 < p.out_plane;  // its last 4 pixels
     int channel0 = 0, kd = 0, kh = 0, kw = 0;
     const uint16_t* tap_chunk[Shape::kChunksPixelB];
     bool tap_inside[Shape::kChunksPixelB];
@@ -401,8 +411,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         const int chunk = tid + i * Shape::kThreads;
         const int m = chunk / (K / 8), kc = chunk % (K / 8) * 8;
         const bool inside = step_a_inside[i] && kt * K + kc < p.reduction;
-        cp_async_16_or_zero(&s.stages.a[stage][m * Shape::kPitchA + kc], inside ? step_a_chunk[i] + kt * K : weight,
-                            inside);
+        cp_async_or_zero<16>(&s.stages.a[stage][m * Shape::kPitchA + kc], inside ? step_a_chunk[i] + kt * K : weight,
+                             inside);
       }
     };
     // Issues plane tile kt's copies into buffer `stage`.
@@ -412,8 +422,15 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       for (int i = 0; i < Shape::kChunksB; ++i) {
         const int r = first_row + i * Shape::kChunkRowStep, k = kt * K + r;
         const bool inside = plane_inside && k < p.reduction;
-        cp_async_16_or_zero(&s.stages.b[stage][r * Shape::kPitchB + chunk_column],
-                            inside ? plane_chunk + int64_t{k} * p.x.c : x, inside);
+        uint16_t* const to = &s.stages.b[stage][r * Shape::kPitchB + chunk_column];
+        const uint16_t* const from = plane_chunk + int64_t{k} * p.x.c;
+        if (layout.plane_halves) {
+          const bool high_inside = plane_high_inside && k < p.reduction;
+          cp_async_or_zero<8>(to, inside ? from : x, inside);
+          cp_async_or_zero<8>(to + 4, high_inside ? from + 4 : x, high_inside);
+        } else {
+          cp_async_or_zero<16>(to, inside ? from : x, inside);
+        }
       }
     };
     // Issues tap tile kt's copies into buffer `stage`. Tap tiles are issued in order, kt = k_begin,
@@ -424,8 +441,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       for (int i = 0; i < Shape::kChunksPixelB; ++i) {
         const int chunk = tid + i * Shape::kThreads;
         const int column = chunk / (K / 8), kc = chunk % (K / 8) * 8;
-        cp_async_16_or_zero(&s.stages.b[stage][column * Shape::kPitchPixelB + kc],
-                            tap_inside[i] ? tap_chunk[i] + channel0 : x, tap_inside[i]);
+        cp_async_or_zero<16>(&s.stages.b[stage][column * Shape::kPitchPixelB + kc],
+                             tap_inside[i] ? tap_chunk[i] + channel0 : x, tap_inside[i]);
       }
       channel0 += K;
       if (channel0 == p.in_per_group) {
@@ -736,6 +753,14 @@ Layout layout_of(const ConvProblem& p) {
   return layout;
 }
 
+inline bool aligned_to(const void* pointer, int bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
+
+// Whether x's B chunks of a plane-tile call are aligned runs of 8 pixels (else pairs of 8-byte
+// aligned halves, Layout::plane_halves).
+inline bool plane_chunks_aligned(const ConvProblem& p, const void* x) {
+  return aligned_16(x) && p.x.n % 8 == 0 && p.x.c % 8 == 0 && p.out_plane % 8 == 0;
+}
+
 // K is split over a cluster of 2 or 4 CTAs while the tiles alone would leave at least half of the
 // resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
 // pipeline): the rows of few tiles and long K (stage-down, classifier, late-stage, encodec-deep,
@@ -761,6 +786,8 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   const int splits = split_count<Shape>(p, items.count, multiprocessors);
   constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape, kChannelsInner>);
   const auto kernel = implicit_gemm<T, Shape, kForm>;
+  Layout layout = layout_of<kChannelsInner>(p);
+  layout.plane_halves = kForm == Form::plane_tiles && !plane_chunks_aligned(p, x);
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
   if constexpr (kSharedBytes > 48 * 1024) {
@@ -770,7 +797,7 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   launch_clustered(kernel, dim3(static_cast<unsigned>(std::min<int64_t>(items.count, INT_MAX / kMostSplits) * splits)),
                    dim3(Shape::kThreads), static_cast<unsigned>(splits), kSharedBytes, stream,
                    static_cast<const uint16_t*>(x), static_cast<const uint16_t*>(weight),
-                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout_of<kChannelsInner>(p), items);
+                   static_cast<const uint16_t*>(bias), static_cast<uint16_t*>(y), p, layout, items);
 }
 
 // 64x64 tiles of four warps, four blocks an SM (at most 128 registers a thread), for every shape;
@@ -781,23 +808,24 @@ using LargeTile = Tile<128, 128, 2, 4, 4, 1>;
 static_assert(SmallTile::K == LargeTile::K, "one K tile: the tap-tile rule holds for both tiles");
 
 // The form of a call: channels-inner where x's channels are contiguous and come in whole chunks of
-// 8 a group, else NCHW. Either is stepped where every 16-byte chunk of x and of the weight is
-// aligned (the pointers, and every stride that moves a chunk, a multiple of 8) and the weight rows
-// are K-contiguous: channels-inner as tap tiles where a group's channels fill whole K tiles; NCHW as
-// plane tiles for a 1x1 unit-stride unpadded call on contiguous planes of whole chunks of 8 pixels,
-// with a group's channels in whole chunks of 8 (A's chunks never straddle K's end).
+// 8 a group, else NCHW. Either is stepped where every chunk of x and of the weight is an aligned run
+// (the pointers, and every stride that moves a chunk, multiples of the copy) and the weight rows are
+// K-contiguous: channels-inner as tap tiles where a group's channels fill whole K tiles (16-byte
+// chunks); NCHW as plane tiles for a 1x1 unit-stride unpadded call on contiguous planes, with a
+// group's channels in whole chunks of 8 (A's chunks never straddle K's end), B's chunks 16-byte
+// runs or pairs of 8-byte ones (planes of whole halves of 4 pixels: 14x14).
 inline Form form_of(const ConvProblem& p, const void* x, const void* weight) {
-  const auto whole_chunks = [](int64_t stride) { return stride % 8 == 0; };
-  const bool chunks_aligned = aligned_16(x) && aligned_16(weight) && whole_chunks(p.x.n) && whole_chunks(p.weight.n);
+  const bool weight_aligned = aligned_16(weight) && p.weight.n % 8 == 0;
   if (channels_inner(p)) {
-    const bool tap_tiles = chunks_aligned && p.in_per_group % SmallTile::K == 0 &&
-                           layout_of<true>(p).weight_k_contiguous && whole_chunks(p.x.d) && whole_chunks(p.x.h) &&
-                           whole_chunks(p.x.w);
+    const bool tap_tiles = weight_aligned && aligned_16(x) && p.x.n % 8 == 0 && p.x.d % 8 == 0 &&
+                           p.x.h % 8 == 0 && p.x.w % 8 == 0 && p.in_per_group % SmallTile::K == 0 &&
+                           layout_of<true>(p).weight_k_contiguous;
     return tap_tiles ? Form::tap_tiles : Form::channel_runs;
   }
   const Layout layout = layout_of<false>(p);
-  const bool plane_tiles = chunks_aligned && layout.plane_contiguous && layout.weight_k_contiguous &&
-                           p.out_plane % 8 == 0 && p.in_per_group % 8 == 0 && whole_chunks(p.x.c);
+  const bool halves_aligned = aligned_to(x, 8) && p.x.n % 4 == 0 && p.x.c % 4 == 0 && p.out_plane % 4 == 0;
+  const bool plane_tiles = weight_aligned && halves_aligned && layout.plane_contiguous &&
+                           layout.weight_k_contiguous && p.in_per_group % 8 == 0;
   return plane_tiles ? Form::plane_tiles : Form::pixel_rows;
 }
 

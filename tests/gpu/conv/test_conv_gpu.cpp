@@ -342,8 +342,9 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 // multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
 // stages do not divide), split K over 2 and 4 ranks with K tiles the ranks do not divide evenly (on
 // a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
-// f16 and bf16; plane tiles (marked P: 1x1 calls on planes of whole chunks of 8, taken at offset 0,
-// the chunk-by-chunk form at the other offsets).
+// f16 and bf16; plane tiles (marked P: 1x1 calls on planes of whole halves of 4 pixels, as 16-byte
+// chunks at offset 0 where the planes are whole chunks of 8, as pairs of 8-byte halves at offset 4
+// and on the other planes; the chunk-by-chunk form at offsets 1 and 7).
 // One call of the tests below that list their shapes: the op, x's and the weight's shapes, the parameters.
 struct ConvCase {
   ConvOp op;
@@ -383,7 +384,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {1, 16, 24, 61}, {32, 16, 3, 3}, wide_strided},      // stride 2, padding 5: out_w 35
       {ConvOp::conv1d, {2, 40, 301}, {64, 40, 3}, strided_1d},              // 1-D stride 2
       {ConvOp::conv2d, {1, 3, 33, 48}, {32, 3, 3, 3}, pad1},                // K = 27: weight rows misaligned
-      {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},     // 1x1, plane 196
+      {ConvOp::pointwise_conv2d, {2, 64, 14, 14}, {96, 64, 1, 1}, none},     // P, 1x1, plane 196: halves
       {ConvOp::pointwise_conv2d, {1, 72, 7, 7}, {64, 72, 1, 1}, none},       // 1x1, plane 49
       {ConvOp::pointwise_conv2d, {1, 16, 8, 16}, {16, 16, 1, 1}, none},      // P, 1x1, one K tile of 16
       {ConvOp::conv2d, {2, 40, 8, 24}, {48, 40, 1, 1}, none},                // P, K tiles 32 + 8, C_out 48
@@ -398,6 +399,9 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles split 2 ways, C_out 40
       {ConvOp::pointwise_conv2d, {1, 512, 7, 7}, {256, 512, 1, 1}, none},    // 1x1 of 16 K tiles, split
       {ConvOp::pointwise_conv2d, {1, 256, 16, 16}, {128, 256, 1, 1}, none},  // P, 1x1 of 8 K tiles, split
+      {ConvOp::conv2d, {1, 40, 14, 14}, {48, 40, 1, 1}, none},                // P, halves, K tiles 32 + 8
+      {ConvOp::pointwise_conv2d, {1, 256, 14, 14}, {128, 256, 1, 1}, none},  // P, halves, split
+      {ConvOp::pointwise_conv2d, {133, 16, 12, 11}, {128, 16, 1, 1}, none},  // P, halves, the 128x128 tile
   };
   for (const ConvCase& c : cases) {
     for (DType dtype : {DType::f16, DType::bf16}) {
