@@ -764,15 +764,19 @@ inline bool plane_chunks_aligned(const ConvProblem& p, const void* x) {
 // K is split over a cluster of 2 or 4 CTAs while the tiles alone would leave at least half of the
 // resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
 // pipeline): the rows of few tiles and long K (stage-down, classifier, late-stage, encodec-deep,
-// ASPP).
+// ASPP). Where the tiles fill at most an eighth of the resident blocks, a call's time is the chain
+// of K tiles one block walks, each waiting on its loads: it splits down to one K tile a rank.
 constexpr int kMostSplits = 4, kMinSplitKTiles = 4;
 
 template <class Shape>
 int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
   const int64_t resident = int64_t{multiprocessors} * Shape::kBlocksPerSm;
   const int k_tiles = (p.reduction + Shape::K - 1) / Shape::K;
+  const int least_tiles_a_rank = tiles * 8 <= resident ? 1 : kMinSplitKTiles;
   int splits = 1;
-  while (splits < kMostSplits && tiles * splits * 2 <= resident && k_tiles >= kMinSplitKTiles * splits * 2) splits *= 2;
+  while (splits < kMostSplits && tiles * splits * 2 <= resident && k_tiles >= least_tiles_a_rank * splits * 2) {
+    splits *= 2;
+  }
   return splits;
 }
 

@@ -396,7 +396,8 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv2d, {4, 32, 64, 72}, {128, 32, 3, 3}, pad1},              // the 128x128 tile (144 tiles)
       {ConvOp::conv2d, {2, 96, 28, 28}, {160, 96, 3, 3}, pad1},              // 27 K tiles split 4 ways
       {ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, pad1},               // 57 K tiles split 4 ways
-      {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles split 2 ways, C_out 40
+      {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles of 2 tiles split 4 ways
+      {ConvOp::conv2d, {20, 52, 20, 20}, {40, 52, 3, 3}, pad1},              // 15 K tiles split 2 ways, C_out 40
       {ConvOp::pointwise_conv2d, {1, 512, 7, 7}, {256, 512, 1, 1}, none},    // 1x1 of 16 K tiles, split
       {ConvOp::pointwise_conv2d, {1, 256, 16, 16}, {128, 256, 1, 1}, none},  // P, 1x1 of 8 K tiles, split
       {ConvOp::conv2d, {1, 40, 14, 14}, {48, 40, 1, 1}, none},                // P, halves, K tiles 32 + 8
