@@ -761,12 +761,14 @@ inline bool plane_chunks_aligned(const ConvProblem& p, const void* x) {
   return aligned_16(x) && p.x.n % 8 == 0 && p.x.c % 8 == 0 && p.out_plane % 8 == 0;
 }
 
-// K is split over a cluster of 2 or 4 CTAs while the tiles alone would leave at least half of the
-// resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
+// K is split over a cluster of 2, 4 or 8 CTAs while the tiles alone would leave at least half of
+// the resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
 // pipeline): the rows of few tiles and long K (stage-down, classifier, late-stage, encodec-deep,
-// ASPP). Where the tiles fill at most an eighth of the resident blocks, a call's time is the chain
-// of K tiles one block walks, each waiting on its loads: it splits down to one K tile a rank.
-constexpr int kMostSplits = 4, kMinSplitKTiles = 4;
+// ASPP); eight ranks halve the chain of K tiles a block walks where four leave half the resident
+// blocks idle (stage-down: 52 tiles, 36-100 K tiles). Where the tiles fill at most an eighth of the
+// resident blocks, a call's time is the chain of K tiles one block walks, each waiting on its loads:
+// it splits down to one K tile a rank.
+constexpr int kMostSplits = 8, kMinSplitKTiles = 4;
 
 template <class Shape>
 int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {

@@ -340,7 +340,7 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 // padding, whole-plane runs of 1x1 convs (planes not a multiple of 8: runs across rows), stride-2
 // runs (every other element of 15) at every alignment, dilated taps, weight rows that are runs at any alignment or not (K not a
 // multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
-// stages do not divide), split K over 2 and 4 ranks with K tiles the ranks do not divide evenly (on
+// stages do not divide), split K over 2, 4 and 8 ranks with K tiles the ranks do not divide evenly (on
 // a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
 // f16 and bf16; plane tiles (marked P: 1x1 calls on planes of whole halves of 4 pixels, as 16-byte
 // chunks at offset 0 where the planes are whole chunks of 8, as pairs of 8-byte halves at offset 4
@@ -395,7 +395,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv3d, {1, 8, 5, 9, 24}, {16, 8, 3, 3, 3}, pad_d},           // 3-D, rows padded in z and y
       {ConvOp::conv2d, {4, 32, 64, 72}, {128, 32, 3, 3}, pad1},              // the 128x128 tile (144 tiles)
       {ConvOp::conv2d, {2, 96, 28, 28}, {160, 96, 3, 3}, pad1},              // 27 K tiles split 4 ways
-      {ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, pad1},               // 57 K tiles split 4 ways
+      {ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, pad1},               // 57 K tiles split 8 ways
       {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles of 2 tiles split 4 ways
       {ConvOp::conv2d, {20, 52, 20, 20}, {40, 52, 3, 3}, pad1},              // 15 K tiles split 2 ways, C_out 40
       {ConvOp::pointwise_conv2d, {1, 512, 7, 7}, {256, 512, 1, 1}, none},    // 1x1 of 16 K tiles, split
@@ -415,7 +415,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
 }
 
 TEST_F(ConvGpu, SplitKIsBitwiseRepeatable) {
-  // 57 K tiles over a cluster of 4 (on a 132-SM GPU): the ranks' partial sums are added in rank
+  // 57 K tiles over a cluster of 8 (on a 132-SM GPU): the ranks' partial sums are added in rank
   // order, so two calls agree to the bit.
   std::mt19937_64 rng(78);
   Conv p;
