@@ -71,15 +71,15 @@ __device__ __forceinline__ void load_inputs(const T* x, const T* x_tap, int xx, 
   }
 }
 
-// Stores a thread's kPix outputs of one channel (ReLU applied): one 16-byte store where they are an
-// aligned run of a 16-bit y, else one store an output.
+// Stores a thread's kPix outputs of one channel (ReLU applied): one run (store_run) where they are
+// 8 consecutive elements of a 16-bit y, else one store an output.
 template <class T, int kPix>
 __device__ __forceinline__ void store_outputs(T* y_run, const float (&sums)[kPix], int pixels, const ConvProblem& p) {
   float v[kPix];
 #pragma unroll
   for (int i = 0; i < kPix; ++i) v[i] = p.relu && sums[i] < 0.0f ? 0.0f : sums[i];  // relu(NaN) is NaN
   if constexpr (sizeof(T) == 2 && kPix == 8) {
-    if (p.y.w == 1 && pixels == kPix && aligned_16(y_run)) {
+    if (p.y.w == 1 && pixels == kPix) {
       store_run_of_8<T>(y_run, v);
       return;
     }
@@ -217,13 +217,14 @@ __device__ __forceinline__ void store_channel_run(T* to, int count, const float 
   float v[kChannelRun];
 #pragma unroll
   for (int j = 0; j < kChannelRun; ++j) v[j] = relu && values[j] < 0.0f ? 0.0f : values[j];  // relu(NaN) is NaN
-  if (count == kChannelRun && aligned_16(to)) {
-    if constexpr (sizeof(T) == 2) {
+  if constexpr (sizeof(T) == 2) {
+    if (count == kChannelRun) {
       store_run_of_8<T>(to, v);
-    } else {
-      reinterpret_cast<float4*>(to)[0] = make_float4(v[0], v[1], v[2], v[3]);
-      reinterpret_cast<float4*>(to)[1] = make_float4(v[4], v[5], v[6], v[7]);
+      return;
     }
+  } else if (count == kChannelRun && aligned_16(to)) {
+    reinterpret_cast<float4*>(to)[0] = make_float4(v[0], v[1], v[2], v[3]);
+    reinterpret_cast<float4*>(to)[1] = make_float4(v[4], v[5], v[6], v[7]);
     return;
   }
 #pragma unroll

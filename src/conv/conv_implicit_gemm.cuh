@@ -31,8 +31,8 @@
 // kernel serves channels_last x, weight and y (through the element gather).
 //
 // After the main loop the f32 sums go through shared memory (the stage buffers), so that each
-// thread finishes runs of 8 pixels of one output channel: bias, ReLU, one rounding, and one 16-byte
-// store where the run is an aligned run of y.
+// thread finishes runs of 8 pixels of one output channel: bias, ReLU, one rounding, and the widest
+// stores the run's alignment allows where it is 8 consecutive elements of y (store_run).
 //
 // Split K: where the tiles are too few to fill the GPU, a cluster of 2 or 4 CTAs shares each tile,
 // each rank summing an equal run of the K tiles; the ranks then finish a band of the tile's rows
@@ -47,7 +47,7 @@
 // (OHWI) weight row, so that a B chunk is 8 consecutive channels of one pixel at one tap: one
 // 16-byte run of x, copied by cp.async (zero where the tap lies in the padding). B is then stored
 // pixel by pixel, K-contiguous, and read by ldmatrix without .trans; the epilogue finishes runs of
-// 8 output channels of one pixel, one 16-byte store into channels_last y.
+// 8 output channels of one pixel, one run of channels_last y.
 //
 // Two stepped forms need no K-row decode: every chunk of x and of the weight is an aligned run, and
 // a thread's chunks move by a fixed step from one K tile to the next. Each thread keeps its chunks'
@@ -658,8 +658,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     else __syncthreads();
 
     // Epilogue: this rank's band of rows in runs of 8 (pixels of one channel; in the channels-inner
-    // form channels of one pixel); the ranks' sums added in rank order, bias, ReLU, one rounding; a
-    // 16-byte store where the run is one aligned run of y, else through y's strides.
+    // form channels of one pixel); the ranks' sums added in rank order, bias, ReLU, one rounding; one
+    // run of stores (store_run) where the run is 8 consecutive elements of y, else through y's strides.
     uint16_t* y_group = y + n * p.y.n + int64_t{group} * p.out_per_group * p.y.c;
     const int band = M / splits;  // splits divides M / 8 (launch)
     const auto finish = [&](const float (&v)[8], const float (&shift)[8], uint32_t (&packed)[4]) {
@@ -688,8 +688,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         uint32_t packed[4];
         finish(v, shift, packed);
         uint16_t* run = y_group + s.y_offset[column] + int64_t{co} * p.y.c;
-        if (p.y.c == 1 && co + 8 <= p.out_per_group && aligned_16(run)) {
-          *reinterpret_cast<uint4*>(run) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        if (p.y.c == 1 && co + 8 <= p.out_per_group) {
+          store_run(run, packed);
         } else {
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
@@ -714,9 +714,8 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         // With unit W stride, offsets 7 apart over 8 pixels are one run: y's validated layouts
         // (contiguous, channels_last) never step back between its rows or planes.
         uint16_t* run = y_channel + s.y_offset[column];
-        if (layout.y_unit_w && pixel0 + column + 8 <= p.out_plane && s.y_offset[column + 7] - s.y_offset[column] == 7 &&
-            aligned_16(run)) {
-          *reinterpret_cast<uint4*>(run) = make_uint4(packed[0], packed[1], packed[2], packed[3]);
+        if (layout.y_unit_w && pixel0 + column + 8 <= p.out_plane && s.y_offset[column + 7] - s.y_offset[column] == 7) {
+          store_run(run, packed);
         } else {
           for (int e = 0; e < 8 && pixel0 + column + e < p.out_plane; ++e) {
             y_channel[s.y_offset[column + e]] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));

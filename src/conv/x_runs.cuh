@@ -29,13 +29,33 @@ __device__ __forceinline__ uint16_t float_to_bits(float v) {
   else return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
-// 8 floats rounded to the 16-bit T and stored with one 16-byte store at `to` (16-byte aligned).
+// 8 consecutive 16-bit values (two a word, the lower first) stored at `to` in the widest stores its
+// alignment allows: one of 16 bytes, two of 8, four of 4 or eight of 2. Rows of y whose length is
+// not a multiple of 8 leave most runs unaligned, where 2-byte stores would each touch the sectors of
+// a whole warp's runs.
+__device__ __forceinline__ void store_run(uint16_t* to, const uint32_t (&words)[4]) {
+  const auto address = reinterpret_cast<uintptr_t>(to);
+  if (address % 16 == 0) {
+    *reinterpret_cast<uint4*>(to) = make_uint4(words[0], words[1], words[2], words[3]);
+  } else if (address % 8 == 0) {
+    reinterpret_cast<uint2*>(to)[0] = make_uint2(words[0], words[1]);
+    reinterpret_cast<uint2*>(to)[1] = make_uint2(words[2], words[3]);
+  } else if (address % 4 == 0) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) reinterpret_cast<uint32_t*>(to)[i] = words[i];
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) to[e] = static_cast<uint16_t>(words[e / 2] >> (e % 2 * 16));
+  }
+}
+
+// 8 floats rounded to the 16-bit T and stored as one run at `to` (store_run).
 template <class T>
 __device__ __forceinline__ void store_run_of_8(void* to, const float (&v)[8]) {
   uint32_t words[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) words[i] = float_to_bits<T>(v[2 * i]) | uint32_t{float_to_bits<T>(v[2 * i + 1])} << 16;
-  *reinterpret_cast<uint4*>(to) = make_uint4(words[0], words[1], words[2], words[3]);
+  store_run(static_cast<uint16_t*>(to), words);
 }
 
 // Elements [shift, shift + 2 kOut) of the words w (element j in half j % 2 of word j / 2), shift

@@ -341,7 +341,7 @@ TEST_F(ConvGpu, DepthwiseCausalVectorAndScalarPaths) {
 // runs (every other element of 15) at every alignment, dilated taps, weight rows that are runs at any alignment or not (K not a
 // multiple of 8), K of one partial tile up to many tiles (fewer tiles than stages, and counts the
 // stages do not divide), split K over 2, 4 and 8 ranks with K tiles the ranks do not divide evenly (on
-// a 132-SM H100 or H200), 16-byte and element stores of y (offsets that misalign y), both tiles,
+// a 132-SM H100 or H200), stores of y's runs at every alignment (y offsets, rows of odd length), both tiles,
 // f16 and bf16; plane tiles (marked P: 1x1 calls on planes of whole halves of 4 pixels, as 16-byte
 // chunks at offset 0 where the planes are whole chunks of 8, as pairs of 8-byte halves at offset 4
 // and on the other planes; the chunk-by-chunk form at offsets 1 and 7).
