@@ -15,8 +15,10 @@
 // time is each thread's chain of memory round trips, which more threads shorten.
 // The inputs a warp's neighbouring threads share (overlapping windows) come from L1. Every tensor
 // is addressed through its strides, so channels_last calls take the same path, but depthwise ones
-// that fill the SMs, which walk channels instead (depthwise_channels_last). Work items are (image,
-// group, channel chunk, block of row segments), walked grid-stride, segments fastest.
+// that fill the SMs, which walk channels instead (depthwise_channels_last). 1-D calls with one input
+// channel a group and many output channels compute from a staged segment of x (signal_conv1d).
+// Work items are (image, group, channel chunk, block of row segments), walked grid-stride, segments
+// fastest.
 #include <algorithm>
 #include <climits>
 #include <cstdint>
@@ -120,6 +122,18 @@ __device__ __forceinline__ RowSegment row_segment(const ConvProblem& p, int segm
   return {od, oh, ow0, od * p.stride_d - p.pad_d, oh * p.stride_h - p.pad_h, ow0 * p.stride_w - p.pad_w};
 }
 
+// Every output's sum starts at its channel's bias: channels first_co + j, j < channels (0 past them or
+// without a bias).
+template <class T, int kCo, int kPix>
+__device__ __forceinline__ void start_at_bias(float (&sums)[kCo][kPix], const T* bias, int64_t first_co, int channels) {
+#pragma unroll
+  for (int j = 0; j < kCo; ++j) {
+    const float b = bias && j < channels ? to_float(bias[first_co + j]) : 0.0f;
+#pragma unroll
+    for (int i = 0; i < kPix; ++i) sums[j][i] = b;
+  }
+}
+
 template <class T, int kCo, int kPix>
 // At least one block an SM: without it ptxas caps the kernel near 96 registers and spills.
 __global__ void __launch_bounds__(kThreads, 1)
@@ -141,12 +155,7 @@ __global__ void __launch_bounds__(kThreads, 1)
     const int pixels = min(kPix, p.out_w - ow0);               // this segment's, <= kPix
 
     float sums[kCo][kPix];
-#pragma unroll
-    for (int j = 0; j < kCo; ++j) {
-      const float b = bias && j < channels ? to_float(bias[first_co + j]) : 0.0f;
-#pragma unroll
-      for (int i = 0; i < kPix; ++i) sums[j][i] = b;
-    }
+    start_at_bias(sums, bias, first_co, channels);
     for (int ci = 0; ci < p.in_per_group; ++ci) {
       const T* x_channel = x_group + ci * p.x.c;
       const T* w_channel = w_chunk + ci * p.weight.c;
@@ -315,6 +324,101 @@ void launch_depthwise_channels_last(const ConvProblem& p, const void* x, const v
       FastDivisor(runs), FastDivisor(segments_per_row), FastDivisor(p.out_h), items);
 }
 
+// 1-D calls with one input channel a group and at least kSignalChannels output channels a group
+// (a waveform filtered into many channels: wav2vec2's and EnCodec's first layers). The walk above
+// gives a thread one tap's inputs and weights a memory round trip at a time, for a few outputs:
+// such a call is a chain of round trips a thread. Here a block first stages the segment of x that
+// its outputs read (f32, zero in the padding) and its chunk's weights in shared memory, one
+// coalesced pass each, then computes kSignalChannels channels x kSignalOutputs positions a thread
+// from shared memory. A thread's positions are kSignalThreads apart: its reads of the segment are a
+// stride apart across a warp, and its stores, channel by channel, a warp's consecutive positions.
+constexpr int kSignalThreads = 128, kSignalChannels = 8, kSignalOutputs = 8;
+constexpr int kSignalPositions = kSignalThreads * kSignalOutputs;  // a block's positions of one row
+constexpr int kSignalSharedBytes = 48 * 1024;                       // no opt-in needed
+
+// The x elements a block's positions read (the windows of kSignalPositions outputs), rounded up to
+// whole float4s so that the weights after them are 16-byte aligned.
+int64_t signal_segment(const ConvProblem& p) {
+  const int64_t reach = int64_t{kSignalPositions - 1} * p.stride_w + int64_t{p.kernel_w - 1} * p.dilation_w + 1;
+  return ceil_div(reach, 4) * 4;
+}
+
+int64_t signal_shared_bytes(const ConvProblem& p) {
+  return (signal_segment(p) + int64_t{p.kernel_w} * kSignalChannels) * sizeof(float);
+}
+
+bool fits_signal(const ConvProblem& p) {
+  return p.in_per_group == 1 && p.out_per_group >= kSignalChannels && p.in_d == 1 && p.in_h == 1 && p.out_d == 1 &&
+         p.out_h == 1 && signal_shared_bytes(p) <= kSignalSharedBytes;
+}
+
+template <class T>
+__global__ void __launch_bounds__(kSignalThreads)
+    signal_conv1d(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
+                  T* __restrict__ y, const ConvProblem p, const int segment, const WorkItems items) {
+  extern __shared__ float signal_shared[];
+  float* const xs = signal_shared;           // [segment]: x from the block's first window on
+  float* const ws = signal_shared + segment;  // [kernel_w][kSignalChannels]
+  const int tid = threadIdx.x;
+  for (int64_t index = blockIdx.x; index < items.count; index += gridDim.x) {
+    const auto [n, chunk, position_block, group] = decode(items, p.groups, index);
+    const int l0 = static_cast<int>(position_block) * kSignalPositions;
+    const int co0 = static_cast<int>(chunk) * kSignalChannels;
+    const int channels = min(kSignalChannels, p.out_per_group - co0);
+    const int64_t first_co = int64_t{group} * p.out_per_group + co0;
+    const T* x_row = x + n * p.x.n + int64_t{group} * p.x.c;
+    const int first_input = l0 * p.stride_w - p.pad_w;
+    __syncthreads();  // the previous item's reads of xs and ws are done
+    for (int e = tid; e < segment; e += kSignalThreads) {
+      const int64_t position = int64_t{first_input} + e;  // in the padding outside [0, in_w)
+      xs[e] = position >= 0 && position < p.in_w ? to_float(x_row[position * p.x.w]) : 0.0f;
+    }
+    for (int e = tid; e < p.kernel_w * kSignalChannels; e += kSignalThreads) {
+      const int tap = e / kSignalChannels, j = e % kSignalChannels;
+      ws[e] = j < channels ? to_float(weight[(first_co + j) * p.weight.n + int64_t{tap} * p.weight.w]) : 0.0f;
+    }
+    __syncthreads();
+
+    float sums[kSignalChannels][kSignalOutputs];
+    start_at_bias(sums, bias, first_co, channels);
+    for (int tap = 0; tap < p.kernel_w; ++tap) {
+      const float4 low = reinterpret_cast<const float4*>(ws + tap * kSignalChannels)[0];
+      const float4 high = reinterpret_cast<const float4*>(ws + tap * kSignalChannels)[1];
+      const float w[kSignalChannels] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
+      const float* x_tap = xs + tap * p.dilation_w + tid * p.stride_w;
+#pragma unroll
+      for (int i = 0; i < kSignalOutputs; ++i) {
+        const float v = x_tap[i * kSignalThreads * p.stride_w];
+#pragma unroll
+        for (int j = 0; j < kSignalChannels; ++j) sums[j][i] = fmaf(v, w[j], sums[j][i]);
+      }
+    }
+
+    T* y_chunk = y + n * p.y.n + first_co * p.y.c;
+#pragma unroll
+    for (int j = 0; j < kSignalChannels; ++j) {
+      if (j >= channels) break;
+#pragma unroll
+      for (int i = 0; i < kSignalOutputs; ++i) {
+        const int position = l0 + tid + i * kSignalThreads;
+        const float v = p.relu && sums[j][i] < 0.0f ? 0.0f : sums[j][i];  // relu(NaN) is NaN
+        if (position < p.out_w) y_chunk[j * p.y.c + int64_t{position} * p.y.w] = from_float<T>(v);
+      }
+    }
+  }
+}
+
+template <class T>
+void launch_signal(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
+                   cudaStream_t stream) {
+  const int segment = static_cast<int>(signal_segment(p));
+  const WorkItems items = work_items(p.batch, p.groups, static_cast<int>(ceil_div(p.out_per_group, kSignalChannels)),
+                                     static_cast<int>(ceil_div(p.out_w, kSignalPositions)));
+  signal_conv1d<T><<<grid_for(items.count), kSignalThreads, signal_shared_bytes(p), stream>>>(
+      static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,
+      segment, items);
+}
+
 // Threads of a launch with kPix outputs a thread.
 int64_t threads_for(const ConvProblem& p, int co, int pixels) {
   return p.batch * p.groups * ceil_div(p.out_per_group, co) * p.out_d * p.out_h * ceil_div(p.out_w, pixels);
@@ -362,6 +466,7 @@ void launch_conv_direct(const ConvProblem& problem, DType dtype, const void* x, 
     using namespace conv_direct;
     if (fits_depthwise_channels_last(problem, multiprocessors))
       launch_depthwise_channels_last<T>(problem, x, weight, bias, y, stream);
+    else if (fits_signal(problem)) launch_signal<T>(problem, x, weight, bias, y, stream);
     else if (channels == 1) launch_blocked<T, 1, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels == 2) launch_blocked<T, 2, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels <= 4) launch_blocked<T, 4, 8>(problem, multiprocessors, x, weight, bias, y, stream);

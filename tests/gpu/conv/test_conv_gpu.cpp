@@ -448,14 +448,16 @@ TEST_F(ConvGpu, SplitKIsBitwiseRepeatable) {
 // the padding, misaligned, and, with offset 1, on a misaligned base), and the 1x1 call's aligned
 // runs store 16 bytes at once. The first five calls have over 132 * 8 warps of several outputs each (register-blocked on an H100 or
 // H200), the rest are small (one output a thread).
+// A call of the direct kernel's tests: the parameters along W (L for 1-D), groups.
+struct DirectCase {
+  ConvOp op;
+  Shape x, weight;
+  int64_t groups, stride_w, dilation_w, pad_w;
+};
+
 TEST_F(ConvGpu, DirectKernelClasses) {
   std::mt19937_64 rng(77);
-  struct Case {
-    ConvOp op;
-    Shape x, weight;
-    int64_t groups, stride_w, dilation_w, pad_w;
-  };
-  const Case cases[] = {
+  const DirectCase cases[] = {
       {ConvOp::conv2d, {2, 32, 72, 67}, {32, 1, 3, 3}, 32, 1, 1, 1},   // depthwise, 67 = 8 * 8 + 3
       {ConvOp::conv2d, {2, 32, 72, 131}, {64, 1, 3, 3}, 32, 2, 1, 1},  // 2 a group, stride 2
       {ConvOp::conv2d, {2, 32, 72, 67}, {128, 1, 3, 5}, 32, 1, 2, 3},  // 4 a group, dilation 2
@@ -472,7 +474,7 @@ TEST_F(ConvGpu, DirectKernelClasses) {
       {ConvOp::conv1d, {2, 1, 301}, {5, 1, 7}, 1, 1, 1, 3},           // C_in = 1, 5 channels
       {ConvOp::conv3d, {1, 8, 5, 6, 13}, {16, 2, 3, 3, 3}, 4, 1, 1, 1}, // 3-D grouped
   };
-  for (const Case& c : cases) {
+  for (const DirectCase& c : cases) {
     for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
       Conv p;
       p.groups = c.groups;
@@ -482,6 +484,37 @@ TEST_F(ConvGpu, DirectKernelClasses) {
       p.dilation[w_axis] = c.dilation_w;
       p.padding[w_axis] = c.pad_w;
       ConvInputs in = make_inputs(c.op, c.x, c.weight, c.groups % 2 == 0, p, dtype, rng);
+      EXPECT_EQ(compare(in), "") << in.describe();
+      EXPECT_EQ(compare(in, 1), "") << in.describe() << " offset 1";
+    }
+  }
+}
+
+// The direct kernel's signal walk (1-D, one input channel a group, at least 8 output channels a
+// group): position blocks of 1024 (several, the last partial), channel chunks of 8 (the last
+// masked), strides, dilations, padding on both sides, causal padding, groups, unbatched input, and
+// the shared-memory bound (stride 11 fits the segment, stride 12 leaves it for the one-output walk).
+TEST_F(ConvGpu, SignalWalk) {
+  std::mt19937_64 rng(79);
+  const DirectCase cases[] = {
+      {ConvOp::conv1d, {1, 1, 16000}, {512, 1, 10}, 1, 5, 1, 0},  // wav2vec2's first layer
+      {ConvOp::conv1d, {2, 1, 3001}, {32, 1, 7}, 1, 1, 1, 3},     // 3 position blocks, the last partial
+      {ConvOp::conv1d, {1, 1, 2048}, {12, 1, 5}, 1, 2, 3, 4},     // chunks of 8 and 4, dilation 3
+      {ConvOp::conv1d, {3, 2, 777}, {16, 1, 4}, 2, 3, 1, 0},      // 2 groups of 8 channels
+      {ConvOp::conv1d, {1, 1100}, {8, 1, 3}, 1, 1, 1, 1},         // unbatched
+      {ConvOp::conv1d, {1, 1, 5}, {8, 1, 3}, 1, 1, 1, 2},         // one short block, mostly padding
+      {ConvOp::conv1d_causal, {2, 1, 1500}, {24, 1, 4}, 1, 1, 2, 0},
+      {ConvOp::conv1d, {1, 1, 30000}, {16, 1, 3}, 1, 11, 1, 1},   // the largest stride whose segment fits
+      {ConvOp::conv1d, {1, 1, 30000}, {16, 1, 3}, 1, 12, 1, 1},   // past it: the one-output walk
+  };
+  for (const DirectCase& c : cases) {
+    for (DType dtype : {DType::f32, DType::f16, DType::bf16}) {
+      Conv p;
+      p.groups = c.groups;
+      p.stride[0] = c.stride_w;
+      p.dilation[0] = c.dilation_w;
+      p.padding[0] = c.pad_w;
+      ConvInputs in = make_inputs(c.op, c.x, c.weight, dtype != DType::bf16, p, dtype, rng);
       EXPECT_EQ(compare(in), "") << in.describe();
       EXPECT_EQ(compare(in, 1), "") << in.describe() << " offset 1";
     }
