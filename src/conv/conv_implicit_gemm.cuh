@@ -115,6 +115,7 @@ enum class Form {
   channel_runs,  // K (tap, c_in), a B chunk 8 channels of one pixel at one tap: channels-inner x
   tap_tiles,     // channel_runs whose K tiles each lie in one tap, every chunk an aligned run
 };
+__host__ __device__ constexpr bool stepped(Form form) { return form == Form::plane_tiles || form == Form::tap_tiles; }
 
 // The decoded K rows of one tile: where row k reads x (relative to the pixel's window origin) and
 // the weight, or w_offset -1 past K.
@@ -272,7 +273,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
                   const Layout layout, const WorkItems items) {
   constexpr bool kChannelsInner = kForm == Form::channel_runs || kForm == Form::tap_tiles;
-  constexpr bool kStepped = kForm == Form::plane_tiles || kForm == Form::tap_tiles;
+  constexpr bool kStepped = stepped(kForm);
   static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape, kChannelsInner>),
                 "the f32 tile fits in the stage buffers");
   constexpr int M = Shape::M, N = Shape::N, K = Shape::K, kStages = Shape::kStages;
@@ -764,18 +765,22 @@ inline bool plane_chunks_aligned(const ConvProblem& p, const void* x) {
 // the resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
 // pipeline): the rows of few tiles and long K (stage-down, classifier, late-stage, encodec-deep,
 // ASPP); eight ranks halve the chain of K tiles a block walks where four leave half the resident
-// blocks idle (stage-down: 52 tiles, 36-100 K tiles). Where the tiles fill at most an eighth of the
-// resident blocks, a call's time is the chain of K tiles one block walks, each waiting on its loads:
-// it splits down to one K tile a rank.
-constexpr int kMostSplits = 8, kMinSplitKTiles = 4;
+// blocks idle (stage-down: 52 tiles, 36-100 K tiles), but only in the chunk forms: a stepped form's
+// K tiles are too quick for half of them to pay for the eight-way exchange of partial tiles (at eight
+// ranks the NCHW plane-tile rows late-stage and bottleneck-reduce ran 1.5-1.8x slower, the
+// channels_last tap-tile rows stage-down, classifier and ASPP 1.2-1.6x). Where the tiles fill at
+// most an eighth of the resident blocks, a call's time is the chain of K tiles one block walks, each
+// waiting on its loads: it splits down to one K tile a rank.
+constexpr int kMostSplits = 8, kMostSteppedSplits = 4, kMinSplitKTiles = 4;
 
-template <class Shape>
+template <class Shape, Form kForm>
 int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
+  constexpr int kMost = stepped(kForm) ? kMostSteppedSplits : kMostSplits;
   const int64_t resident = int64_t{multiprocessors} * Shape::kBlocksPerSm;
   const int k_tiles = (p.reduction + Shape::K - 1) / Shape::K;
   const int least_tiles_a_rank = tiles * 8 <= resident ? 1 : kMinSplitKTiles;
   int splits = 1;
-  while (splits < kMostSplits && tiles * splits * 2 <= resident && k_tiles >= least_tiles_a_rank * splits * 2) {
+  while (splits < kMost && tiles * splits * 2 <= resident && k_tiles >= least_tiles_a_rank * splits * 2) {
     splits *= 2;
   }
   return splits;
@@ -788,7 +793,7 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   static_assert(Shape::M / 8 % kMostSplits == 0, "a split's ranks finish equal bands of rows, in runs of 8");
   const WorkItems items = work_items(p.batch, p.groups, static_cast<int>(ceil_div(p.out_per_group, Shape::M)),
                                      static_cast<int>(ceil_div(p.out_plane, Shape::N)));
-  const int splits = split_count<Shape>(p, items.count, multiprocessors);
+  const int splits = split_count<Shape, kForm>(p, items.count, multiprocessors);
   constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape, kChannelsInner>);
   const auto kernel = implicit_gemm<T, Shape, kForm>;
   Layout layout = layout_of<kChannelsInner>(p);
