@@ -761,16 +761,17 @@ inline bool plane_chunks_aligned(const ConvProblem& p, const void* x) {
   return aligned_16(x) && p.x.n % 8 == 0 && p.x.c % 8 == 0 && p.out_plane % 8 == 0;
 }
 
-// K is split over a cluster of 2, 4 or 8 CTAs while the tiles alone would leave at least half of
-// the resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
+// K is split over a cluster of 2 or 4 CTAs while the tiles alone would leave at least half of the
+// resident blocks idle and each rank keeps at least kMinSplitKTiles K tiles (enough to fill the
 // pipeline): the rows of few tiles and long K (stage-down, classifier, late-stage, encodec-deep,
-// ASPP); eight ranks halve the chain of K tiles a block walks where four leave half the resident
-// blocks idle (stage-down: 52 tiles, 36-100 K tiles), but only in the chunk forms: a stepped form's
-// K tiles are too quick for half of them to pay for the eight-way exchange of partial tiles (at eight
-// ranks the NCHW plane-tile rows late-stage and bottleneck-reduce ran 1.5-1.8x slower, the
-// channels_last tap-tile rows stage-down, classifier and ASPP 1.2-1.6x). Where the tiles fill at
-// most an eighth of the resident blocks, a call's time is the chain of K tiles one block walks, each
-// waiting on its loads: it splits down to one K tile a rank.
+// ASPP). The chunk forms, whose K tiles are slow (K-row decode, held runs), go further: up to eight
+// ranks, which halve the chain of K tiles a block walks where four leave half the resident blocks
+// idle (stage-down: 52 tiles, 36-100 K tiles), and where the tiles fill at most an eighth of the
+// resident blocks (the cube rows), down to one K tile a rank: a call's time is then the chain of K
+// tiles one block walks, each waiting on its loads. The stepped forms' quick K tiles pay for
+// neither's larger exchange of partial tiles (at eight ranks the NCHW plane-tile rows late-stage
+// and bottleneck-reduce ran 1.5-1.8x slower, the channels_last tap-tile rows stage-down, classifier
+// and ASPP 1.2-1.6x; channels_last late-stage at four ranks of two K tiles 1.4x).
 constexpr int kMostSplits = 8, kMostSteppedSplits = 4, kMinSplitKTiles = 4;
 
 template <class Shape, Form kForm>
@@ -778,7 +779,7 @@ int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
   constexpr int kMost = stepped(kForm) ? kMostSteppedSplits : kMostSplits;
   const int64_t resident = int64_t{multiprocessors} * Shape::kBlocksPerSm;
   const int k_tiles = (p.reduction + Shape::K - 1) / Shape::K;
-  const int least_tiles_a_rank = tiles * 8 <= resident ? 1 : kMinSplitKTiles;
+  const int least_tiles_a_rank = !stepped(kForm) && tiles * 8 <= resident ? 1 : kMinSplitKTiles;
   int splits = 1;
   while (splits < kMost && tiles * splits * 2 <= resident && k_tiles >= least_tiles_a_rank * splits * 2) {
     splits *= 2;
