@@ -394,6 +394,7 @@ TEST_F(ConvGpu, ImplicitGemmChunkPaths) {
       {ConvOp::conv1d, {1, 48, 256}, {32, 48, 3}, pad_1d},                   // 1-D, L a multiple of 8
       {ConvOp::conv3d, {1, 8, 5, 9, 24}, {16, 8, 3, 3, 3}, pad_d},           // 3-D, rows padded in z and y
       {ConvOp::conv2d, {4, 32, 64, 72}, {128, 32, 3, 3}, pad1},              // the 128x128 tile (144 tiles)
+      {ConvOp::conv2d, {17, 16, 64, 64}, {128, 16, 3, 3}, strided},          // stride 2 on it (136 tiles)
       {ConvOp::conv2d, {2, 96, 28, 28}, {160, 96, 3, 3}, pad1},              // 27 K tiles split 4 ways
       {ConvOp::conv2d, {1, 200, 9, 9}, {64, 200, 3, 3}, pad1},               // 57 K tiles split 8 ways
       {ConvOp::conv2d, {1, 52, 10, 10}, {40, 52, 3, 3}, pad1},               // 15 K tiles of 2 tiles split 4 ways
