@@ -753,8 +753,6 @@ Layout layout_of(const ConvProblem& p) {
   return layout;
 }
 
-inline bool aligned_to(const void* pointer, int bytes) { return reinterpret_cast<uintptr_t>(pointer) % bytes == 0; }
-
 // Whether x's B chunks of a plane-tile call are aligned runs of 8 pixels (else pairs of 8-byte
 // aligned halves, Layout::plane_halves).
 inline bool plane_chunks_aligned(const ConvProblem& p, const void* x) {

@@ -10,11 +10,11 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/integer.hpp"
+
 namespace solops::detail {
 
-__host__ __device__ __forceinline__ bool aligned_16(const void* pointer) {
-  return reinterpret_cast<uintptr_t>(pointer) % 16 == 0;
-}
+__host__ __device__ __forceinline__ bool aligned_16(const void* pointer) { return aligned_to(pointer, 16); }
 
 // A 16-bit element's bits (T: __half or __nv_bfloat16) to float and back (rounded to nearest).
 template <class T>

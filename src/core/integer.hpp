@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 
 #if defined(__CUDACC__)
@@ -15,6 +16,11 @@ namespace solops::detail {
 
 // a / b rounded up, for a >= 0 and b > 0 (without a + b - 1, which overflows for a near INT64_MAX).
 SOLOPS_HOST_DEVICE constexpr int64_t ceil_div(int64_t a, int64_t b) { return a / b + (a % b != 0); }
+
+// Whether `pointer` is a multiple of `bytes` (a vector width, for a vector load or copy).
+SOLOPS_HOST_DEVICE inline bool aligned_to(const void* pointer, size_t bytes) {
+  return reinterpret_cast<uintptr_t>(pointer) % bytes == 0;
+}
 
 // A launch's grid of `blocks` blocks, at least one and at most INT_MAX (grid-stride kernels walk
 // whatever lies beyond).

@@ -9,6 +9,7 @@
 
 #include "core/device.hpp"
 #include "core/dispatch.cuh"
+#include "core/integer.hpp"
 #include "pool/pool_geometry.hpp"
 
 namespace solops::detail {
@@ -155,8 +156,6 @@ bool input_evict_first(const PoolGeometry& g, const TensorRef& x) {
   const int64_t input_bytes = g.planes * g.in_d * g.in_h * g.in_w * static_cast<int64_t>(sizeof(T));
   return kReduction == Reduction::max && input_bytes >= l2_cache_bytes(x.device) / 4;
 }
-
-inline bool aligned_to(const void* p, size_t bytes) { return reinterpret_cast<uintptr_t>(p) % bytes == 0; }
 
 // The kernels index their tiles with int32: planes are launched in groups that keep a launch's
 // tiles in range. Calls launch(first_plane, tiles, blocks) for each group.
