@@ -115,6 +115,10 @@ enum class Form {
   channel_runs,  // K (tap, c_in), a B chunk 8 channels of one pixel at one tap: channels-inner x
   tap_tiles,     // channel_runs whose K tiles each lie in one tap, every chunk an aligned run
 };
+// The forms whose K is ordered (tap, c_in) (B stored pixel by pixel), and those with no K-row decode.
+__host__ __device__ constexpr bool channels_inner(Form form) {
+  return form == Form::channel_runs || form == Form::tap_tiles;
+}
 __host__ __device__ constexpr bool stepped(Form form) { return form == Form::plane_tiles || form == Form::tap_tiles; }
 
 // The decoded K rows of one tile: where row k reads x (relative to the pixel's window origin) and
@@ -272,7 +276,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
     implicit_gemm(const uint16_t* __restrict__ x, const uint16_t* __restrict__ weight,
                   const uint16_t* __restrict__ bias, uint16_t* __restrict__ y, const ConvProblem p,
                   const Layout layout, const WorkItems items) {
-  constexpr bool kChannelsInner = kForm == Form::channel_runs || kForm == Form::tap_tiles;
+  constexpr bool kChannelsInner = channels_inner(kForm);
   constexpr bool kStepped = stepped(kForm);
   static_assert(sizeof(float) * Shape::M * Shape::kPitchC <= sizeof(StageBuffers<Shape, kChannelsInner>),
                 "the f32 tile fits in the stage buffers");
@@ -788,7 +792,7 @@ int split_count(const ConvProblem& p, int64_t tiles, int multiprocessors) {
 template <class T, class Shape, Form kForm>
 void launch(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y, int multiprocessors,
             cudaStream_t stream) {
-  constexpr bool kChannelsInner = kForm == Form::channel_runs || kForm == Form::tap_tiles;
+  constexpr bool kChannelsInner = channels_inner(kForm);
   static_assert(Shape::M / 8 % kMostSplits == 0, "a split's ranks finish equal bands of rows, in runs of 8");
   const WorkItems items = work_items(p.batch, p.groups, static_cast<int>(ceil_div(p.out_per_group, Shape::M)),
                                      static_cast<int>(ceil_div(p.out_plane, Shape::N)));
