@@ -96,6 +96,13 @@ struct Tile {
   // The f32 tile of sums after the main loop, in the stage buffers: rows padded by 8 floats, so that
   // the accumulators' 8-byte stores of a half warp (4 rows of 8 columns) fall in distinct banks.
   static constexpr int kPitchC = N + 8;
+  // An unsplit channels-inner call's f32 tile is pixel-major (a pixel's M sums contiguous): the
+  // epilogue's 8 channels of a pixel are two 16-byte loads, and a warp's stores run along y's
+  // channels. Pixels padded by 4 floats, so that the accumulators' 4-byte stores of a warp (8 rows of
+  // 4 column pairs) fall in distinct banks. (A split call keeps the row-major tile: its ranks' reads
+  // of each other's pixel-major runs made it slower.)
+  static constexpr int kPitchPixelC = M + 4;
+  static_assert(N * kPitchPixelC <= M * kPitchC, "the pixel-major tile fits where the row-major one does");
   // Chunks of 8 elements a thread fills per tile. A B thread keeps one chunk column (8 pixels) and
   // steps down the K rows by kChunkRowStep.
   static constexpr int kChunkColumns = N / 8, kChunkRowStep = kThreads / kChunkColumns;
@@ -653,8 +660,13 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
 #pragma unroll
         for (int j = 0; j < Shape::kMmaN; ++j) {
           const int column = warp_n * Shape::kWarpTileN + j * 8 + (lane % 4) * 2;
-          *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
-              make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
+          if (kChannelsInner && splits == 1) {
+            s.c[column * Shape::kPitchPixelC + row] = acc[i][j][half * 2];
+            s.c[(column + 1) * Shape::kPitchPixelC + row] = acc[i][j][half * 2 + 1];
+          } else {
+            *reinterpret_cast<float2*>(&s.c[row * Shape::kPitchC + column]) =
+                make_float2(acc[i][j][half * 2], acc[i][j][half * 2 + 1]);
+          }
         }
       }
     }
@@ -681,15 +693,28 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
       return bias && co < p.out_per_group ? bits_to_float<T>(bias[int64_t{group} * p.out_per_group + co]) : 0.0f;
     };
     if constexpr (kChannelsInner) {
-      // Consecutive threads take consecutive pixels: their reads of the f32 tile are conflict-free.
+      // Unsplit (the pixel-major tile): consecutive threads take consecutive runs of one pixel, two
+      // 16-byte reads a run, and a warp's stores run along y's channels. Split (the row-major tile):
+      // consecutive threads take consecutive pixels, whose reads of the tile are conflict-free.
+      constexpr int kPixelRuns = M / 8;
       for (int index = tid; index < band / 8 * N; index += Shape::kThreads) {
-        const int row = rank * band + index / N * 8, column = index % N;
+        const int row = splits == 1 ? index % kPixelRuns * 8 : rank * band + index / N * 8;
+        const int column = splits == 1 ? index / kPixelRuns : index % N;
         const int co = co0 + row;
         if (co >= p.out_per_group || pixel0 + column >= p.out_plane) continue;
         float v[8], shift[8];
-        run_sums<Shape::kPitchC>(&s.c[row * Shape::kPitchC + column], splits, v);
+        if (splits == 1) read_run<1, false>(&s.c[column * Shape::kPitchPixelC + row], v);
+        else run_sums<Shape::kPitchC>(&s.c[row * Shape::kPitchC + column], splits, v);
+        const uint16_t* const bias_run = bias ? bias + int64_t{group} * p.out_per_group + co : nullptr;
+        if (bias_run && co + 8 <= p.out_per_group && aligned_16(bias_run)) {
+          const uint4 words = *reinterpret_cast<const uint4*>(bias_run);
+          const uint32_t word[4] = {words.x, words.y, words.z, words.w};
 #pragma unroll
-        for (int e = 0; e < 8; ++e) shift[e] = bias_of(co + e);
+          for (int e = 0; e < 8; ++e) shift[e] = bits_to_float<T>(static_cast<uint16_t>(word[e / 2] >> (e % 2 * 16)));
+        } else {
+#pragma unroll
+          for (int e = 0; e < 8; ++e) shift[e] = bias_of(co + e);
+        }
         uint32_t packed[4];
         finish(v, shift, packed);
         uint16_t* run = y_group + s.y_offset[column] + int64_t{co} * p.y.c;
