@@ -46,3 +46,23 @@ def test_a_correct_result_is_timed_on_the_device_and_the_host(timed) -> None:
     line = run.measure(run.Impl("solops", lambda: torch.ones(2)), case(close), torch.ones(2), quick=True)
     assert (line["correct"], line["median_ms"], line["host_ms"]) == (True, 0.004, 0.011)
     assert timed == ["device", "host"]
+
+
+def line(op: str, impl: str, ms: float) -> str:
+    return run.json.dumps({"op": op, "workload": "w", "dtype": "f16", "impl": impl, "median_ms": ms})
+
+
+def test_a_run_cut_short_keeps_the_earlier_lines_of_the_rows_it_did_not_reach(tmp_path) -> None:
+    earlier = [line("A", "solops", 1.0), line("B", "solops", 2.0), line("B", "torch", 2.5), line("C", "solops", 3.0)]
+    rerun = [("B", "w", "f16"), ("C", "w", "f16")]
+    finished = {("B", "w", "f16"): [line("B", "solops", 1.5)]}
+    merged = run.merged_lines(earlier, rerun, finished)
+    assert merged == [line("A", "solops", 1.0), line("B", "solops", 1.5), line("C", "solops", 3.0)]
+    path = tmp_path / "conv.jsonl"
+    run.write_lines(path, merged)
+    assert path.read_text().splitlines() == merged and not (tmp_path / "conv.jsonl.partial").exists()
+
+
+def test_a_skipped_row_leaves_no_line() -> None:
+    earlier = [line("A", "solops", 1.0)]
+    assert run.merged_lines(earlier, [("A", "w", "f16")], {("A", "w", "f16"): []}) == []

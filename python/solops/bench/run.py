@@ -313,17 +313,28 @@ def choose_alternatives(module, requested: list[str] | None) -> list[str]:
     return present
 
 
-def kept_lines(path: Path, rerun: list[tuple[str, dict]]) -> list[str]:
-    """Lines of an earlier run for rows not being re-run now, so --ops and --workloads update in place."""
-    if not path.exists():
-        return []
-    rerun_keys = {(op, row["workload"], row["dtype"]) for op, row in rerun}
+def row_key(fields: dict) -> tuple[str, str, str]:
+    return fields["op"], fields["workload"], fields["dtype"]
 
-    def rerun_now(line: str) -> bool:
-        fields = json.loads(line)
-        return (fields["op"], fields["workload"], fields["dtype"]) in rerun_keys
 
-    return [line for line in path.read_text().splitlines() if line.strip() and not rerun_now(line)]
+def merged_lines(earlier: list[str], rerun: list[tuple[str, str, str]], finished: dict) -> list[str]:
+    """The results file while rows `rerun` run (so --ops and --workloads update in place): the earlier
+    lines of the rows not re-run, then each re-run row's new lines once it has finished, else its
+    earlier ones, so that a run cut short loses no row."""
+    earlier_by_row: dict[tuple[str, str, str], list[str]] = {}
+    for line in earlier:
+        earlier_by_row.setdefault(row_key(json.loads(line)), []).append(line)
+    lines = [line for key, rows in earlier_by_row.items() if key not in rerun for line in rows]
+    for key in rerun:
+        lines += finished.get(key, earlier_by_row.get(key, []))
+    return lines
+
+
+def write_lines(path: Path, lines: list[str]) -> None:
+    """Replaces the file at once (a run killed mid-write leaves the earlier file whole)."""
+    partial = path.with_name(path.name + ".partial")
+    partial.write_text("".join(line + "\n" for line in lines))
+    os.replace(partial, path)
 
 
 def parse_args(argv):
@@ -357,23 +368,26 @@ def main(argv=None) -> int:
 
     failures = 0
     out.parent.mkdir(parents=True, exist_ok=True)
-    previous = kept_lines(out, rows)
-    with out.open("w") as results:
-        results.writelines(line + "\n" for line in previous)
-        for index, (op, row) in enumerate(rows, start=1):
-            try:
-                case = module.build_case(op, row, alternatives)
-            except UnsupportedRow as reason:
-                print(f"[{index:>3}/{len(rows)}] {op} {row['workload']} {row['dtype']}: skipped ({reason})")
-                continue
-            except Exception as error:  # e.g. the cost model rejecting the row: ours failed
-                lines = [build_failure_line(op, row, context, error)]
-            else:
-                lines = case_lines(case, args.quick, context)
-            results.writelines(json.dumps(line) + "\n" for line in lines)
-            results.flush()  # a run cut short keeps every finished row
-            failures += sum(1 for line in lines if line["impl"] == "solops" and line["correct"] is not True)
-            print(progress_text(index, len(rows), lines), flush=True)
+    earlier = [line for line in out.read_text().splitlines() if line.strip()] if out.exists() else []
+    rerun = [(op, row["workload"], row["dtype"]) for op, row in rows]
+    finished: dict[tuple[str, str, str], list[str]] = {}
+    for index, (op, row) in enumerate(rows, start=1):
+        key = (op, row["workload"], row["dtype"])
+        try:
+            case = module.build_case(op, row, alternatives)
+        except UnsupportedRow as reason:
+            print(f"[{index:>3}/{len(rows)}] {op} {row['workload']} {row['dtype']}: skipped ({reason})")
+            finished[key] = []
+            continue
+        except Exception as error:  # e.g. the cost model rejecting the row: ours failed
+            lines = [build_failure_line(op, row, context, error)]
+        else:
+            lines = case_lines(case, args.quick, context)
+        finished[key] = [json.dumps(line) for line in lines]
+        write_lines(out, merged_lines(earlier, rerun, finished))
+        failures += sum(1 for line in lines if line["impl"] == "solops" and line["correct"] is not True)
+        print(progress_text(index, len(rows), lines), flush=True)
+    write_lines(out, merged_lines(earlier, rerun, finished))
     print(f"wrote {out}; solops failures: {failures}")
     return 1 if failures else 0
 
