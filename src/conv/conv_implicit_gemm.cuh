@@ -34,7 +34,7 @@
 // thread finishes runs of 8 pixels of one output channel: bias, ReLU, one rounding, and the widest
 // stores the run's alignment allows where it is 8 consecutive elements of y (store_run).
 //
-// Split K: where the tiles are too few to fill the GPU, a cluster of 2 or 4 CTAs shares each tile,
+// Split K: where the tiles are too few to fill the GPU, a cluster of 2 to 8 CTAs shares each tile,
 // each rank summing an equal run of the K tiles; the ranks then finish a band of the tile's rows
 // each, adding all ranks' partial sums (read over distributed shared memory) in rank order. No
 // workspace, no atomics, one launch, and the same sums in the same order on every call.
@@ -782,10 +782,10 @@ Layout layout_of(const ConvProblem& p) {
   return layout;
 }
 
-// Whether x's B chunks of a plane-tile call are aligned runs of 8 pixels (else pairs of 8-byte
-// aligned halves, Layout::plane_halves).
-inline bool plane_chunks_aligned(const ConvProblem& p, const void* x) {
-  return aligned_16(x) && p.x.n % 8 == 0 && p.x.c % 8 == 0 && p.out_plane % 8 == 0;
+// Whether every B chunk of a plane-tile call is made of aligned runs of `pixels` elements of x: 8
+// (one 16-byte copy a chunk), else 4 (two 8-byte copies, Layout::plane_halves).
+inline bool plane_runs_aligned(const ConvProblem& p, const void* x, int pixels) {
+  return aligned_to(x, 2 * pixels) && p.x.n % pixels == 0 && p.x.c % pixels == 0 && p.out_plane % pixels == 0;
 }
 
 // K is split over a cluster of 2 or 4 CTAs while the tiles alone would leave at least half of the
@@ -825,7 +825,7 @@ void launch(const ConvProblem& p, const void* x, const void* weight, const void*
   constexpr size_t kSharedBytes = sizeof(SharedTiles<Shape, kChannelsInner>);
   const auto kernel = implicit_gemm<T, Shape, kForm>;
   Layout layout = layout_of<kChannelsInner>(p);
-  layout.plane_halves = kForm == Form::plane_tiles && !plane_chunks_aligned(p, x);
+  layout.plane_halves = kForm == Form::plane_tiles && !plane_runs_aligned(p, x, 8);
   // Past the default 48 KiB a block's dynamic shared memory needs the opt-in (not a stream
   // operation: fine under graph capture).
   if constexpr (kSharedBytes > 48 * 1024) {
@@ -861,8 +861,7 @@ inline Form form_of(const ConvProblem& p, const void* x, const void* weight) {
     return tap_tiles ? Form::tap_tiles : Form::channel_runs;
   }
   const Layout layout = layout_of<false>(p);
-  const bool halves_aligned = aligned_to(x, 8) && p.x.n % 4 == 0 && p.x.c % 4 == 0 && p.out_plane % 4 == 0;
-  const bool plane_tiles = weight_aligned && halves_aligned && layout.plane_contiguous &&
+  const bool plane_tiles = weight_aligned && plane_runs_aligned(p, x, 4) && layout.plane_contiguous &&
                            layout.weight_k_contiguous && p.in_per_group % 8 == 0;
   return plane_tiles ? Form::plane_tiles : Form::pixel_rows;
 }
