@@ -56,7 +56,7 @@ def test_a_run_cut_short_keeps_the_earlier_lines_of_the_rows_it_did_not_reach(tm
     earlier = [line("A", "solops", 1.0), line("B", "solops", 2.0), line("B", "torch", 2.5), line("C", "solops", 3.0)]
     rerun = [("B", "w", "f16"), ("C", "w", "f16")]
     finished = {("B", "w", "f16"): [line("B", "solops", 1.5)]}
-    merged = run.merged_lines(earlier, rerun, finished)
+    merged = run.merged_lines(run.lines_by_row(earlier), rerun, finished)
     assert merged == [line("A", "solops", 1.0), line("B", "solops", 1.5), line("C", "solops", 3.0)]
     path = tmp_path / "conv.jsonl"
     run.write_lines(path, merged)
@@ -65,4 +65,4 @@ def test_a_run_cut_short_keeps_the_earlier_lines_of_the_rows_it_did_not_reach(tm
 
 def test_a_skipped_row_leaves_no_line() -> None:
     earlier = [line("A", "solops", 1.0)]
-    assert run.merged_lines(earlier, [("A", "w", "f16")], {("A", "w", "f16"): []}) == []
+    assert run.merged_lines(run.lines_by_row(earlier), [("A", "w", "f16")], {("A", "w", "f16"): []}) == []

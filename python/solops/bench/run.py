@@ -317,13 +317,18 @@ def row_key(fields: dict) -> tuple[str, str, str]:
     return fields["op"], fields["workload"], fields["dtype"]
 
 
-def merged_lines(earlier: list[str], rerun: list[tuple[str, str, str]], finished: dict) -> list[str]:
+def lines_by_row(lines: list[str]) -> dict[tuple[str, str, str], list[str]]:
+    """A results file's lines grouped by row, in the file's order."""
+    by_row: dict[tuple[str, str, str], list[str]] = {}
+    for line in lines:
+        by_row.setdefault(row_key(json.loads(line)), []).append(line)
+    return by_row
+
+
+def merged_lines(earlier_by_row: dict, rerun: list[tuple[str, str, str]], finished: dict) -> list[str]:
     """The results file while rows `rerun` run (so --ops and --workloads update in place): the earlier
     lines of the rows not re-run, then each re-run row's new lines once it has finished, else its
     earlier ones, so that a run cut short loses no row."""
-    earlier_by_row: dict[tuple[str, str, str], list[str]] = {}
-    for line in earlier:
-        earlier_by_row.setdefault(row_key(json.loads(line)), []).append(line)
     lines = [line for key, rows in earlier_by_row.items() if key not in rerun for line in rows]
     for key in rerun:
         lines += finished.get(key, earlier_by_row.get(key, []))
@@ -368,7 +373,7 @@ def main(argv=None) -> int:
 
     failures = 0
     out.parent.mkdir(parents=True, exist_ok=True)
-    earlier = [line for line in out.read_text().splitlines() if line.strip()] if out.exists() else []
+    earlier = lines_by_row([line for line in out.read_text().splitlines() if line.strip()] if out.exists() else [])
     rerun = [(op, row["workload"], row["dtype"]) for op, row in rows]
     finished: dict[tuple[str, str, str], list[str]] = {}
     for index, (op, row) in enumerate(rows, start=1):
