@@ -329,30 +329,34 @@ void launch_depthwise_channels_last(const ConvProblem& p, const void* x, const v
 // gives a thread one tap's inputs and weights a memory round trip at a time, for a few outputs:
 // such a call is a chain of round trips a thread. Here a block first stages the segment of x that
 // its outputs read (f32, zero in the padding) and its chunk's weights in shared memory, one
-// coalesced pass each, then computes kSignalChannels channels x kSignalOutputs positions a thread
-// from shared memory. A thread's positions are kSignalThreads apart: its reads of the segment are a
+// coalesced pass each, then computes kSignalChannels channels x kOutputs positions a thread from
+// shared memory. A thread's positions are kSignalThreads apart: its reads of the segment are a
 // stride apart across a warp, and its stores, channel by channel, a warp's consecutive positions.
-constexpr int kSignalThreads = 128, kSignalChannels = 8, kSignalOutputs = 8;
-constexpr int kSignalPositions = kSignalThreads * kSignalOutputs;  // a block's positions of one row
-constexpr int kSignalSharedBytes = 48 * 1024;                       // no opt-in needed
+// kOutputs is kSignalOutputs where that gives every SM kWarpsPerSm warps, else kSignalFewOutputs: a
+// block's time is its threads' chain of staging, FMAs and stores, which a small call (one waveform:
+// wav2vec2's 512 channels of 3 199 positions) does not hide behind other warps.
+constexpr int kSignalThreads = 128, kSignalChannels = 8, kSignalOutputs = 8, kSignalFewOutputs = 2;
+constexpr int kSignalSharedBytes = 48 * 1024;  // no opt-in needed
 
-// The x elements a block's positions read (the windows of kSignalPositions outputs), rounded up to
+// The x elements a block's kSignalThreads * outputs positions read (their windows), rounded up to
 // whole float4s so that the weights after them are 16-byte aligned.
-int64_t signal_segment(const ConvProblem& p) {
-  const int64_t reach = int64_t{kSignalPositions - 1} * p.stride_w + int64_t{p.kernel_w - 1} * p.dilation_w + 1;
+int64_t signal_segment(const ConvProblem& p, int outputs) {
+  const int64_t reach =
+      int64_t{kSignalThreads * outputs - 1} * p.stride_w + int64_t{p.kernel_w - 1} * p.dilation_w + 1;
   return ceil_div(reach, 4) * 4;
 }
 
-int64_t signal_shared_bytes(const ConvProblem& p) {
-  return (signal_segment(p) + int64_t{p.kernel_w} * kSignalChannels) * sizeof(float);
+int64_t signal_shared_bytes(const ConvProblem& p, int outputs) {
+  return (signal_segment(p, outputs) + int64_t{p.kernel_w} * kSignalChannels) * sizeof(float);
 }
 
+// Decided at the larger block, which then fits either way.
 bool fits_signal(const ConvProblem& p) {
   return p.in_per_group == 1 && p.out_per_group >= kSignalChannels && p.in_d == 1 && p.in_h == 1 && p.out_d == 1 &&
-         p.out_h == 1 && signal_shared_bytes(p) <= kSignalSharedBytes;
+         p.out_h == 1 && signal_shared_bytes(p, kSignalOutputs) <= kSignalSharedBytes;
 }
 
-template <class T>
+template <class T, int kOutputs>
 __global__ void __launch_bounds__(kSignalThreads)
     signal_conv1d(const T* __restrict__ x, const T* __restrict__ weight, const T* __restrict__ bias,
                   T* __restrict__ y, const ConvProblem p, const int segment, const WorkItems items) {
@@ -362,7 +366,7 @@ __global__ void __launch_bounds__(kSignalThreads)
   const int tid = threadIdx.x;
   for (int64_t index = blockIdx.x; index < items.count; index += gridDim.x) {
     const auto [n, chunk, position_block, group] = decode(items, p.groups, index);
-    const int l0 = static_cast<int>(position_block) * kSignalPositions;
+    const int l0 = static_cast<int>(position_block) * kSignalThreads * kOutputs;
     const int co0 = static_cast<int>(chunk) * kSignalChannels;
     const int channels = min(kSignalChannels, p.out_per_group - co0);
     const int64_t first_co = int64_t{group} * p.out_per_group + co0;
@@ -379,7 +383,7 @@ __global__ void __launch_bounds__(kSignalThreads)
     }
     __syncthreads();
 
-    float sums[kSignalChannels][kSignalOutputs];
+    float sums[kSignalChannels][kOutputs];
     start_at_bias(sums, bias, first_co, channels);
     for (int tap = 0; tap < p.kernel_w; ++tap) {
       const float4 low = reinterpret_cast<const float4*>(ws + tap * kSignalChannels)[0];
@@ -387,7 +391,7 @@ __global__ void __launch_bounds__(kSignalThreads)
       const float w[kSignalChannels] = {low.x, low.y, low.z, low.w, high.x, high.y, high.z, high.w};
       const float* x_tap = xs + tap * p.dilation_w + tid * p.stride_w;
 #pragma unroll
-      for (int i = 0; i < kSignalOutputs; ++i) {
+      for (int i = 0; i < kOutputs; ++i) {
         const float v = x_tap[i * kSignalThreads * p.stride_w];
 #pragma unroll
         for (int j = 0; j < kSignalChannels; ++j) sums[j][i] = fmaf(v, w[j], sums[j][i]);
@@ -399,7 +403,7 @@ __global__ void __launch_bounds__(kSignalThreads)
     for (int j = 0; j < kSignalChannels; ++j) {
       if (j >= channels) break;
 #pragma unroll
-      for (int i = 0; i < kSignalOutputs; ++i) {
+      for (int i = 0; i < kOutputs; ++i) {
         const int position = l0 + tid + i * kSignalThreads;
         const float v = p.relu && sums[j][i] < 0.0f ? 0.0f : sums[j][i];  // relu(NaN) is NaN
         if (position < p.out_w) y_chunk[j * p.y.c + int64_t{position} * p.y.w] = from_float<T>(v);
@@ -408,15 +412,27 @@ __global__ void __launch_bounds__(kSignalThreads)
   }
 }
 
-template <class T>
+template <class T, int kOutputs>
 void launch_signal(const ConvProblem& p, const void* x, const void* weight, const void* bias, void* y,
                    cudaStream_t stream) {
-  const int segment = static_cast<int>(signal_segment(p));
+  const int segment = static_cast<int>(signal_segment(p, kOutputs));
   const WorkItems items = work_items(p.batch, p.groups, static_cast<int>(ceil_div(p.out_per_group, kSignalChannels)),
-                                     static_cast<int>(ceil_div(p.out_w, kSignalPositions)));
-  signal_conv1d<T><<<grid_for(items.count), kSignalThreads, signal_shared_bytes(p), stream>>>(
+                                     static_cast<int>(ceil_div(p.out_w, kSignalThreads * kOutputs)));
+  signal_conv1d<T, kOutputs><<<grid_for(items.count), kSignalThreads, signal_shared_bytes(p, kOutputs), stream>>>(
       static_cast<const T*>(x), static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(y), p,
       segment, items);
+}
+
+template <class T>
+void launch_signal(const ConvProblem& p, int multiprocessors, const void* x, const void* weight, const void* bias,
+                   void* y, cudaStream_t stream) {
+  const int64_t threads = p.batch * p.groups * ceil_div(p.out_per_group, kSignalChannels) *
+                          ceil_div(p.out_w, kSignalThreads * kSignalOutputs) * kSignalThreads;
+  if (threads >= int64_t{multiprocessors} * kWarpsPerSm * 32) {
+    launch_signal<T, kSignalOutputs>(p, x, weight, bias, y, stream);
+  } else {
+    launch_signal<T, kSignalFewOutputs>(p, x, weight, bias, y, stream);
+  }
 }
 
 // Threads of a launch with kPix outputs a thread.
@@ -466,7 +482,7 @@ void launch_conv_direct(const ConvProblem& problem, DType dtype, const void* x, 
     using namespace conv_direct;
     if (fits_depthwise_channels_last(problem, multiprocessors))
       launch_depthwise_channels_last<T>(problem, x, weight, bias, y, stream);
-    else if (fits_signal(problem)) launch_signal<T>(problem, x, weight, bias, y, stream);
+    else if (fits_signal(problem)) launch_signal<T>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels == 1) launch_blocked<T, 1, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels == 2) launch_blocked<T, 2, 8>(problem, multiprocessors, x, weight, bias, y, stream);
     else if (channels <= 4) launch_blocked<T, 4, 8>(problem, multiprocessors, x, weight, bias, y, stream);

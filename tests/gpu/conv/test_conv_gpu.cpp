@@ -497,9 +497,14 @@ TEST_F(ConvGpu, DirectKernelClasses) {
 // the shared-memory bound (stride 11 fits the segment, stride 12 leaves it for the one-output walk).
 TEST_F(ConvGpu, SignalWalk) {
   std::mt19937_64 rng(79);
+  // Blocks of 8 positions a thread (1024 a block) where a call gives every SM 8 warps with them (on a
+  // 132-SM part: >= 264 blocks), else of 2 (256 a block): the first three cases take 8, the rest 2.
   const DirectCase cases[] = {
-      {ConvOp::conv1d, {1, 1, 16000}, {512, 1, 10}, 1, 5, 1, 0},  // wav2vec2's first layer
-      {ConvOp::conv1d, {2, 1, 3001}, {32, 1, 7}, 1, 1, 1, 3},     // 3 position blocks, the last partial
+      {ConvOp::conv1d, {4, 1, 16000}, {512, 1, 10}, 1, 5, 1, 0},  // wav2vec2's first layer, 1024 blocks
+      {ConvOp::conv1d_causal, {3, 1, 9000}, {96, 1, 5}, 1, 1, 1, 0},  // 324 blocks, the last partial
+      {ConvOp::conv1d, {64, 1, 30000}, {16, 1, 3}, 1, 11, 1, 1},  // 384 blocks of a 44 KiB segment
+      {ConvOp::conv1d, {1, 1, 16000}, {512, 1, 10}, 1, 5, 1, 0},  // one waveform: 256 blocks
+      {ConvOp::conv1d, {2, 1, 3001}, {32, 1, 7}, 1, 1, 1, 3},     // 12 position blocks, the last partial
       {ConvOp::conv1d, {1, 1, 2048}, {12, 1, 5}, 1, 2, 3, 4},     // chunks of 8 and 4, dilation 3
       {ConvOp::conv1d, {3, 2, 777}, {16, 1, 4}, 2, 3, 1, 0},      // 2 groups of 8 channels
       {ConvOp::conv1d, {1, 1100}, {8, 1, 3}, 1, 1, 1, 1},         // unbatched
