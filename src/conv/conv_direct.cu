@@ -59,7 +59,7 @@ __device__ __forceinline__ void load_inputs(const T* x, const T* x_tap, int xx, 
       }
 #pragma unroll
       for (int i = 0; i < kPix; ++i) {
-        values[i] = bits_to_float<T>(static_cast<uint16_t>(words[i / 2] >> (16 * (i % 2))));
+        values[i] = bits_to_float<T>(run_element(words, i));
       }
       return;
     }
@@ -205,7 +205,7 @@ __device__ __forceinline__ void load_channel_run(const T* from, int count, float
       const uint32_t words[4] = {block.x, block.y, block.z, block.w};
 #pragma unroll
       for (int j = 0; j < kChannelRun; ++j) {
-        values[j] = bits_to_float<T>(static_cast<uint16_t>(words[j / 2] >> (16 * (j % 2))));
+        values[j] = bits_to_float<T>(run_element(words, j));
       }
       return;
     } else {

@@ -710,7 +710,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
           const uint4 words = *reinterpret_cast<const uint4*>(bias_run);
           const uint32_t word[4] = {words.x, words.y, words.z, words.w};
 #pragma unroll
-          for (int e = 0; e < 8; ++e) shift[e] = bits_to_float<T>(static_cast<uint16_t>(word[e / 2] >> (e % 2 * 16)));
+          for (int e = 0; e < 8; ++e) shift[e] = bits_to_float<T>(run_element(word, e));
         } else {
 #pragma unroll
           for (int e = 0; e < 8; ++e) shift[e] = bias_of(co + e);
@@ -723,7 +723,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
         } else {
 #pragma unroll
           for (int e = 0; e < 8; ++e) {
-            if (co + e < p.out_per_group) run[e * p.y.c] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));
+            if (co + e < p.out_per_group) run[e * p.y.c] = run_element(packed, e);
           }
         }
       }
@@ -748,7 +748,7 @@ __global__ void __launch_bounds__(Shape::kThreads, Shape::kBlocksPerSm)
           store_run(run, packed);
         } else {
           for (int e = 0; e < 8 && pixel0 + column + e < p.out_plane; ++e) {
-            y_channel[s.y_offset[column + e]] = static_cast<uint16_t>(packed[e / 2] >> (e % 2 * 16));
+            y_channel[s.y_offset[column + e]] = run_element(packed, e);
           }
         }
       }

@@ -29,6 +29,11 @@ __device__ __forceinline__ uint16_t float_to_bits(float v) {
   else return __bfloat16_as_ushort(__float2bfloat16_rn(v));
 }
 
+// Element e of 8 consecutive 16-bit values held two a word, the lower first.
+__device__ __forceinline__ uint16_t run_element(const uint32_t (&words)[4], int e) {
+  return static_cast<uint16_t>(words[e / 2] >> (e % 2 * 16));
+}
+
 // 8 consecutive 16-bit values (two a word, the lower first) stored at `to` in the widest stores its
 // alignment allows: one of 16 bytes, two of 8, four of 4 or eight of 2. Rows of y whose length is
 // not a multiple of 8 leave most runs unaligned, where 2-byte stores would each touch the sectors of
@@ -45,7 +50,7 @@ __device__ __forceinline__ void store_run(uint16_t* to, const uint32_t (&words)[
     for (int i = 0; i < 4; ++i) reinterpret_cast<uint32_t*>(to)[i] = words[i];
   } else {
 #pragma unroll
-    for (int e = 0; e < 8; ++e) to[e] = static_cast<uint16_t>(words[e / 2] >> (e % 2 * 16));
+    for (int e = 0; e < 8; ++e) to[e] = run_element(words, e);
   }
 }
 

@@ -376,8 +376,7 @@ def main(argv=None) -> int:
     earlier = lines_by_row([line for line in out.read_text().splitlines() if line.strip()] if out.exists() else [])
     rerun = [(op, row["workload"], row["dtype"]) for op, row in rows]
     finished: dict[tuple[str, str, str], list[str]] = {}
-    for index, (op, row) in enumerate(rows, start=1):
-        key = (op, row["workload"], row["dtype"])
+    for index, ((op, row), key) in enumerate(zip(rows, rerun), start=1):
         try:
             case = module.build_case(op, row, alternatives)
         except UnsupportedRow as reason:
